@@ -1,0 +1,306 @@
+//! Breaker configuration: plain data, `const fn` builders, and a validator that names the field.
+
+use crate::error::ConfigError;
+
+/// The largest ring a count-based window or a failure-timestamp window may allocate.
+pub const MAX_WINDOW_CALLS: u32 = 100_000;
+/// The largest number of half-open probes that may be in flight at once.
+pub const MAX_HALF_OPEN_PROBES: u32 = 1_024;
+/// How many buckets a time-based rate window is divided into.
+pub const TIME_WINDOW_BUCKETS: usize = 10;
+
+/// The window a rate rule looks at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Window {
+    /// The last `n` recorded calls.
+    Calls(u32),
+    /// The calls of the last `ms` milliseconds, counted in [`TIME_WINDOW_BUCKETS`] buckets of
+    /// `ms / 10` each (so a call leaves the window between 0.9 × and 1 × `ms` after it was
+    /// recorded).
+    Millis(u64),
+}
+
+/// When a CLOSED breaker opens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum TripRule {
+    /// `threshold` failures in a row; any success resets the count.
+    ConsecutiveFailures {
+        /// Failures in a row that open the breaker.
+        threshold: u32,
+    },
+    /// `threshold` failures within any `window_ms` span (successes do not reset it). The span is
+    /// exact: the breaker remembers the times of the last `threshold` failures.
+    FailuresInWindow {
+        /// Failures that open the breaker.
+        threshold: u32,
+        /// The span they must fall within, in milliseconds.
+        window_ms: u64,
+    },
+    /// The share of failed calls in the window reaches `threshold_percent`, once the window holds
+    /// at least `minimum_calls` calls (for a `Calls(n)` window, at least `min(minimum_calls, n)`).
+    FailureRate {
+        /// Percentage of failures, in `(0, 100]`, that opens the breaker.
+        threshold_percent: f64,
+        /// Calls the window must hold before the rate is trusted.
+        minimum_calls: u32,
+        /// Which calls count.
+        window: Window,
+    },
+    /// The share of slow calls (successful or not) in the window reaches `threshold_percent`. A
+    /// call is slow when it reports more than `slow_call_ms` after it was admitted.
+    SlowCallRate {
+        /// Percentage of slow calls, in `(0, 100]`, that opens the breaker.
+        threshold_percent: f64,
+        /// A call taking longer than this many milliseconds is slow.
+        slow_call_ms: u64,
+        /// Calls the window must hold before the rate is trusted.
+        minimum_calls: u32,
+        /// Which calls count.
+        window: Window,
+    },
+}
+
+impl TripRule {
+    /// The slow-call threshold, if this rule counts slow calls.
+    pub const fn slow_call_ms(&self) -> Option<u64> {
+        match *self {
+            TripRule::SlowCallRate { slow_call_ms, .. } => Some(slow_call_ms),
+            _ => None,
+        }
+    }
+}
+
+/// Everything a [`Breaker`](crate::Breaker) needs to know. Build it with the `with_*` methods;
+/// [`BreakerConfig::validate`] (called by `Breaker::new`) rejects values out of range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
+pub struct BreakerConfig {
+    /// When to open. Default: 5 consecutive failures.
+    pub trip: TripRule,
+    /// How long the breaker stays OPEN before it lets a probe through. Default: 30 000 ms.
+    pub open_duration_ms: u64,
+    /// Random spread of each open period, as a fraction: the period is drawn uniformly from
+    /// `open_duration × (1 ± open_jitter)`, so instances that tripped together do not all probe
+    /// at the same moment. In `[0, 1)`. Default: 0.
+    pub open_jitter: f64,
+    /// Each half-open round that fails multiplies the next open period by this factor (before
+    /// jitter), up to `max_open_duration_ms`. At least 1; 1 means a fixed period. Default: 1.
+    pub open_backoff_factor: f64,
+    /// The longest open period the backoff may reach. At least `open_duration_ms`.
+    /// Default: 300 000 ms.
+    pub max_open_duration_ms: u64,
+    /// Probes allowed in flight at once while HALF_OPEN, in `1..=1024`. Default: 1.
+    pub half_open_max_probes: u32,
+    /// Successful probes needed to close again. At least 1. Default: 1.
+    pub half_open_success_threshold: u32,
+    /// A probe that has not reported after this many milliseconds frees its slot, so a lost probe
+    /// cannot wedge the breaker half-open. At least 1. Default: 30 000 ms.
+    pub probe_timeout_ms: u64,
+    /// Seed of the generator that draws the open-period jitter. Default: a fixed constant; hosts
+    /// seed it from real entropy so that instances do not jitter alike.
+    pub seed: u64,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BreakerConfig {
+    /// The defaults listed on each field.
+    pub const fn new() -> Self {
+        BreakerConfig {
+            trip: TripRule::ConsecutiveFailures { threshold: 5 },
+            open_duration_ms: 30_000,
+            open_jitter: 0.0,
+            open_backoff_factor: 1.0,
+            max_open_duration_ms: 300_000,
+            half_open_max_probes: 1,
+            half_open_success_threshold: 1,
+            probe_timeout_ms: 30_000,
+            seed: 0x6272_6561_6b77_6174, // "breakwat"
+        }
+    }
+
+    /// Sets [`trip`](Self::trip).
+    pub const fn with_trip(mut self, trip: TripRule) -> Self {
+        self.trip = trip;
+        self
+    }
+    /// Sets [`open_duration_ms`](Self::open_duration_ms).
+    pub const fn with_open_duration_ms(mut self, ms: u64) -> Self {
+        self.open_duration_ms = ms;
+        self
+    }
+    /// Sets [`open_jitter`](Self::open_jitter).
+    pub const fn with_open_jitter(mut self, fraction: f64) -> Self {
+        self.open_jitter = fraction;
+        self
+    }
+    /// Sets [`open_backoff_factor`](Self::open_backoff_factor) and
+    /// [`max_open_duration_ms`](Self::max_open_duration_ms).
+    pub const fn with_open_backoff(mut self, factor: f64, max_open_duration_ms: u64) -> Self {
+        self.open_backoff_factor = factor;
+        self.max_open_duration_ms = max_open_duration_ms;
+        self
+    }
+    /// Sets [`half_open_max_probes`](Self::half_open_max_probes).
+    pub const fn with_half_open_max_probes(mut self, probes: u32) -> Self {
+        self.half_open_max_probes = probes;
+        self
+    }
+    /// Sets [`half_open_success_threshold`](Self::half_open_success_threshold).
+    pub const fn with_half_open_success_threshold(mut self, successes: u32) -> Self {
+        self.half_open_success_threshold = successes;
+        self
+    }
+    /// Sets [`probe_timeout_ms`](Self::probe_timeout_ms).
+    pub const fn with_probe_timeout_ms(mut self, ms: u64) -> Self {
+        self.probe_timeout_ms = ms;
+        self
+    }
+    /// Sets [`seed`](Self::seed).
+    pub const fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Checks every field; the first one out of range is named in the error.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_trip(&self.trip)?;
+        if !(self.open_jitter.is_finite() && (0.0..1.0).contains(&self.open_jitter)) {
+            return Err(ConfigError::new(
+                "open_jitter",
+                self.open_jitter,
+                "a fraction in [0, 1)",
+            ));
+        }
+        if !(self.open_backoff_factor.is_finite() && self.open_backoff_factor >= 1.0) {
+            return Err(ConfigError::new(
+                "open_backoff_factor",
+                self.open_backoff_factor,
+                "a finite number >= 1",
+            ));
+        }
+        if self.open_duration_ms > MAX_DURATION_MS {
+            return Err(ConfigError::new(
+                "open_duration_ms",
+                self.open_duration_ms as f64,
+                "at most 2^53 milliseconds",
+            ));
+        }
+        if self.max_open_duration_ms < self.open_duration_ms
+            || self.max_open_duration_ms > MAX_DURATION_MS
+        {
+            return Err(ConfigError::new(
+                "max_open_duration_ms",
+                self.max_open_duration_ms as f64,
+                "at least open_duration_ms and at most 2^53 milliseconds",
+            ));
+        }
+        if self.half_open_max_probes == 0 || self.half_open_max_probes > MAX_HALF_OPEN_PROBES {
+            return Err(ConfigError::new(
+                "half_open_max_probes",
+                self.half_open_max_probes as f64,
+                "an integer in 1..=1024",
+            ));
+        }
+        if self.half_open_success_threshold == 0 {
+            return Err(ConfigError::new(
+                "half_open_success_threshold",
+                0.0,
+                "an integer >= 1",
+            ));
+        }
+        if self.probe_timeout_ms == 0 || self.probe_timeout_ms > MAX_DURATION_MS {
+            return Err(ConfigError::new(
+                "probe_timeout_ms",
+                self.probe_timeout_ms as f64,
+                "an integer in 1..=2^53 milliseconds",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Durations are capped at 2^53 ms (285 000 years) so that they survive a trip through a
+/// JavaScript number and never overflow when added to a timestamp.
+pub const MAX_DURATION_MS: u64 = 1 << 53;
+
+fn validate_count(field: &'static str, n: u32, max: u32) -> Result<(), ConfigError> {
+    if n == 0 || n > max {
+        let expected = if max == MAX_WINDOW_CALLS {
+            "an integer in 1..=100000"
+        } else {
+            "an integer >= 1"
+        };
+        return Err(ConfigError::new(field, n as f64, expected));
+    }
+    Ok(())
+}
+
+fn validate_span(field: &'static str, ms: u64) -> Result<(), ConfigError> {
+    if ms == 0 || ms > MAX_DURATION_MS {
+        return Err(ConfigError::new(
+            field,
+            ms as f64,
+            "an integer in 1..=2^53 milliseconds",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_percent(field: &'static str, p: f64) -> Result<(), ConfigError> {
+    if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+        return Err(ConfigError::new(field, p, "a percentage in (0, 100]"));
+    }
+    Ok(())
+}
+
+fn validate_window(window: &Window) -> Result<(), ConfigError> {
+    match *window {
+        Window::Calls(n) => validate_count("trip.window.calls", n, MAX_WINDOW_CALLS),
+        Window::Millis(ms) => validate_span("trip.window.millis", ms),
+    }
+}
+
+fn validate_trip(trip: &TripRule) -> Result<(), ConfigError> {
+    match *trip {
+        TripRule::ConsecutiveFailures { threshold } => {
+            validate_count("trip.threshold", threshold, u32::MAX)
+        }
+        TripRule::FailuresInWindow {
+            threshold,
+            window_ms,
+        } => {
+            validate_count("trip.threshold", threshold, MAX_WINDOW_CALLS)?;
+            validate_span("trip.window_ms", window_ms)
+        }
+        TripRule::FailureRate {
+            threshold_percent,
+            minimum_calls,
+            window,
+        } => {
+            validate_percent("trip.threshold_percent", threshold_percent)?;
+            validate_count("trip.minimum_calls", minimum_calls, u32::MAX)?;
+            validate_window(&window)
+        }
+        TripRule::SlowCallRate {
+            threshold_percent,
+            slow_call_ms,
+            minimum_calls,
+            window,
+        } => {
+            validate_percent("trip.threshold_percent", threshold_percent)?;
+            validate_span("trip.slow_call_ms", slow_call_ms)?;
+            validate_count("trip.minimum_calls", minimum_calls, u32::MAX)?;
+            validate_window(&window)
+        }
+    }
+}

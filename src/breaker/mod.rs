@@ -1,0 +1,634 @@
+//! The circuit breaker as a sans-IO state machine.
+//!
+//! ```text
+//!            trip rule fires                 open period elapsed
+//!   CLOSED ───────────────────▶ OPEN ─────────────────────────────▶ HALF_OPEN
+//!     ▲                          ▲          (on the next acquire)       │
+//!     │                          └──────────── a probe fails ───────────┤
+//!     └──────────────── `half_open_success_threshold` probes succeed ───┘
+//! ```
+//!
+//! Every method takes `now`; none reads a clock, sleeps or allocates on the hot path. Mutators
+//! return the [`Transition`] they caused, so a host can emit its events after it has stored the
+//! new state. A call is admitted with a [`Permit`], and reports its outcome with that permit:
+//! a permit from before a transition (an older *generation*) is ignored, and a half-open probe
+//! permit is a lease that frees its slot after `probe_timeout_ms` even if it never reports.
+
+mod config;
+pub(crate) mod window;
+
+pub use config::{
+    BreakerConfig, TripRule, Window, MAX_DURATION_MS, MAX_HALF_OPEN_PROBES, MAX_WINDOW_CALLS,
+    TIME_WINDOW_BUCKETS,
+};
+pub use window::{Bucket, Counter};
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::clock::Timestamp;
+use crate::error::ConfigError;
+use crate::rng::{Random, SplitMix64};
+use window::Sample;
+
+/// The three states of a breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "SCREAMING_SNAKE_CASE"))]
+pub enum State {
+    /// Calls flow; outcomes feed the trip rule.
+    Closed,
+    /// Calls are rejected until the open period ends (or, when isolated, until reset).
+    Open,
+    /// A limited number of probe calls test whether the upstream is back.
+    HalfOpen,
+}
+
+impl State {
+    /// `"CLOSED"`, `"OPEN"` or `"HALF_OPEN"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "CLOSED",
+            State::Open => "OPEN",
+            State::HalfOpen => "HALF_OPEN",
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Manual overrides of the automatic behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Mode {
+    /// The trip rule and the open period decide.
+    Automatic,
+    /// Forced OPEN until [`Breaker::reset`]: every call is rejected.
+    Isolated,
+    /// Every call is admitted and counted in the statistics, but the state never changes.
+    Disabled,
+}
+
+/// A state change, reported by the mutator that caused it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "a transition should be stored and then reported"]
+pub struct Transition {
+    /// The state before.
+    pub from: State,
+    /// The state after.
+    pub to: State,
+    /// When it happened.
+    pub at: Timestamp,
+}
+
+/// What kind of admission a permit stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PermitKind {
+    /// An ordinary call while CLOSED.
+    Normal,
+    /// A half-open probe, holding slot `id` until it reports or its lease expires.
+    Probe {
+        /// The probe slot's identifier.
+        id: u32,
+    },
+    /// Admitted because the breaker is disabled; counted in the statistics only.
+    Bypass,
+}
+
+/// Proof of admission. Report the call's outcome with it; it is small and `Copy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "report the outcome with this permit, or a half-open slot stays taken until its lease expires"]
+pub struct Permit {
+    /// The breaker's generation when the permit was issued.
+    pub generation: u32,
+    /// What was granted.
+    pub kind: PermitKind,
+    /// When it was issued (to measure slow calls).
+    pub issued_at: Timestamp,
+}
+
+/// Why a call was not admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// OPEN: the open period has not ended.
+    Open,
+    /// HALF_OPEN with every probe slot taken.
+    HalfOpenFull,
+    /// Isolated by hand.
+    Isolated,
+}
+
+/// A refusal, saying when asking again may succeed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    /// Why.
+    pub reason: RejectReason,
+    /// Milliseconds until asking again may be admitted: the rest of the open period, the time
+    /// until the oldest probe's lease runs out, or (isolated) the configured open duration as a
+    /// hint. Never zero: at least 1.
+    pub retry_after_ms: u64,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.reason {
+            RejectReason::Open => "circuit open",
+            RejectReason::HalfOpenFull => "circuit half-open and every probe slot is taken",
+            RejectReason::Isolated => "circuit isolated",
+        };
+        write!(f, "{why}; retry after {} ms", self.retry_after_ms)
+    }
+}
+
+/// What [`Breaker::acquire`] decided, and the transition that deciding caused (OPEN → HALF_OPEN
+/// when the open period has elapsed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub struct Admission {
+    /// The permit, or why not.
+    pub result: Result<Permit, Rejected>,
+    /// The lazy OPEN → HALF_OPEN transition, if this call made it.
+    pub transition: Option<Transition>,
+}
+
+/// How a call ended, as the breaker should count it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The upstream answered well.
+    Success,
+    /// The upstream failed (5xx, 429, 529, timeout, network error…).
+    Failure,
+    /// Neither: the call says nothing about the upstream's health (a 400, a cancelled request).
+    /// It only frees the permit's probe slot.
+    Ignored,
+}
+
+/// Running totals since the breaker was built (or restored). Saturating.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
+pub struct Stats {
+    /// Calls admitted.
+    pub admitted: u64,
+    /// Calls rejected.
+    pub rejected: u64,
+    /// Successes reported.
+    pub successes: u64,
+    /// Failures reported.
+    pub failures: u64,
+    /// Outcomes reported as [`Outcome::Ignored`].
+    pub ignored: u64,
+    /// Reports that came with a permit from an earlier generation and were not counted.
+    pub stale: u64,
+    /// Slow calls reported (only under a slow-call rule).
+    pub slow: u64,
+    /// Times the breaker opened (from CLOSED or HALF_OPEN, or by isolation).
+    pub opened: u64,
+}
+
+/// An in-flight half-open probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ProbeLease {
+    /// The slot's identifier, carried by the permit.
+    pub id: u32,
+    /// When the lease runs out, in ms since the epoch.
+    pub expires_at: u64,
+}
+
+/// The circuit breaker state machine.
+///
+/// ```
+/// use breakwater::{Breaker, BreakerConfig, Outcome, State, Timestamp, TripRule};
+///
+/// let config = BreakerConfig::new()
+///     .with_trip(TripRule::ConsecutiveFailures { threshold: 2 })
+///     .with_open_duration_ms(1_000);
+/// let mut breaker = Breaker::new(config).unwrap();
+/// let t = Timestamp(10_000);
+///
+/// for _ in 0..2 {
+///     let permit = breaker.acquire(t).result.unwrap();
+///     let _ = breaker.report(t, permit, Outcome::Failure);
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// let rejected = breaker.acquire(t).result.unwrap_err();
+/// assert_eq!(rejected.retry_after_ms, 1_000);
+///
+/// // A second later the next caller becomes the probe, and its success closes the circuit.
+/// let later = Timestamp(11_000);
+/// let probe = breaker.acquire(later);
+/// assert_eq!(probe.transition.unwrap().to, State::HalfOpen);
+/// let closed = breaker.report(later, probe.result.unwrap(), Outcome::Success);
+/// assert_eq!(closed.unwrap().to, State::Closed);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Breaker {
+    pub(crate) config: BreakerConfig,
+    pub(crate) state: State,
+    pub(crate) mode: Mode,
+    pub(crate) generation: u32,
+    pub(crate) last_now: u64,
+    pub(crate) opened_at: u64,
+    pub(crate) open_until: u64,
+    pub(crate) failed_probe_rounds: u32,
+    pub(crate) half_open_successes: u32,
+    pub(crate) probes: Vec<ProbeLease>,
+    pub(crate) next_probe_id: u32,
+    pub(crate) counter: Counter,
+    pub(crate) rng: SplitMix64,
+    pub(crate) stats: Stats,
+}
+
+impl Breaker {
+    /// A CLOSED breaker, or the first configuration field out of range.
+    pub fn new(config: BreakerConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Breaker {
+            counter: Counter::for_rule(&config.trip),
+            probes: Vec::with_capacity(config.half_open_max_probes as usize),
+            rng: SplitMix64::new(config.seed),
+            config,
+            state: State::Closed,
+            mode: Mode::Automatic,
+            generation: 0,
+            last_now: 0,
+            opened_at: 0,
+            open_until: 0,
+            failed_probe_rounds: 0,
+            half_open_successes: 0,
+            next_probe_id: 0,
+            stats: Stats::default(),
+        })
+    }
+
+    /// The configuration it runs under.
+    pub fn config(&self) -> &BreakerConfig {
+        &self.config
+    }
+
+    /// The state as last computed. An OPEN breaker whose period has elapsed still reads OPEN
+    /// until the next [`acquire`](Self::acquire); see [`state_at`](Self::state_at).
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The state a call at `now` would find: HALF_OPEN for an OPEN breaker whose open period
+    /// has ended (unless isolated). Does not change anything.
+    pub fn state_at(&self, now: Timestamp) -> State {
+        if self.state == State::Open
+            && self.mode != Mode::Isolated
+            && now.0.max(self.last_now) >= self.open_until
+        {
+            State::HalfOpen
+        } else {
+            self.state
+        }
+    }
+
+    /// The manual mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Running totals.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Bumped by every transition; permits from older generations are ignored.
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// When the breaker last opened, if it is OPEN.
+    pub fn opened_at(&self) -> Option<Timestamp> {
+        (self.state == State::Open).then_some(Timestamp(self.opened_at))
+    }
+
+    /// When the current open period ends, if OPEN and not isolated.
+    pub fn open_until(&self) -> Option<Timestamp> {
+        (self.state == State::Open && self.mode != Mode::Isolated)
+            .then_some(Timestamp(self.open_until))
+    }
+
+    /// Half-open probes currently holding a slot (leases not yet expired as of the last call).
+    pub fn probes_in_flight(&self) -> usize {
+        self.probes.len()
+    }
+
+    /// Successful probes so far in this half-open round.
+    pub fn half_open_successes(&self) -> u32 {
+        self.half_open_successes
+    }
+
+    /// Consecutive half-open rounds that failed (the exponent of the open-period backoff).
+    pub fn failed_probe_rounds(&self) -> u32 {
+        self.failed_probe_rounds
+    }
+
+    /// Asks to run one call at `now`.
+    pub fn acquire(&mut self, now: Timestamp) -> Admission {
+        let now = self.observe(now);
+        match self.mode {
+            Mode::Disabled => {
+                self.stats.admitted = self.stats.admitted.saturating_add(1);
+                return Admission {
+                    result: Ok(self.permit(now, PermitKind::Bypass)),
+                    transition: None,
+                };
+            }
+            Mode::Isolated => {
+                return Admission {
+                    result: Err(self.reject(RejectReason::Isolated, self.config.open_duration_ms)),
+                    transition: None,
+                };
+            }
+            Mode::Automatic => {}
+        }
+        let mut transition = None;
+        match self.state {
+            State::Closed => {
+                self.stats.admitted = self.stats.admitted.saturating_add(1);
+                return Admission {
+                    result: Ok(self.permit(now, PermitKind::Normal)),
+                    transition: None,
+                };
+            }
+            State::Open => {
+                if now < self.open_until {
+                    return Admission {
+                        result: Err(self.reject(RejectReason::Open, self.open_until - now)),
+                        transition: None,
+                    };
+                }
+                transition = Some(self.enter(State::HalfOpen, now));
+            }
+            State::HalfOpen => {}
+        }
+        // HALF_OPEN: free expired leases, then take a slot if one is left.
+        self.probes.retain(|p| p.expires_at > now);
+        if self.probes.len() < self.config.half_open_max_probes as usize {
+            let id = self.next_probe_id;
+            self.next_probe_id = self.next_probe_id.wrapping_add(1);
+            self.probes.push(ProbeLease {
+                id,
+                expires_at: now.saturating_add(self.config.probe_timeout_ms),
+            });
+            self.stats.admitted = self.stats.admitted.saturating_add(1);
+            Admission {
+                result: Ok(self.permit(now, PermitKind::Probe { id })),
+                transition,
+            }
+        } else {
+            let soonest = self
+                .probes
+                .iter()
+                .map(|p| p.expires_at)
+                .min()
+                .unwrap_or(now.saturating_add(1));
+            Admission {
+                result: Err(self.reject(RejectReason::HalfOpenFull, soonest.saturating_sub(now))),
+                transition,
+            }
+        }
+    }
+
+    /// Reports how an admitted call ended.
+    pub fn report(
+        &mut self,
+        now: Timestamp,
+        permit: Permit,
+        outcome: Outcome,
+    ) -> Option<Transition> {
+        let now = self.observe(now);
+        let slow = match self.config.trip.slow_call_ms() {
+            Some(limit) => now.saturating_sub(permit.issued_at.0) > limit,
+            None => false,
+        };
+        self.count_outcome(outcome, slow);
+        if permit.kind == PermitKind::Bypass || self.mode != Mode::Automatic {
+            return None;
+        }
+        if permit.generation != self.generation {
+            self.stats.stale = self.stats.stale.saturating_add(1);
+            return None;
+        }
+        match (self.state, permit.kind) {
+            (State::Closed, PermitKind::Normal) => self.record_closed(now, outcome, slow),
+            (State::HalfOpen, PermitKind::Probe { id }) => {
+                if let Some(i) = self.probes.iter().position(|p| p.id == id) {
+                    self.probes.swap_remove(i);
+                }
+                self.record_probe(now, outcome, slow)
+            }
+            // Same generation always means the same state as when the permit was issued.
+            _ => None,
+        }
+    }
+
+    /// Reports an outcome without a permit (the `isHealthy()` / `recordSuccess()` pattern).
+    /// While CLOSED it counts toward the trip rule; while HALF_OPEN it settles the oldest probe in
+    /// flight, if any; otherwise it only counts in the statistics. Never slow.
+    pub fn record(&mut self, now: Timestamp, outcome: Outcome) -> Option<Transition> {
+        let now = self.observe(now);
+        self.count_outcome(outcome, false);
+        if self.mode != Mode::Automatic {
+            return None;
+        }
+        match self.state {
+            State::Closed => self.record_closed(now, outcome, false),
+            State::HalfOpen => {
+                self.probes.retain(|p| p.expires_at > now);
+                let oldest = self
+                    .probes
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, p)| p.expires_at)
+                    .map(|(i, _)| i)?;
+                self.probes.swap_remove(oldest);
+                self.record_probe(now, outcome, false)
+            }
+            State::Open => None,
+        }
+    }
+
+    /// Forces the breaker OPEN until [`reset`](Self::reset); every call is rejected.
+    pub fn isolate(&mut self, now: Timestamp) -> Option<Transition> {
+        let now = self.observe(now);
+        self.mode = Mode::Isolated;
+        if self.state == State::Open {
+            // Already open: only the mode changes, but older permits must not count any more.
+            self.generation = self.generation.wrapping_add(1);
+            return None;
+        }
+        self.opened_at = now;
+        self.stats.opened = self.stats.opened.saturating_add(1);
+        Some(self.enter(State::Open, now))
+    }
+
+    /// Back to CLOSED with empty counters and automatic mode, from anything (ends isolation and
+    /// disabling, clears the open-period backoff).
+    pub fn reset(&mut self, now: Timestamp) -> Option<Transition> {
+        let now = self.observe(now);
+        self.mode = Mode::Automatic;
+        self.failed_probe_rounds = 0;
+        if self.state == State::Closed {
+            self.counter.clear();
+            self.generation = self.generation.wrapping_add(1);
+            return None;
+        }
+        Some(self.enter(State::Closed, now))
+    }
+
+    /// Disables (every call admitted, nothing changes state) or re-enables the breaker.
+    /// Re-enabling resumes from the state it had; disabling ends isolation.
+    pub fn set_disabled(&mut self, now: Timestamp, disabled: bool) {
+        self.observe(now);
+        self.mode = match (disabled, self.mode) {
+            (true, _) => Mode::Disabled,
+            (false, Mode::Disabled) => Mode::Automatic,
+            (false, other) => other,
+        };
+        self.generation = self.generation.wrapping_add(1);
+    }
+
+    // ----- internals -----
+
+    /// Clamps a clock that went backwards: no time passed.
+    #[inline]
+    fn observe(&mut self, now: Timestamp) -> u64 {
+        if now.0 > self.last_now {
+            self.last_now = now.0;
+        }
+        self.last_now
+    }
+
+    #[inline]
+    fn permit(&self, now: u64, kind: PermitKind) -> Permit {
+        Permit {
+            generation: self.generation,
+            kind,
+            issued_at: Timestamp(now),
+        }
+    }
+
+    #[inline]
+    fn reject(&mut self, reason: RejectReason, retry_after_ms: u64) -> Rejected {
+        self.stats.rejected = self.stats.rejected.saturating_add(1);
+        Rejected {
+            reason,
+            retry_after_ms: retry_after_ms.max(1),
+        }
+    }
+
+    #[inline]
+    fn count_outcome(&mut self, outcome: Outcome, slow: bool) {
+        let s = &mut self.stats;
+        match outcome {
+            Outcome::Success => s.successes = s.successes.saturating_add(1),
+            Outcome::Failure => s.failures = s.failures.saturating_add(1),
+            Outcome::Ignored => s.ignored = s.ignored.saturating_add(1),
+        }
+        if slow && outcome != Outcome::Ignored {
+            s.slow = s.slow.saturating_add(1);
+        }
+    }
+
+    #[inline]
+    fn record_closed(&mut self, now: u64, outcome: Outcome, slow: bool) -> Option<Transition> {
+        let failure = match outcome {
+            Outcome::Success => false,
+            Outcome::Failure => true,
+            Outcome::Ignored => return None,
+        };
+        if self
+            .counter
+            .record(&self.config.trip, now, Sample { failure, slow })
+        {
+            Some(self.trip(now))
+        } else {
+            None
+        }
+    }
+
+    fn record_probe(&mut self, now: u64, outcome: Outcome, slow: bool) -> Option<Transition> {
+        match outcome {
+            Outcome::Ignored => None,
+            // Under a slow-call rule a slow probe means the upstream is not back yet.
+            Outcome::Failure => {
+                self.failed_probe_rounds = self.failed_probe_rounds.saturating_add(1);
+                Some(self.trip(now))
+            }
+            Outcome::Success if slow => {
+                self.failed_probe_rounds = self.failed_probe_rounds.saturating_add(1);
+                Some(self.trip(now))
+            }
+            Outcome::Success => {
+                self.half_open_successes = self.half_open_successes.saturating_add(1);
+                if self.half_open_successes >= self.config.half_open_success_threshold {
+                    self.failed_probe_rounds = 0;
+                    Some(self.enter(State::Closed, now))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// Opens, drawing the length of this open period.
+    fn trip(&mut self, now: u64) -> Transition {
+        let period = self.open_period();
+        self.opened_at = now;
+        self.open_until = now.saturating_add(period);
+        self.stats.opened = self.stats.opened.saturating_add(1);
+        self.enter(State::Open, now)
+    }
+
+    /// The open period: the base duration grown by the backoff factor per failed half-open round,
+    /// capped, then spread by the jitter.
+    fn open_period(&mut self) -> u64 {
+        let c = &self.config;
+        let mut period = c.open_duration_ms as f64;
+        let cap = c.max_open_duration_ms as f64;
+        if c.open_backoff_factor > 1.0 {
+            for _ in 0..self.failed_probe_rounds.min(2_048) {
+                period *= c.open_backoff_factor;
+                if period >= cap {
+                    break;
+                }
+            }
+            if period > cap {
+                period = cap;
+            }
+        }
+        if c.open_jitter > 0.0 {
+            let u = self.rng.next_unit(); // [0, 1)
+            period *= 1.0 + c.open_jitter * (2.0 * u - 1.0);
+        }
+        // Finite and non-negative by construction; `as` saturates regardless.
+        period as u64
+    }
+
+    /// Moves to `to`, starting a new generation and clearing what the new state starts without.
+    fn enter(&mut self, to: State, now: u64) -> Transition {
+        let from = self.state;
+        self.state = to;
+        self.generation = self.generation.wrapping_add(1);
+        self.probes.clear();
+        self.half_open_successes = 0;
+        if to == State::Closed || to == State::Open {
+            self.counter.clear();
+        }
+        Transition {
+            from,
+            to,
+            at: Timestamp(now),
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Errors: invalid configuration, unreadable snapshots, and the facade's call error.
+
+use core::fmt;
+
+use crate::breaker::Rejected;
+
+/// A configuration value out of range. Names the field (as spelled in Rust, `snake_case`), the
+/// value that was given and what was expected; nothing is ever clamped silently.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConfigError {
+    /// The field, e.g. `"open_jitter"` or `"trip.threshold"`.
+    pub field: &'static str,
+    /// The value that was rejected.
+    pub value: f64,
+    /// What the field accepts, e.g. `"a number in [0, 1)"`.
+    pub expected: &'static str,
+}
+
+impl ConfigError {
+    pub(crate) const fn new(field: &'static str, value: f64, expected: &'static str) -> Self {
+        ConfigError {
+            field,
+            value,
+            expected,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid `{}`: {} (expected {})",
+            self.field, self.value, self.expected
+        )
+    }
+}
+
+/// Why a snapshot could not be restored. The breaker it would have replaced is untouched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// The snapshot was written by a format this version does not read.
+    UnsupportedVersion(u32),
+    /// The snapshot's window does not fit the configuration it is restored under (the trip rule
+    /// or its size changed).
+    ConfigMismatch(&'static str),
+    /// A field holds a value no breaker can produce.
+    Corrupt(&'static str),
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotError::UnsupportedVersion(v) => {
+                write!(
+                    f,
+                    "unsupported snapshot version {v} (this build reads version {})",
+                    crate::snapshot::SNAPSHOT_VERSION
+                )
+            }
+            SnapshotError::ConfigMismatch(what) => {
+                write!(f, "snapshot does not match the configuration: {what}")
+            }
+            SnapshotError::Corrupt(what) => write!(f, "corrupt snapshot: {what}"),
+        }
+    }
+}
+
+/// The error of a guarded call: either the call's own error, or the breaker refused to run it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Error<E> {
+    /// The guarded operation ran and failed with this error.
+    Inner(E),
+    /// The breaker did not run the operation; [`Rejected::retry_after_ms`] says when to ask again.
+    Rejected(Rejected),
+}
+
+impl<E> Error<E> {
+    /// The operation's own error, if it ran.
+    pub fn into_inner(self) -> Option<E> {
+        match self {
+            Error::Inner(e) => Some(e),
+            Error::Rejected(_) => None,
+        }
+    }
+
+    /// True if the breaker refused the call.
+    pub fn is_rejected(&self) -> bool {
+        matches!(self, Error::Rejected(_))
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Error<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Inner(e) => e.fmt(f),
+            Error::Rejected(r) => r.fmt(f),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ConfigError {}
+
+#[cfg(feature = "std")]
+impl std::error::Error for SnapshotError {}
+
+#[cfg(feature = "std")]
+impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Inner(e) => Some(e),
+            Error::Rejected(_) => None,
+        }
+    }
+}

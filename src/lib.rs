@@ -1,0 +1,70 @@
+//! # breakwater
+//!
+//! A circuit breaker and retry policy for calls to LLM APIs and other flaky upstreams, written
+//! once as a sans-IO state machine and hosted everywhere: natively, in wasm (browser, Node,
+//! workerd, Deno, Vercel Edge), and in a Cloudflare Durable Object shared by every isolate.
+//!
+//! The core never reads a clock, sleeps or does I/O. Time comes in as a [`Timestamp`]
+//! (milliseconds since the Unix epoch) and randomness as a seed or a [`Random`]; decisions come
+//! out as data ([`Admission`], [`Transition`], [`RetryDecision`]). The hosts act on them.
+//!
+//! - [`Breaker`]: CLOSED → OPEN → HALF_OPEN with four trip rules ([`TripRule`]), leased probe
+//!   permits, open-period jitter and backoff, isolate / reset / disable, and [`Snapshot`]s.
+//! - [`RetryPolicy`]: exponential backoff with five jitters, Retry-After, deadlines, and a
+//!   [`RetryBudget`]; [`Classifier`] maps HTTP statuses and provider errors to decisions.
+//! - [`CircuitBreaker`] and [`Registry`]: a host that holds a [`Clock`] and runs the call.
+//!
+//! ```
+//! use breakwater::{BreakerConfig, CircuitBreaker, Error, ManualClock, Timestamp, TripRule};
+//!
+//! // Seed 000's configuration: 5 failures within 60 s open; 30 s later one probe; 2 successes close.
+//! let config = BreakerConfig::new()
+//!     .with_trip(TripRule::FailuresInWindow { threshold: 5, window_ms: 60_000 })
+//!     .with_open_duration_ms(30_000)
+//!     .with_half_open_success_threshold(2);
+//! let clock = ManualClock::new(Timestamp(1_700_000_000_000));
+//! let mut breaker = CircuitBreaker::new("anthropic", config, clock.clone())?;
+//!
+//! for _ in 0..5 {
+//!     let _ = breaker.call(|| Err::<(), _>("529 overloaded"));
+//!     clock.advance(1_000);
+//! }
+//! // Open: callers fail fast and learn when to come back.
+//! match breaker.call(|| Ok::<_, &str>("unreachable")) {
+//!     Err(Error::Rejected(r)) => assert_eq!(r.retry_after_ms, 26_000),
+//!     other => panic!("expected a rejection, got {other:?}"),
+//! }
+//! # Ok::<(), breakwater::BuildError>(())
+//! ```
+#![no_std]
+#![warn(missing_docs)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod breaker;
+pub mod clock;
+mod error;
+mod facade;
+pub mod retry;
+pub mod rng;
+pub mod snapshot;
+
+pub use breaker::{
+    Admission, Breaker, BreakerConfig, Mode, Outcome, Permit, PermitKind, RejectReason, Rejected,
+    State, Stats, Transition, TripRule, Window,
+};
+#[cfg(feature = "std")]
+pub use clock::SystemClock;
+pub use clock::{Clock, ManualClock, Timestamp};
+pub use error::{ConfigError, Error, SnapshotError};
+pub use facade::{
+    retry_blocking, validate_name, BuildError, CircuitBreaker, InvalidName, Registry, MAX_NAME_LEN,
+};
+pub use retry::{
+    parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier, GiveUpReason,
+    Jitter, RetryBudget, RetryDecision, RetryPolicy, RetryState, Signal, Verdict,
+};
+pub use rng::{Random, SplitMix64};
+pub use snapshot::{RestoreError, Snapshot, SNAPSHOT_VERSION};
