@@ -50,6 +50,12 @@ mod facade;
 pub mod retry;
 pub mod rng;
 pub mod snapshot;
+#[cfg(feature = "sim")]
+pub mod sim;
+#[cfg(feature = "wasm")]
+pub mod wasm;
+#[cfg(feature = "worker")]
+pub mod worker;
 
 pub use breaker::{
     Admission, Breaker, BreakerConfig, Mode, Outcome, Permit, PermitKind, RejectReason, Rejected,

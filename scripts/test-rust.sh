@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The Rust core: formatting, lints, unit/integration/doc tests, and the no_std build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh rust
+
+cargo fmt --all -- --check
+cargo clippy --all-targets -- -D warnings
+cargo clippy --lib --no-default-features -- -D warnings
+cargo build --lib --no-default-features --target thumbv7em-none-eabihf
+cargo test --all-targets
+cargo test --doc
