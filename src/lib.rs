@@ -31,7 +31,7 @@
 //! }
 //! // Open: callers fail fast and learn when to come back.
 //! match breaker.call(|| Ok::<_, &str>("unreachable")) {
-//!     Err(Error::Rejected(r)) => assert_eq!(r.retry_after_ms, 26_000),
+//!     Err(Error::Rejected(r)) => assert_eq!(r.retry_after_ms, 29_000),
 //!     other => panic!("expected a rejection, got {other:?}"),
 //! }
 //! # Ok::<(), breakwater::BuildError>(())
@@ -74,3 +74,8 @@ pub use retry::{
 };
 pub use rng::{Random, SplitMix64};
 pub use snapshot::{RestoreError, Snapshot, SNAPSHOT_VERSION};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
