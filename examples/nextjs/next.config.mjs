@@ -1,0 +1,8 @@
+/** @type {import('next').NextConfig} */
+const nextConfig = {
+  // The Node build of breakwater reads its .wasm from beside its own files: keep it out of the
+  // server bundle so the two stay together. (Edge routes import the .wasm as a module instead.)
+  serverExternalPackages: ['breakwater'],
+};
+
+export default nextConfig;
