@@ -227,7 +227,7 @@ pub struct ProbeLease {
 /// let closed = breaker.report(later, probe.result.unwrap(), Outcome::Success);
 /// assert_eq!(closed.unwrap().to, State::Closed);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Breaker {
     pub(crate) config: BreakerConfig,
     pub(crate) state: State,
@@ -243,6 +243,33 @@ pub struct Breaker {
     pub(crate) counter: Counter,
     pub(crate) rng: SplitMix64,
     pub(crate) stats: Stats,
+}
+
+impl Clone for Breaker {
+    /// A copy with the same reserved capacity, so that the copy does not allocate on its hot
+    /// path either.
+    fn clone(&self) -> Self {
+        let mut counter = self.counter.clone();
+        counter.reserve_for(&self.config.trip);
+        let mut probes = Vec::with_capacity(self.config.half_open_max_probes as usize);
+        probes.extend_from_slice(&self.probes);
+        Breaker {
+            config: self.config,
+            state: self.state,
+            mode: self.mode,
+            generation: self.generation,
+            last_now: self.last_now,
+            opened_at: self.opened_at,
+            open_until: self.open_until,
+            failed_probe_rounds: self.failed_probe_rounds,
+            half_open_successes: self.half_open_successes,
+            probes,
+            next_probe_id: self.next_probe_id,
+            counter,
+            rng: self.rng,
+            stats: self.stats,
+        }
+    }
 }
 
 impl Breaker {
@@ -333,8 +360,22 @@ impl Breaker {
     }
 
     /// Asks to run one call at `now`.
+    #[inline]
     pub fn acquire(&mut self, now: Timestamp) -> Admission {
         let now = self.observe(now);
+        // The common case first: a healthy, automatic breaker admits at once.
+        if self.state == State::Closed && self.mode == Mode::Automatic {
+            self.stats.admitted = self.stats.admitted.saturating_add(1);
+            return Admission {
+                result: Ok(self.permit(now, PermitKind::Normal)),
+                transition: None,
+            };
+        }
+        self.acquire_slow(now)
+    }
+
+    #[cold]
+    fn acquire_slow(&mut self, now: u64) -> Admission {
         match self.mode {
             Mode::Disabled => {
                 self.stats.admitted = self.stats.admitted.saturating_add(1);
@@ -400,6 +441,7 @@ impl Breaker {
     }
 
     /// Reports how an admitted call ended.
+    #[inline]
     pub fn report(
         &mut self,
         now: Timestamp,
@@ -422,10 +464,7 @@ impl Breaker {
         match (self.state, permit.kind) {
             (State::Closed, PermitKind::Normal) => self.record_closed(now, outcome, slow),
             (State::HalfOpen, PermitKind::Probe { id }) => {
-                if let Some(i) = self.probes.iter().position(|p| p.id == id) {
-                    self.probes.swap_remove(i);
-                }
-                self.record_probe(now, outcome, slow)
+                self.settle_probe(now, id, outcome, slow)
             }
             // Same generation always means the same state as when the permit was issued.
             _ => None,
@@ -557,6 +596,21 @@ impl Breaker {
         }
     }
 
+    #[cold]
+    fn settle_probe(
+        &mut self,
+        now: u64,
+        id: u32,
+        outcome: Outcome,
+        slow: bool,
+    ) -> Option<Transition> {
+        if let Some(i) = self.probes.iter().position(|p| p.id == id) {
+            self.probes.swap_remove(i);
+        }
+        self.record_probe(now, outcome, slow)
+    }
+
+    #[cold]
     fn record_probe(&mut self, now: u64, outcome: Outcome, slow: bool) -> Option<Transition> {
         match outcome {
             Outcome::Ignored => None,
@@ -582,6 +636,7 @@ impl Breaker {
     }
 
     /// Opens, drawing the length of this open period.
+    #[cold]
     fn trip(&mut self, now: u64) -> Transition {
         let period = self.open_period();
         self.opened_at = now;

@@ -146,11 +146,11 @@ impl Counter {
                             .first()
                             .is_some_and(|&t| now.saturating_sub(t) < window_ms);
                 }
-                let h = *head as usize % cap;
+                let h = *head as usize;
                 if let Some(slot) = times.get_mut(h) {
                     *slot = now;
                 }
-                *head = ((h + 1) % cap) as u32;
+                *head = next_index(h, cap);
                 // The oldest of the last `threshold` failures now sits at the new head.
                 times
                     .get(*head as usize)
@@ -180,13 +180,13 @@ impl Counter {
                 if ring.len() < cap {
                     ring.push(bits);
                 } else {
-                    let h = *head as usize % cap;
+                    let h = *head as usize;
                     if let Some(slot) = ring.get_mut(h) {
                         let old = core::mem::replace(slot, bits);
                         *failures = failures.saturating_sub((old & FAILURE_BIT) as u32);
                         *slow = slow.saturating_sub(((old & SLOW_BIT) >> 1) as u32);
                     }
-                    *head = ((h + 1) % cap) as u32;
+                    *head = next_index(h, cap);
                 }
                 *failures += sample.failure as u32;
                 *slow += sample.slow as u32;
@@ -347,6 +347,18 @@ impl Counter {
             ) => ring.reserve_exact((n as usize).saturating_sub(ring.len())),
             _ => {}
         }
+    }
+}
+
+/// The ring index after `h` (a compare, not a division, on the hot path). An out-of-range `h`
+/// (which restore refuses) wraps to 0.
+#[inline]
+fn next_index(h: usize, cap: usize) -> u32 {
+    let next = h + 1;
+    if next >= cap {
+        0
+    } else {
+        next as u32
     }
 }
 
