@@ -88,6 +88,7 @@ impl Breaker {
             probes,
             next_probe_id: snapshot.next_probe_id,
             counter,
+            bucket_cache: Default::default(),
             rng: SplitMix64::new(snapshot.rng),
             stats: snapshot.stats,
         })

@@ -16,9 +16,9 @@ pub const TIME_WINDOW_BUCKETS: usize = 10;
 pub enum Window {
     /// The last `n` recorded calls.
     Calls(u32),
-    /// The calls of the last `ms` milliseconds, counted in [`TIME_WINDOW_BUCKETS`] buckets of
-    /// `ms / 10` each (so a call leaves the window between 0.9 × and 1 × `ms` after it was
-    /// recorded).
+    /// The calls of about the last `ms` milliseconds, counted in [`TIME_WINDOW_BUCKETS`] buckets
+    /// of `max(ms / 10, 1)` ms each: a call leaves the window when its bucket is ten buckets old
+    /// (for a multiple of 10 ms, between 0.9 × and 1 × `ms` after it was recorded).
     Millis(u64),
 }
 

@@ -100,7 +100,11 @@ pub enum PermitKind {
     Bypass,
 }
 
-/// Proof of admission. Report the call's outcome with it; it is small and `Copy`.
+/// Proof of admission. Report the call's outcome with it, once; it is small and `Copy`.
+///
+/// A probe permit reported after its lease ran out still counts (a slow probe is still news of
+/// the upstream) unless the breaker changed state meanwhile; reporting the same permit twice
+/// counts twice, so hosts must not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use = "report the outcome with this permit, or a half-open slot stays taken until its lease expires"]
 pub struct Permit {
@@ -241,6 +245,7 @@ pub struct Breaker {
     pub(crate) probes: Vec<ProbeLease>,
     pub(crate) next_probe_id: u32,
     pub(crate) counter: Counter,
+    pub(crate) bucket_cache: window::BucketCache,
     pub(crate) rng: SplitMix64,
     pub(crate) stats: Stats,
 }
@@ -266,6 +271,7 @@ impl Clone for Breaker {
             probes,
             next_probe_id: self.next_probe_id,
             counter,
+            bucket_cache: window::BucketCache::default(),
             rng: self.rng,
             stats: self.stats,
         }
@@ -278,6 +284,7 @@ impl Breaker {
         config.validate()?;
         Ok(Breaker {
             counter: Counter::for_rule(&config.trip),
+            bucket_cache: window::BucketCache::default(),
             probes: Vec::with_capacity(config.half_open_max_probes as usize),
             rng: SplitMix64::new(config.seed),
             config,
@@ -412,8 +419,7 @@ impl Breaker {
             }
             State::HalfOpen => {}
         }
-        // HALF_OPEN: free expired leases, then take a slot if one is left.
-        self.probes.retain(|p| p.expires_at > now);
+        // HALF_OPEN (expired leases were freed by `observe`): take a slot if one is left.
         if self.probes.len() < self.config.half_open_max_probes as usize {
             let id = self.next_probe_id;
             self.next_probe_id = self.next_probe_id.wrapping_add(1);
@@ -483,14 +489,13 @@ impl Breaker {
         match self.state {
             State::Closed => self.record_closed(now, outcome, false),
             State::HalfOpen => {
-                self.probes.retain(|p| p.expires_at > now);
                 let oldest = self
                     .probes
                     .iter()
                     .enumerate()
                     .min_by_key(|(_, p)| p.expires_at)
                     .map(|(i, _)| i)?;
-                self.probes.swap_remove(oldest);
+                self.probes.remove(oldest);
                 self.record_probe(now, outcome, false)
             }
             State::Open => None,
@@ -506,7 +511,10 @@ impl Breaker {
             self.generation = self.generation.wrapping_add(1);
             return None;
         }
+        // The open period of an isolation ends "now": once released by `set_disabled`, the next
+        // call probes at once.
         self.opened_at = now;
+        self.open_until = now;
         self.stats.opened = self.stats.opened.saturating_add(1);
         Some(self.enter(State::Open, now))
     }
@@ -519,6 +527,7 @@ impl Breaker {
         self.failed_probe_rounds = 0;
         if self.state == State::Closed {
             self.counter.clear();
+            self.bucket_cache.invalidate();
             self.generation = self.generation.wrapping_add(1);
             return None;
         }
@@ -544,8 +553,18 @@ impl Breaker {
     fn observe(&mut self, now: Timestamp) -> u64 {
         if now.0 > self.last_now {
             self.last_now = now.0;
+            if !self.probes.is_empty() {
+                self.expire_leases();
+            }
         }
         self.last_now
+    }
+
+    /// Frees the slots of probes whose lease ran out.
+    #[cold]
+    fn expire_leases(&mut self) {
+        let now = self.last_now;
+        self.probes.retain(|p| p.expires_at > now);
     }
 
     #[inline]
@@ -586,10 +605,12 @@ impl Breaker {
             Outcome::Failure => true,
             Outcome::Ignored => return None,
         };
-        if self
-            .counter
-            .record(&self.config.trip, now, Sample { failure, slow })
-        {
+        if self.counter.record(
+            &self.config.trip,
+            now,
+            Sample { failure, slow },
+            &mut self.bucket_cache,
+        ) {
             Some(self.trip(now))
         } else {
             None
@@ -605,7 +626,7 @@ impl Breaker {
         slow: bool,
     ) -> Option<Transition> {
         if let Some(i) = self.probes.iter().position(|p| p.id == id) {
-            self.probes.swap_remove(i);
+            self.probes.remove(i);
         }
         self.record_probe(now, outcome, slow)
     }
@@ -679,6 +700,7 @@ impl Breaker {
         self.half_open_successes = 0;
         if to == State::Closed || to == State::Open {
             self.counter.clear();
+            self.bucket_cache.invalidate();
         }
         Transition {
             from,

@@ -116,7 +116,13 @@ impl Counter {
     }
 
     /// Records one call at `now` and says whether `rule` now calls for opening.
-    pub(crate) fn record(&mut self, rule: &TripRule, now: u64, sample: Sample) -> bool {
+    pub(crate) fn record(
+        &mut self,
+        rule: &TripRule,
+        now: u64,
+        sample: Sample,
+        cache: &mut BucketCache,
+    ) -> bool {
         match (self, *rule) {
             (Counter::Consecutive { failures }, TripRule::ConsecutiveFailures { threshold }) => {
                 if sample.failure {
@@ -217,10 +223,21 @@ impl Counter {
                 },
             ) => {
                 let width = bucket_width(ms);
-                let index = now / width;
+                let index = if cache.valid && now >= cache.start && now < cache.end {
+                    cache.index
+                } else {
+                    cache.rebuild(buckets, now / width, width)
+                };
                 let slot = (index % TIME_WINDOW_BUCKETS as u64) as usize;
                 if let Some(b) = buckets.get_mut(slot) {
                     if b.index != index || b.calls == 0 {
+                        // The slot held an older bucket; if it was still counted (only possible
+                        // for a bucket from the future), take it out of the totals.
+                        if in_window(b, index) {
+                            cache.calls = cache.calls.saturating_sub(b.calls);
+                            cache.failures = cache.failures.saturating_sub(b.failures);
+                            cache.slow = cache.slow.saturating_sub(b.slow);
+                        }
                         *b = Bucket {
                             index,
                             ..Bucket::default()
@@ -229,21 +246,16 @@ impl Counter {
                     b.calls = b.calls.saturating_add(1);
                     b.failures = b.failures.saturating_add(sample.failure as u32);
                     b.slow = b.slow.saturating_add(sample.slow as u32);
-                }
-                let (mut calls, mut failures, mut slow) = (0u32, 0u32, 0u32);
-                for b in buckets.iter() {
-                    if b.calls > 0 && index - b.index.min(index) < TIME_WINDOW_BUCKETS as u64 {
-                        calls = calls.saturating_add(b.calls);
-                        failures = failures.saturating_add(b.failures);
-                        slow = slow.saturating_add(b.slow);
-                    }
+                    cache.calls = cache.calls.saturating_add(1);
+                    cache.failures = cache.failures.saturating_add(sample.failure as u32);
+                    cache.slow = cache.slow.saturating_add(sample.slow as u32);
                 }
                 let bad = if rule.slow_call_ms().is_some() {
-                    slow
+                    cache.slow
                 } else {
-                    failures
+                    cache.failures
                 };
-                rate_reached(calls, bad, minimum_calls, threshold_percent)
+                rate_reached(cache.calls, bad, minimum_calls, threshold_percent)
             }
             // A counter built for another rule: unreachable through the public API, since
             // restore checks the pairing. Never trip on it.
@@ -348,6 +360,56 @@ impl Counter {
             _ => {}
         }
     }
+}
+
+/// Derived from a [`Counter::Buckets`], never persisted: the current bucket's bounds and the
+/// window's totals, so that recording within the same bucket costs neither a division nor a pass
+/// over the buckets. Rebuilt from the buckets whenever time leaves the current bucket.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BucketCache {
+    valid: bool,
+    index: u64,
+    start: u64,
+    end: u64,
+    calls: u32,
+    failures: u32,
+    slow: u32,
+}
+
+impl BucketCache {
+    /// Forgets the cache (after the buckets were cleared or replaced).
+    #[inline]
+    pub(crate) fn invalidate(&mut self) {
+        self.valid = false;
+    }
+
+    /// Recomputes the totals of the window that ends with bucket `index`; returns `index`.
+    #[cold]
+    fn rebuild(&mut self, buckets: &[Bucket], index: u64, width: u64) -> u64 {
+        let (mut calls, mut failures, mut slow) = (0u32, 0u32, 0u32);
+        for b in buckets.iter().filter(|b| in_window(b, index)) {
+            calls = calls.saturating_add(b.calls);
+            failures = failures.saturating_add(b.failures);
+            slow = slow.saturating_add(b.slow);
+        }
+        let start = index.saturating_mul(width);
+        *self = BucketCache {
+            valid: true,
+            index,
+            start,
+            end: start.saturating_add(width),
+            calls,
+            failures,
+            slow,
+        };
+        index
+    }
+}
+
+/// Whether bucket `b` counts in the window ending with bucket `index`.
+#[inline]
+fn in_window(b: &Bucket, index: u64) -> bool {
+    b.calls > 0 && index - b.index.min(index) < TIME_WINDOW_BUCKETS as u64
 }
 
 /// The ring index after `h` (a compare, not a division, on the hot path). An out-of-range `h`
