@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PARTS=(rust)
+PARTS=(rust sim)
 
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=("${PARTS[@]}")
