@@ -49,9 +49,9 @@ mod error;
 mod facade;
 pub mod retry;
 pub mod rng;
-pub mod snapshot;
 #[cfg(feature = "sim")]
 pub mod sim;
+pub mod snapshot;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 #[cfg(feature = "worker")]

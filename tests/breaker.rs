@@ -1,8 +1,7 @@
 //! Behaviour of the breaker state machine, on a manual clock.
 
 use breakwater::{
-    Breaker, BreakerConfig, Mode, Outcome, Permit, RejectReason, State, Timestamp, TripRule,
-    Window,
+    Breaker, BreakerConfig, Mode, Outcome, Permit, RejectReason, State, Timestamp, TripRule, Window,
 };
 
 const T0: u64 = 1_700_000_000_000;
@@ -82,7 +81,11 @@ fn half_open_admits_only_the_configured_probes() {
         assert_eq!(b.probes_in_flight(), probes as usize);
         let r = b.acquire(at(10_001)).result.unwrap_err();
         assert_eq!(r.reason, RejectReason::HalfOpenFull);
-        assert_eq!(r.retry_after_ms, 30_000 - 1, "until the oldest lease runs out");
+        assert_eq!(
+            r.retry_after_ms,
+            30_000 - 1,
+            "until the oldest lease runs out"
+        );
     }
 }
 
@@ -116,7 +119,10 @@ fn an_unreported_probe_frees_its_slot_when_its_lease_expires() {
     assert!(b.acquire(at(14_999)).result.is_err());
     let second = admit(&mut b, at(15_000));
     // The second probe closes the circuit...
-    assert_eq!(b.report(at(15_001), second, Outcome::Success).unwrap().to, State::Closed);
+    assert_eq!(
+        b.report(at(15_001), second, Outcome::Success).unwrap().to,
+        State::Closed
+    );
     // ...and when the lost one finally reports, it is stale: the breaker has moved on.
     assert_eq!(b.report(at(15_002), lost, Outcome::Failure), None);
     assert_eq!(b.state(), State::Closed);
@@ -269,7 +275,10 @@ fn slow_calls_trip_the_slow_call_rule() {
     assert_eq!(call(&mut b, 10, Outcome::Failure), None);
     assert_eq!(call(&mut b, 2_000, Outcome::Success), None);
     assert_eq!(call(&mut b, 2_001, Outcome::Success), None);
-    assert_eq!(call(&mut b, 5_000, Outcome::Success).unwrap().to, State::Open);
+    assert_eq!(
+        call(&mut b, 5_000, Outcome::Success).unwrap().to,
+        State::Open
+    );
     assert_eq!(b.stats().slow, 2);
 }
 
@@ -329,7 +338,11 @@ fn isolate_rejects_everything_until_reset() {
         let r = b.acquire(at(t)).result.unwrap_err();
         assert_eq!(r.reason, RejectReason::Isolated);
     }
-    assert_eq!(b.state_at(at(1_000_000)), State::Open, "no half-open while isolated");
+    assert_eq!(
+        b.state_at(at(1_000_000)),
+        State::Open,
+        "no half-open while isolated"
+    );
     assert_eq!(b.report(at(3), held, Outcome::Success), None);
     let t = b.reset(at(1_000_001)).unwrap();
     assert_eq!((t.from, t.to), (State::Open, State::Closed));
@@ -370,7 +383,10 @@ fn record_without_permits_follows_the_seed_000_pattern() {
     assert!(b.acquire(at(10_001)).result.is_err(), "one probe at a time");
     assert_eq!(b.record(at(10_002), Outcome::Success), None);
     let _probe = b.acquire(at(10_003)).result.unwrap();
-    assert_eq!(b.record(at(10_004), Outcome::Success).unwrap().to, State::Closed);
+    assert_eq!(
+        b.record(at(10_004), Outcome::Success).unwrap().to,
+        State::Closed
+    );
     // With no probe outstanding, a half-open report is not invented.
     let mut b = Breaker::new(consecutive(1)).unwrap();
     let _ = b.record(at(0), Outcome::Failure);
@@ -470,12 +486,21 @@ fn every_invalid_configuration_names_its_field() {
         (base.with_open_jitter(-0.1), "open_jitter"),
         (base.with_open_jitter(f64::INFINITY), "open_jitter"),
         (base.with_open_backoff(0.5, 300_000), "open_backoff_factor"),
-        (base.with_open_backoff(f64::NAN, 300_000), "open_backoff_factor"),
+        (
+            base.with_open_backoff(f64::NAN, 300_000),
+            "open_backoff_factor",
+        ),
         (base.with_open_backoff(2.0, 1_000), "max_open_duration_ms"),
         (base.with_open_duration_ms(u64::MAX), "open_duration_ms"),
         (base.with_half_open_max_probes(0), "half_open_max_probes"),
-        (base.with_half_open_max_probes(5_000), "half_open_max_probes"),
-        (base.with_half_open_success_threshold(0), "half_open_success_threshold"),
+        (
+            base.with_half_open_max_probes(5_000),
+            "half_open_max_probes",
+        ),
+        (
+            base.with_half_open_success_threshold(0),
+            "half_open_success_threshold",
+        ),
         (base.with_probe_timeout_ms(0), "probe_timeout_ms"),
     ];
     for (cfg, field) in cases {

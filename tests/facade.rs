@@ -128,10 +128,23 @@ fn the_registry_keeps_one_breaker_per_name() {
 
 #[test]
 fn names_are_short_and_plain() {
-    for ok in ["anthropic", "openai/gpt-4o", "tool:book_room", "a.b-c_d", &"x".repeat(128)] {
+    for ok in [
+        "anthropic",
+        "openai/gpt-4o",
+        "tool:book_room",
+        "a.b-c_d",
+        &"x".repeat(128),
+    ] {
         assert!(validate_name(ok).is_ok(), "{ok}");
     }
-    for bad in ["", "has space", "ünïcode", "semi;colon", "new\nline", &"x".repeat(129)] {
+    for bad in [
+        "",
+        "has space",
+        "ünïcode",
+        "semi;colon",
+        "new\nline",
+        &"x".repeat(129),
+    ] {
         let err = validate_name(bad).unwrap_err();
         assert!(err.to_string().contains("invalid breaker name"), "{err}");
     }
@@ -160,7 +173,10 @@ fn errors_display_and_chain() {
     let rejected = b.call(|| Ok::<_, Upstream>(())).unwrap_err();
     assert_eq!(rejected.to_string(), "circuit open; retry after 1000 ms");
     assert!(rejected.source().is_none());
-    let e = BreakerConfig::new().with_open_jitter(2.0).validate().unwrap_err();
+    let e = BreakerConfig::new()
+        .with_open_jitter(2.0)
+        .validate()
+        .unwrap_err();
     assert_eq!(
         e.to_string(),
         "invalid `open_jitter`: 2 (expected a fraction in [0, 1))"

@@ -70,11 +70,23 @@ fn every_jitter_stays_inside_its_bounds() {
         for i in 0..11 {
             let e = exp(i);
             assert!(full[i] <= e, "full {i}: {} > {e}", full[i]);
-            assert!(equal[i] >= e / 2 && equal[i] <= e, "equal {i}: {}", equal[i]);
+            assert!(
+                equal[i] >= e / 2 && equal[i] <= e,
+                "equal {i}: {}",
+                equal[i]
+            );
             let lo = (e as f64 * 0.7) as u64;
             let hi = ((e as f64 * 1.3) as u64).min(5_000);
-            assert!(prop[i] >= lo && prop[i] <= hi, "±30% {i}: {} not in {lo}..{hi}", prop[i]);
-            assert!(decor[i] >= 100 && decor[i] <= 5_000, "decorrelated {i}: {}", decor[i]);
+            assert!(
+                prop[i] >= lo && prop[i] <= hi,
+                "±30% {i}: {} not in {lo}..{hi}",
+                prop[i]
+            );
+            assert!(
+                decor[i] >= 100 && decor[i] <= 5_000,
+                "decorrelated {i}: {}",
+                decor[i]
+            );
             if i > 0 {
                 assert!(decor[i] <= (decor[i - 1] * 3).max(100));
             }
@@ -109,7 +121,11 @@ fn attempt_ten_thousand_is_still_a_finite_capped_delay() {
             assert!(d <= 1 << 53, "{jitter:?} retry {retry}: {d}");
         }
         let p = RetryPolicy::new().with_jitter(jitter).with_base_delay_ms(0);
-        assert_eq!(p.backoff(10_000, 0, &mut rng), 0, "{jitter:?}: zero base, zero delay");
+        assert_eq!(
+            p.backoff(10_000, 0, &mut rng),
+            0,
+            "{jitter:?}: zero base, zero delay"
+        );
     }
     let p = RetryPolicy::new()
         .with_jitter(Jitter::None)
@@ -180,7 +196,11 @@ fn the_deadline_stops_retries_that_would_start_too_late() {
             }
         }
     }
-    assert_eq!(made, [1_000, 2_000], "a 4 s wait at +3.2 s would pass the 5 s deadline");
+    assert_eq!(
+        made,
+        [1_000, 2_000],
+        "a 4 s wait at +3.2 s would pass the 5 s deadline"
+    );
 }
 
 #[test]
@@ -220,7 +240,10 @@ fn retry_after_parses_seconds_and_all_three_http_dates() {
         "a date in the past means now"
     );
     assert_eq!(
-        parse_retry_after("Thu, 29 Feb 2024 00:00:00 GMT", Timestamp(1_709_164_800_000 - 1_000)),
+        parse_retry_after(
+            "Thu, 29 Feb 2024 00:00:00 GMT",
+            Timestamp(1_709_164_800_000 - 1_000)
+        ),
         Some(1_000),
         "leap day"
     );
@@ -309,9 +332,14 @@ fn invalid_retry_and_budget_settings_name_the_field() {
         assert_eq!(p.validate().unwrap_err().field, field, "{p:?}");
     }
     assert!(base.validate().is_ok());
-    assert_eq!(RetryBudget::new(10, 1, 20.0).unwrap_err().field, "budget.ttl_ms");
     assert_eq!(
-        RetryBudget::new(10_000, 1, f64::INFINITY).unwrap_err().field,
+        RetryBudget::new(10, 1, 20.0).unwrap_err().field,
+        "budget.ttl_ms"
+    );
+    assert_eq!(
+        RetryBudget::new(10_000, 1, f64::INFINITY)
+            .unwrap_err()
+            .field,
         "budget.retry_percent"
     );
 }
@@ -329,7 +357,11 @@ fn classification_follows_how_llm_apis_fail() {
     for s in [400, 401, 403, 404, 422] {
         let v = c.classify_status(s, None);
         assert!(!v.retryable, "{s}");
-        assert_eq!(v.outcome, Outcome::Ignored, "{s}: a bad prompt must not open the circuit");
+        assert_eq!(
+            v.outcome,
+            Outcome::Ignored,
+            "{s}: a bad prompt must not open the circuit"
+        );
         assert_eq!(v.class, Class::ClientError);
     }
     let quota = c.classify_status(429, Some("insufficient_quota"));
@@ -356,7 +388,10 @@ fn classification_follows_how_llm_apis_fail() {
         status: Some(503),
         ..Signal::default()
     });
-    assert_eq!((aborted.retryable, aborted.outcome), (false, Outcome::Ignored));
+    assert_eq!(
+        (aborted.retryable, aborted.outcome),
+        (false, Outcome::Ignored)
+    );
 }
 
 #[test]
@@ -366,7 +401,11 @@ fn classification_can_be_configured_per_status() {
     assert!(c.classify_status(409, None).retryable);
     assert_eq!(c.classify_status(409, None).outcome, Outcome::Failure);
     assert!(!c.classify_status(503, None).retryable);
-    assert_eq!(c.classify_status(503, None).outcome, Outcome::Failure, "still a failure");
+    assert_eq!(
+        c.classify_status(503, None).outcome,
+        Outcome::Failure,
+        "still a failure"
+    );
     let c = Classifier::new().with_failures(StatusSet::empty());
     assert_eq!(c.classify_status(503, None).outcome, Outcome::Ignored);
     assert!(!StatusSet::of(&[700]).contains(700));

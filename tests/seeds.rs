@@ -3,8 +3,8 @@
 use std::cell::Cell;
 
 use breakwater::{
-    retry_blocking, AttemptFailure, BreakerConfig, CircuitBreaker, Clock, Error, Jitter, ManualClock,
-    RetryPolicy, SplitMix64, State, Timestamp, TripRule,
+    retry_blocking, AttemptFailure, BreakerConfig, CircuitBreaker, Clock, Error, Jitter,
+    ManualClock, RetryPolicy, SplitMix64, State, Timestamp, TripRule,
 };
 
 /// Seed 003: a breaker per agent tool, around a whole run of up to 3 attempts. The tool is down
@@ -116,7 +116,9 @@ fn seed_000_five_failures_in_a_minute_then_one_probe_then_two_successes() {
     clock.advance(1);
     let mut core = b.core().clone();
     let now = clock.now();
-    let admitted: Vec<_> = (0..50).filter_map(|_| core.acquire(now).result.ok()).collect();
+    let admitted: Vec<_> = (0..50)
+        .filter_map(|_| core.acquire(now).result.ok())
+        .collect();
     assert_eq!(admitted.len(), 1);
 
     // Through the facade: two successful probes, one after the other, close it.

@@ -2,8 +2,8 @@
 
 use breakwater::breaker::Counter;
 use breakwater::{
-    Breaker, BreakerConfig, Mode, Outcome, RestoreError, SnapshotError, State, Timestamp,
-    TripRule, Window,
+    Breaker, BreakerConfig, Mode, Outcome, RestoreError, SnapshotError, State, Timestamp, TripRule,
+    Window,
 };
 
 fn rules() -> Vec<TripRule> {
@@ -88,7 +88,10 @@ fn an_open_state_and_its_reopen_time_survive() {
     assert_eq!(r.state(), State::Open);
     assert_eq!(r.open_until(), Some(Timestamp(35_000)));
     assert_eq!(
-        r.acquire(Timestamp(20_000)).result.unwrap_err().retry_after_ms,
+        r.acquire(Timestamp(20_000))
+            .result
+            .unwrap_err()
+            .retry_after_ms,
         15_000
     );
 }
