@@ -241,7 +241,7 @@ impl Reference {
                 let mut oldest: Option<usize> = None;
                 for (i, l) in self.leases.iter().enumerate() {
                     if l.expires_at > now
-                        && oldest.map_or(true, |o| l.expires_at < self.leases[o].expires_at)
+                        && oldest.is_none_or(|o| l.expires_at < self.leases[o].expires_at)
                     {
                         oldest = Some(i);
                     }
