@@ -47,6 +47,7 @@ pub mod breaker;
 pub mod clock;
 mod error;
 mod facade;
+pub mod metrics;
 pub mod retry;
 pub mod rng;
 #[cfg(feature = "sim")]
@@ -65,6 +66,7 @@ pub use breaker::{
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock, Timestamp};
 pub use error::{ConfigError, Error, SnapshotError};
+pub use metrics::BreakerMetrics;
 pub use facade::{
     retry_blocking, validate_name, BuildError, CircuitBreaker, InvalidName, Registry, MAX_NAME_LEN,
 };
