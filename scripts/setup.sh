@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the tools the build and the tests need, skipping whatever is already there.
-# Usage: scripts/setup.sh [rust] [wasm] [browser] [node]   (no argument: everything)
+# Usage: scripts/setup.sh [rust] [wasm] [browser] [node] [worker]   (no argument: everything)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -76,13 +76,47 @@ setup_browser() {
   fi
 }
 
+# The JS package's dev dependencies (TypeScript, esbuild, binaryen, test runtimes, SDKs, bench
+# baselines), pinned by package-lock.json: `npm ci` when node_modules is missing or older.
+setup_node() {
+  if ! command -v node >/dev/null || ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)'; then
+    log "Node.js >= 20 is required for the JS package"
+    exit 1
+  fi
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    log "installing node dev dependencies (npm ci)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+# The Cloudflare Worker variant: worker-build (pinned; it matches the `worker` crate), and the
+# Worker tests' npm packages (miniflare, wrangler, binaryen for wasm-opt, esbuild), pinned by
+# tests/worker/package-lock.json. worker-build is pointed at these local tools by
+# scripts/build-worker.sh, so nothing is downloaded from GitHub at build time.
+WORKER_BUILD_VERSION=0.8.7
+setup_worker() {
+  setup_rust
+  install_wasm_bindgen_cli
+  if ! (command -v worker-build >/dev/null && worker-build --version 2>/dev/null | grep -q "$WORKER_BUILD_VERSION"); then
+    log "installing worker-build $WORKER_BUILD_VERSION (several minutes)"
+    cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked
+  fi
+  if [ ! -f tests/worker/node_modules/.package-lock.json ] ||
+    [ tests/worker/package-lock.json -nt tests/worker/node_modules/.package-lock.json ]; then
+    log "installing the Worker tests' npm packages (npm ci in tests/worker)"
+    (cd tests/worker && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}
+
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(rust wasm browser)
+[ ${#want[@]} -eq 0 ] && want=(rust wasm browser node worker)
 for w in "${want[@]}"; do
   case "$w" in
     rust) setup_rust ;;
     wasm) setup_wasm ;;
     browser) setup_browser ;;
+    node) setup_node ;;
+    worker) setup_worker ;;
     *) log "unknown part: $w"; exit 2 ;;
   esac
 done

@@ -1,0 +1,92 @@
+// mitata, one run: what a breaker costs per call.
+//   1. execute(async fn): breakwater vs cockatiel (ConsecutiveBreaker) vs opossum vs a bare await.
+//      Goal: breakwater's overhead over the bare await <= 0.5 x cockatiel's.
+//   2. The synchronous decision pair (isHealthy() + recordSuccess()) through wasm vs a minimal
+//      pure-JS breaker (seed 000's shape). Goal: <= 2 x.
+import { run, bench, group, summary, do_not_optimize } from 'mitata';
+import { CircuitBreaker } from 'breakwater';
+import { circuitBreaker, handleAll, ConsecutiveBreaker } from 'cockatiel';
+import Opossum from 'opossum';
+
+const work = async () => 42;
+
+const breakwater = new CircuitBreaker('bench', { failureThreshold: 5, resetTimeout: 30_000 });
+const cockatiel = circuitBreaker(handleAll, { halfOpenAfter: 30_000, breaker: new ConsecutiveBreaker(5) });
+// opossum with its per-call timer off (breakwater and cockatiel set none by default either).
+const opossum = new Opossum(work, { timeout: false, resetTimeout: 30_000 });
+
+/** Seed 000's breaker reduced to the decision: the pure-JS baseline. */
+class MinimalBreaker {
+  state = 'CLOSED';
+  failures = 0;
+  openedAt = 0;
+  isHealthy() {
+    if (this.state === 'OPEN' && Date.now() - this.openedAt >= 30_000) this.state = 'HALF_OPEN';
+    return this.state !== 'OPEN';
+  }
+  recordSuccess() {
+    this.failures = 0;
+    if (this.state === 'HALF_OPEN') this.state = 'CLOSED';
+  }
+  recordFailure() {
+    if (++this.failures >= 2 ** 32 - 1 || this.state === 'HALF_OPEN') {
+      this.state = 'OPEN';
+      this.openedAt = Date.now();
+    }
+  }
+}
+const minimal = new MinimalBreaker();
+const decider = new CircuitBreaker('decide', { failureThreshold: 5, resetTimeout: 30_000 });
+// Never opens (a huge threshold), so every failure is counted by the core.
+const failing = new CircuitBreaker('failing', { failureThreshold: 2 ** 32 - 1, resetTimeout: 30_000 });
+
+group('execute(async fn)', () => {
+  summary(() => {
+    bench('bare await', async () => do_not_optimize(await work()));
+    bench('breakwater', async () => do_not_optimize(await breakwater.execute(work)));
+    bench('cockatiel ConsecutiveBreaker', async () => do_not_optimize(await cockatiel.execute(work)));
+    bench('opossum', async () => do_not_optimize(await opossum.fire()));
+  });
+});
+
+group('sync decision pair: isHealthy() + recordSuccess()', () => {
+  summary(() => {
+    bench('pure JS (minimal)', () => {
+      const ok = minimal.isHealthy();
+      if (ok) minimal.recordSuccess();
+      do_not_optimize(ok);
+    });
+    bench('breakwater (wasm)', () => {
+      const ok = decider.isHealthy();
+      if (ok) decider.recordSuccess();
+      do_not_optimize(ok);
+    });
+    // The same pair where it must cross into wasm each time: a half-open probe slot taken and
+    // settled, against the pure-JS breaker's half-open path.
+    bench('pure JS (minimal), failure path', () => {
+      const ok = minimal.isHealthy();
+      if (ok) minimal.recordFailure();
+      do_not_optimize(ok);
+    });
+    bench('breakwater (wasm), failure path', () => {
+      const ok = failing.isHealthy();
+      if (ok) failing.recordFailure();
+      do_not_optimize(ok);
+    });
+  });
+});
+
+const { benchmarks } = await run();
+// Medians: this machine is shared, and a mean of a few outliers swamps a difference of 100 ns.
+const avg = Object.fromEntries(benchmarks.map((b) => [b.alias ?? b.runs[0].name, b.runs[0].stats.p50]));
+const overhead = (name) => avg[name] - avg['bare await'];
+const fmt = (ns) => `${ns.toFixed(1)} ns`;
+console.log('\n--- ratios (medians) ---');
+console.log(`overhead over a bare await: breakwater ${fmt(overhead('breakwater'))}, cockatiel ${fmt(overhead('cockatiel ConsecutiveBreaker'))}, opossum ${fmt(overhead('opossum'))}`);
+const r1 = overhead('breakwater') / overhead('cockatiel ConsecutiveBreaker');
+const r2 = avg['breakwater (wasm)'] / avg['pure JS (minimal)'];
+console.log(`breakwater overhead / cockatiel overhead = ${r1.toFixed(2)} (goal <= 0.5)`);
+console.log(`breakwater overhead / opossum overhead = ${(overhead('breakwater') / overhead('opossum')).toFixed(2)}`);
+console.log(`sync pair: wasm / pure JS = ${r2.toFixed(2)} (goal <= 2)`);
+const r3 = avg['breakwater (wasm), failure path'] / avg['pure JS (minimal), failure path'];
+console.log(`sync pair, failure path (crosses into wasm): wasm / pure JS = ${r3.toFixed(2)}`);

@@ -1,0 +1,538 @@
+import { glue, type WasmBreaker } from './glue.js';
+import { CircuitOpenError, TimeoutError, type RejectReason } from './errors.js';
+import { Emitter, type Unsubscribe } from './events.js';
+import { checkKeys, create, fail, fn, num, obj } from './options.js';
+import {
+  classifyError,
+  FAILURE,
+  IGNORED,
+  isAbort,
+  isResponse,
+  statusOf,
+  SUCCESS,
+  classifyWith,
+  defaultClassifier,
+} from './classify.js';
+
+export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
+export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
+
+const STATES: readonly BreakerState[] = ['CLOSED', 'OPEN', 'HALF_OPEN'];
+const MODES: readonly BreakerMode[] = ['automatic', 'isolated', 'disabled'];
+const REASONS: readonly RejectReason[] = ['open', 'half-open-full', 'isolated'];
+/** Permit handles below carry the kind in their low 33 bits; 2 and above are half-open probes. */
+const KIND = 2 ** 33;
+
+/** A share-of-calls trip rule (failures, or slow calls). Give `windowCalls` or `windowMs`. */
+export interface RateRule {
+  /** Percentage in (0, 100] that opens the breaker. */
+  threshold: number;
+  /** Calls the window must hold before the rate counts. Default 10. */
+  minimumCalls?: number;
+  /** Count-based window: the last N calls. Default 100 (when `windowMs` is not given). */
+  windowCalls?: number;
+  /** Time-based window in ms (10 buckets). */
+  windowMs?: number;
+}
+
+export interface SlowCallRule extends RateRule {
+  /** A call slower than this (ms) is slow. */
+  slowCallMs: number;
+}
+
+export interface CircuitBreakerOptions {
+  /** Failures that open the breaker: in a row, or within `monitoringWindow` if given. Default 5. */
+  failureThreshold?: number;
+  /** Count failures within this many ms (seed 000's sliding window) instead of in a row. */
+  monitoringWindow?: number;
+  /** Open when this share of the window's calls failed. */
+  failureRate?: RateRule;
+  /** Open when this share of the window's calls was slow. */
+  slowCallRate?: SlowCallRule;
+  /** ms OPEN before a probe is let through. Default 30 000. */
+  resetTimeout?: number;
+  /** Successful probes needed to close. Default 1. */
+  halfOpenSuccessThreshold?: number;
+  /** Probes in flight at once while HALF_OPEN (1–1024). Default 1. */
+  halfOpenMaxProbes?: number;
+  /** A probe that never reports frees its slot after this many ms. Default 30 000. */
+  probeTimeout?: number;
+  /** Spread of each open period, a fraction in [0, 1): ±openJitter × resetTimeout. Default 0. */
+  openJitter?: number;
+  /** Each failed half-open round multiplies the next open period by this (≥ 1). Default 1. */
+  openBackoffFactor?: number;
+  /** Cap of the grown open period, ms. Default max(300 000, resetTimeout). */
+  maxResetTimeout?: number;
+  /** Decide yourself: true = upstream failure, false = ignore, undefined = default rules. */
+  isFailure?: (error: unknown) => boolean | undefined;
+  /** Milliseconds since the epoch. Default `Date.now`. */
+  clock?: () => number;
+  /** Uniform in [0, 1), for the open jitter's seed. Default `Math.random`. */
+  random?: () => number;
+}
+
+const KEYS = [
+  'failureThreshold',
+  'monitoringWindow',
+  'failureRate',
+  'slowCallRate',
+  'resetTimeout',
+  'halfOpenSuccessThreshold',
+  'halfOpenMaxProbes',
+  'probeTimeout',
+  'openJitter',
+  'openBackoffFactor',
+  'maxResetTimeout',
+  'isFailure',
+  'clock',
+  'random',
+] as const;
+
+export interface ExecuteOptions<T> {
+  /** Called instead of throwing `CircuitOpenError` when the breaker refuses the call. */
+  fallback?: (error: CircuitOpenError) => T | Promise<T>;
+  /** Aborting rejects at once with the signal's reason; not counted as an upstream failure. */
+  signal?: AbortSignal;
+  /** Fail the call with `TimeoutError` (an upstream failure) after this many ms. */
+  timeoutMs?: number;
+}
+
+export interface CallContext {
+  /** Aborted when the caller's signal aborts or the timeout fires (only with those options). */
+  signal?: AbortSignal;
+}
+
+export interface StateChangeEvent {
+  breaker: string;
+  from: BreakerState;
+  to: BreakerState;
+  at: number;
+}
+export interface RejectEvent {
+  breaker: string;
+  reason: RejectReason;
+  retryAfterMs: number;
+}
+export interface OutcomeEvent {
+  breaker: string;
+  error?: unknown;
+}
+
+export interface BreakerStats {
+  admitted: number;
+  rejected: number;
+  successes: number;
+  failures: number;
+  ignored: number;
+  stale: number;
+  slow: number;
+  opened: number;
+}
+
+/** What `toJSON()` returns and `restore()` / `CircuitBreaker.fromJSON()` take. */
+export interface BreakerSnapshot {
+  breakwater: 1;
+  name: string;
+  state: BreakerState;
+  data: number[];
+}
+
+/** Validates the options (naming the option and value) and lays them out for the core. */
+function build(options: CircuitBreakerOptions): Float64Array {
+  const o = obj('options', options) ?? {};
+  checkKeys('CircuitBreaker options', o, KEYS);
+  const cfg = new Float64Array(14);
+  const rules = ['failureRate', 'slowCallRate'].filter((k) => o[k] !== undefined);
+  if (rules.length > 1 || (rules.length === 1 && (o.failureThreshold !== undefined || o.monitoringWindow !== undefined))) {
+    throw new TypeError(
+      'breakwater: choose one trip rule: failureThreshold (+ monitoringWindow), failureRate or slowCallRate',
+    );
+  }
+  const rate = (o.failureRate ?? o.slowCallRate) as SlowCallRule | undefined;
+  if (rate !== undefined) {
+    const slow = o.slowCallRate !== undefined;
+    const key = slow ? 'slowCallRate' : 'failureRate';
+    const r = obj(key, rate) as unknown as Record<string, unknown>;
+    checkKeys(key, r, slow ? ['threshold', 'minimumCalls', 'windowCalls', 'windowMs', 'slowCallMs'] : ['threshold', 'minimumCalls', 'windowCalls', 'windowMs']);
+    if (r.threshold === undefined) fail(`${key}.threshold`, undefined, 'a percentage in (0, 100]');
+    const threshold = num(`${key}.threshold`, r.threshold, 50, 0, 100, false);
+    if (threshold === 0) fail(`${key}.threshold`, 0, 'a percentage in (0, 100]');
+    if (r.windowCalls !== undefined && r.windowMs !== undefined) {
+      throw new TypeError(`breakwater: give ${key}.windowCalls or ${key}.windowMs, not both`);
+    }
+    cfg[0] = slow ? 3 : 2;
+    cfg[1] = threshold;
+    if (slow) {
+      if (r.slowCallMs === undefined) fail(`${key}.slowCallMs`, undefined, 'an integer >= 1');
+      cfg[2] = num(`${key}.slowCallMs`, r.slowCallMs, 0, 1);
+    }
+    cfg[3] = num(`${key}.minimumCalls`, r.minimumCalls, 10, 1, 2 ** 32 - 1);
+    if (r.windowMs !== undefined) {
+      cfg[4] = 1;
+      cfg[5] = num(`${key}.windowMs`, r.windowMs, 0, 1);
+    } else {
+      cfg[5] = num(`${key}.windowCalls`, r.windowCalls, 100, 1, 100_000);
+    }
+  } else if (o.monitoringWindow !== undefined) {
+    cfg[0] = 1;
+    cfg[1] = num('failureThreshold', o.failureThreshold, 5, 1, 100_000);
+    cfg[2] = num('monitoringWindow', o.monitoringWindow, 0, 1);
+  } else {
+    cfg[1] = num('failureThreshold', o.failureThreshold, 5, 1, 2 ** 32 - 1);
+  }
+  const reset = num('resetTimeout', o.resetTimeout, 30_000, 0);
+  cfg[6] = reset;
+  cfg[7] = num('openJitter', o.openJitter, 0, 0, 0.999999, false);
+  cfg[8] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, 1e6, false);
+  cfg[9] = num('maxResetTimeout', o.maxResetTimeout, Math.max(300_000, reset), reset);
+  cfg[10] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, 1024);
+  cfg[11] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 2 ** 32 - 1);
+  cfg[12] = num('probeTimeout', o.probeTimeout, 30_000, 1);
+  const random = fn<() => number>('random', o.random) ?? Math.random;
+  cfg[13] = Math.floor(Math.min(Math.max(Number(random()) || 0, 0), 1) * 2 ** 53) % 2 ** 53;
+  return cfg;
+}
+
+const NO_CONTEXT: CallContext = Object.freeze({});
+
+/**
+ * A circuit breaker: CLOSED → OPEN after the trip rule fires, HALF_OPEN after `resetTimeout`
+ * (a limited number of probes reach the upstream), CLOSED again after enough successful probes.
+ * A plain object, safe as a module-level singleton. The state machine is the Rust core, in wasm.
+ */
+export class CircuitBreaker {
+  readonly name: string;
+  #w: WasmBreaker;
+  // The CLOSED fast path. While CLOSED (automatic mode), admitting a call changes nothing in the
+  // core but a counter, and neither does a success under the consecutive rule once the run of
+  // failures is 0, or under the failures-in-window rule at all. So: `#closed` caches the permit
+  // handle of the current CLOSED generation (-1 when unknown); `#clean` says a success would be
+  // a no-op; `#admitted` / `#succeeded` count what the core has not seen yet (added to `stats`
+  // and `toJSON()`). Every transition, control and restore drops the cache. Failures, ignored
+  // outcomes and every other state always go to the core.
+  #closed = -1;
+  #clean: boolean;
+  #fast: boolean;
+  #admitted = 0;
+  #succeeded = 0;
+  #cfg: Float64Array;
+  #clock: () => number;
+  #isFailure: ((error: unknown) => boolean | undefined) | undefined;
+  #stateChange = new Emitter<StateChangeEvent>();
+  #reject = new Emitter<RejectEvent>();
+  #success = new Emitter<OutcomeEvent>();
+  #failure = new Emitter<OutcomeEvent>();
+
+  constructor(name: string, options: CircuitBreakerOptions = {}) {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new TypeError(`breakwater: a breaker needs a non-empty name, got ${JSON.stringify(name) ?? String(name)}`);
+    }
+    this.name = name;
+    this.#cfg = build(options);
+    this.#clock = fn<() => number>('clock', options.clock) ?? Date.now;
+    this.#isFailure = fn('isFailure', options.isFailure);
+    this.#w = create(glue().WasmBreaker.create, 0, this.#cfg);
+    this.#fast = this.#cfg[0]! <= 1;
+    this.#clean = this.#fast;
+  }
+
+  /** Rebuilds a breaker from `toJSON()` output, under (possibly new) options. */
+  static fromJSON(snapshot: BreakerSnapshot, options: CircuitBreakerOptions = {}): CircuitBreaker {
+    const b = new CircuitBreaker(snapshot?.name, options);
+    b.restore(snapshot);
+    return b;
+  }
+
+  #now(): number {
+    const t = this.#clock();
+    return typeof t === 'number' && t === t ? t : Date.now();
+  }
+
+  /** The state a call would find now: an OPEN breaker whose period has elapsed reads HALF_OPEN. */
+  get state(): BreakerState {
+    return STATES[this.#w.info(this.#now())[0]!]!;
+  }
+
+  get mode(): BreakerMode {
+    return MODES[this.#w.info(0)[1]!]!;
+  }
+
+  /** When the open period ends (ms since the epoch), or undefined when not OPEN (or isolated). */
+  get openUntil(): number | undefined {
+    const t = this.#w.info(0)[2]!;
+    return t < 0 ? undefined : t;
+  }
+
+  /** Half-open probes currently holding a slot. */
+  get probesInFlight(): number {
+    return this.#w.info(0)[3]!;
+  }
+
+  /** Running totals since the breaker was built (or restored). */
+  get stats(): BreakerStats {
+    const s = this.#w.info(0);
+    return {
+      admitted: s[4]! + this.#admitted,
+      rejected: s[5]!,
+      successes: s[6]! + this.#succeeded,
+      failures: s[7]!,
+      ignored: s[8]!,
+      stale: s[9]!,
+      slow: s[10]!,
+      opened: s[11]!,
+    };
+  }
+
+  /**
+   * Seed 000's check: may a call go ahead now? In HALF_OPEN a `true` takes one of the probe
+   * slots (so that 50 concurrent callers send exactly one probe); report it with
+   * `recordSuccess()` / `recordFailure()`.
+   */
+  isHealthy(): boolean {
+    if (this.#closed >= 0) {
+      this.#admitted++;
+      return true;
+    }
+    return this.#acquire(0) >= 0;
+  }
+
+  /** Reports a success of a call let through by `isHealthy()`. */
+  recordSuccess(): void {
+    if (this.#closed >= 0 && this.#clean && this.#success.size === 0) this.#succeeded++;
+    else this.#settle(0, -1, SUCCESS, undefined);
+  }
+
+  /** Reports an upstream failure of a call let through by `isHealthy()`. */
+  recordFailure(error?: unknown): void {
+    this.#settle(0, -1, FAILURE, error);
+  }
+
+  /** A permit handle, or `-(retryAfterMs × 4 + reason)`. */
+  #acquire(now: number): number {
+    if (this.#closed >= 0) {
+      this.#admitted++;
+      return this.#closed;
+    }
+    const h = this.#w.acquire(now || this.#now());
+    if (h >= 0) {
+      const kind = h % KIND;
+      if (kind === 0) this.#closed = h;
+      else if (kind >= 2) this.#emitTransition(this.#w.info(0)[12]!);
+    }
+    return h;
+  }
+
+  /**
+   * Runs `fn` if the breaker admits it and counts how it ended. Errors are classified (a 400 or
+   * an abort does not count against the upstream; 429, 5xx, 529, timeouts and network errors do).
+   * A resolved fetch `Response` with a failing status counts as a failure but is returned.
+   */
+  execute<T>(fn: (context: CallContext) => T | Promise<T>, options?: ExecuteOptions<T>): Promise<T> {
+    if (options === undefined || (options.signal === undefined && options.timeoutMs === undefined)) {
+      return this.#run(fn, options?.fallback);
+    }
+    return this.#runGuarded(fn, options);
+  }
+
+  async #run<T>(fn: (context: CallContext) => T | Promise<T>, fallback?: ExecuteOptions<T>['fallback']): Promise<T> {
+    // Read the clock only when the core needs it (slow-call rule, or not CLOSED).
+    const now = this.#fast && this.#closed >= 0 ? 0 : this.#now();
+    const h = this.#acquire(now);
+    if (h < 0) return this.#rejected(-h, fallback);
+    let v: T;
+    try {
+      v = await fn(NO_CONTEXT);
+    } catch (e) {
+      this.#settle(now, h, this.#outcome(e), e);
+      throw e;
+    }
+    this.#settle(now, h, isResponse(v) ? this.#outcome(v, true) : SUCCESS, undefined);
+    return v;
+  }
+
+  #runGuarded<T>(fn: (context: CallContext) => T | Promise<T>, options: ExecuteOptions<T>): Promise<T> {
+    const { signal, timeoutMs, fallback } = options;
+    if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
+      fail('signal', signal, 'an AbortSignal');
+    }
+    if (timeoutMs !== undefined) num('timeoutMs', timeoutMs, 0, 0);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const now = this.#now();
+    const h = this.#acquire(now);
+    if (h < 0) return this.#rejected(-h, fallback);
+    return new Promise<T>((resolve, reject) => {
+      const inner = new AbortController();
+      let done = false;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const finish = (outcome: number, ok: boolean, value: unknown) => {
+        if (done) return;
+        done = true;
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#settle(now, h, outcome, ok ? undefined : value);
+        if (ok) resolve(value as T);
+        else reject(value);
+      };
+      const onAbort = () => {
+        inner.abort(signal!.reason);
+        finish(IGNORED, false, signal!.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          const e = new TimeoutError(timeoutMs);
+          inner.abort(e);
+          finish(FAILURE, false, e);
+        }, timeoutMs);
+      }
+      let p: T | Promise<T>;
+      try {
+        p = fn({ signal: inner.signal });
+      } catch (e) {
+        finish(this.#outcome(e), false, e);
+        return;
+      }
+      Promise.resolve(p).then(
+        (v) => finish(isResponse(v) ? this.#outcome(v, true) : SUCCESS, true, v),
+        (e) => finish(this.#outcome(e, false, signal), false, e),
+      );
+    });
+  }
+
+  /** `code` is `retryAfterMs × 4 + reason`. */
+  #rejected<T>(code: number, fallback?: ExecuteOptions<T>['fallback']): Promise<T> {
+    const reason = REASONS[code % 4]!;
+    const retryAfterMs = (code - (code % 4)) / 4;
+    if (this.#reject.size) this.#reject.emit({ breaker: this.name, reason, retryAfterMs });
+    const err = new CircuitOpenError(this.name, this.state, reason, retryAfterMs);
+    if (fallback !== undefined) {
+      try {
+        return Promise.resolve(fallback(err));
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    return Promise.reject(err);
+  }
+
+  #outcome(e: unknown, resolved = false, signal?: AbortSignal): number {
+    if (resolved) {
+      const s = statusOf(e) ?? 200;
+      if (s < 400) return SUCCESS;
+    }
+    if (this.#isFailure !== undefined && !isAbort(e, signal)) {
+      const f = this.#isFailure(e);
+      if (f === true) return FAILURE;
+      if (f === false) return IGNORED;
+    }
+    const v = signal ? classifyWith(defaultClassifier(), e, signal) : classifyError(e);
+    return v.failure ? FAILURE : v.ignored ? IGNORED : SUCCESS;
+  }
+
+  /** Reports an outcome; `h` -1 for one without a permit (recordSuccess / recordFailure). */
+  #settle(issuedAt: number, h: number, outcome: number, error: unknown): void {
+    const closed = this.#closed >= 0 && (h === this.#closed || h === -1);
+    if (outcome === SUCCESS && closed && this.#clean) {
+      this.#succeeded++;
+    } else {
+      const now = this.#now();
+      const t = this.#w.report(now, issuedAt || now, h, outcome);
+      if (t !== 0) {
+        this.#closed = -1;
+        this.#emitTransition(t);
+      } else if (closed && this.#fast && outcome !== IGNORED) {
+        // Consecutive rule: a success reset the run, a failure started one. Window rule:
+        // successes never count.
+        this.#clean = outcome === SUCCESS || this.#cfg[0] === 1;
+      }
+    }
+    if (outcome === SUCCESS) {
+      if (this.#success.size) this.#success.emit({ breaker: this.name });
+    } else if (outcome === FAILURE && this.#failure.size) {
+      this.#failure.emit({ breaker: this.name, error });
+    }
+  }
+
+  #emitTransition(code: number): void {
+    if (code === 0 || this.#stateChange.size === 0) return;
+    const c = code - 1;
+    this.#stateChange.emit({
+      breaker: this.name,
+      from: STATES[Math.floor(c / 3)]!,
+      to: STATES[c % 3]!,
+      at: this.#now(),
+    });
+  }
+
+  /** Forces OPEN until `reset()`: every call is rejected. */
+  isolate(): void {
+    this.#control(0);
+  }
+
+  /** Back to CLOSED with empty counters; ends isolation and disabling. */
+  reset(): void {
+    this.#control(1);
+  }
+
+  /** Lets every call through (still counted in `stats`); the state stops changing. */
+  disable(): void {
+    this.#control(2);
+  }
+
+  /** Undoes `disable()`. */
+  enable(): void {
+    this.#control(3);
+  }
+
+  #control(op: number): void {
+    this.#closed = -1;
+    this.#emitTransition(this.#w.control(this.#now(), op));
+  }
+
+  onStateChange(listener: (event: StateChangeEvent) => void): Unsubscribe {
+    return this.#stateChange.subscribe(listener);
+  }
+  onReject(listener: (event: RejectEvent) => void): Unsubscribe {
+    return this.#reject.subscribe(listener);
+  }
+  onSuccess(listener: (event: OutcomeEvent) => void): Unsubscribe {
+    return this.#success.subscribe(listener);
+  }
+  onFailure(listener: (event: OutcomeEvent) => void): Unsubscribe {
+    return this.#failure.subscribe(listener);
+  }
+
+  /** The whole state as plain JSON data (for KV, Redis, a Durable Object...). */
+  toJSON(): BreakerSnapshot {
+    return {
+      breakwater: 1,
+      name: this.name,
+      state: this.state,
+      data: this.#data(),
+    };
+  }
+
+  #data(): number[] {
+    const data = Array.from(this.#w.snapshot());
+    // Stats the core has not seen (the CLOSED fast path): admitted is #12, successes #14.
+    data[12]! += this.#admitted;
+    data[14]! += this.#succeeded;
+    return data;
+  }
+
+  /** Replaces this breaker's state with a snapshot taken by `toJSON()` (of any breaker). */
+  restore(snapshot: BreakerSnapshot): void {
+    const s = obj('snapshot', snapshot);
+    if (s?.breakwater !== 1 || !Array.isArray(s.data) || !s.data.every((n) => typeof n === 'number')) {
+      throw new TypeError('breakwater: not a breaker snapshot (expected the output of toJSON())');
+    }
+    const data = Float64Array.from(s.data as number[]);
+    const w = create((cfg) => glue().WasmBreaker.restore(cfg, data), 1, this.#cfg, data);
+    const old = this.#w;
+    this.#w = w;
+    old.free();
+    this.#closed = -1;
+    this.#clean = this.#cfg[0] === 1;
+    this.#admitted = this.#succeeded = 0;
+  }
+}

@@ -1,0 +1,194 @@
+import { glue, type WasmRetry } from './glue.js';
+import { isCircuitOpenError, isTimeoutError } from './errors.js';
+
+/** How an outcome counts for a breaker. */
+export const SUCCESS = 0;
+export const FAILURE = 1;
+export const IGNORED = 2;
+
+/** The classes the core distinguishes, in its numeric order. */
+export const CLASSES = [
+  'success',
+  'transient',
+  'rate-limited',
+  'overloaded',
+  'quota-exhausted',
+  'client-error',
+  'server-error',
+  'network',
+  'timeout',
+  'cancelled',
+] as const;
+export type ErrorClass = (typeof CLASSES)[number];
+
+export interface Verdict {
+  class: ErrorClass;
+  retryable: boolean;
+  /** Counts against the breaker. */
+  failure: boolean;
+  /** Says nothing about the upstream (a 400, a cancelled call). */
+  ignored: boolean;
+  status: number | undefined;
+}
+
+type Headerish = { get(name: string): string | null } | Record<string, unknown>;
+
+/** A fetch `Response` (or anything shaped like one), resolved rather than thrown. */
+export function isResponse(v: unknown): v is { status: number; headers: Headerish; ok: boolean } {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { status?: unknown }).status === 'number' &&
+    typeof (v as { ok?: unknown }).ok === 'boolean' &&
+    typeof (v as { headers?: unknown }).headers === 'object'
+  );
+}
+
+/** The HTTP status of an error: `err.status`, `err.statusCode`, or `err.response.status`. */
+export function statusOf(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const e = err as { status?: unknown; statusCode?: unknown; response?: { status?: unknown } };
+  for (const s of [e.status, e.statusCode, e.response?.status]) {
+    if (typeof s === 'number' && Number.isInteger(s) && s >= 100 && s <= 999) return s;
+  }
+  return undefined;
+}
+
+function header(headers: unknown, name: string): string | undefined {
+  if (typeof headers !== 'object' || headers === null) return undefined;
+  const h = headers as { get?: unknown } & Record<string, unknown>;
+  if (typeof h.get === 'function') {
+    const v = (h.get as (n: string) => unknown).call(headers, name);
+    return typeof v === 'string' ? v : undefined;
+  }
+  for (const key of Object.keys(h)) {
+    if (key.toLowerCase() === name) {
+      const v = h[key];
+      return typeof v === 'string' ? v : Array.isArray(v) ? String(v[0]) : typeof v === 'number' ? String(v) : undefined;
+    }
+  }
+  return undefined;
+}
+
+const MAX_MS = 2 ** 53;
+const DECIMAL = /^(\d+)(?:\.(\d+))?$/;
+// RFC 9110 HTTP-date: IMF-fixdate, the obsolete RFC 850 form, and asctime.
+const HTTP_DATE =
+  /^(?:[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT|[A-Z][a-z]+, \d\d-[A-Z][a-z]{2}-\d\d \d\d:\d\d:\d\d GMT|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})$/;
+
+/**
+ * `Retry-After` (delay-seconds, possibly fractional, rounded up to the ms; or an HTTP-date) in ms
+ * from `now`, or -1. The same rules as the Rust core's `parse_retry_after`; parsed here rather
+ * than in wasm because string handling would more than double the .wasm every app downloads.
+ */
+export function parseRetryAfter(value: string, now: number): number {
+  const v = value.trim();
+  const m = DECIMAL.exec(v);
+  if (m) return Math.min(Number(m[1]) * 1000 + Math.ceil(Number((m[2] ?? '').padEnd(6, '0').slice(0, 6)) / 1000), MAX_MS);
+  if (!HTTP_DATE.test(v)) return -1;
+  const at = Date.parse(v);
+  return at >= 0 ? Math.min(Math.max(at - now, 0), MAX_MS) : -1;
+}
+
+/** `retry-after-ms` (OpenAI, Anthropic): ms, possibly fractional, rounded up; or -1. */
+export function parseRetryAfterMs(value: string): number {
+  const m = DECIMAL.exec(value.trim());
+  return m ? Math.min(Number(m[1]) + (/[1-9]/.test(m[2] ?? '') ? 1 : 0), MAX_MS) : -1;
+}
+
+/**
+ * The server's requested wait in ms, from `retry-after-ms` or `retry-after` (seconds or an
+ * HTTP-date) on `err.headers` / `err.response.headers` (a plain object or fetch `Headers`), or
+ * a breaker's `retryAfterMs`. -1 when there is none.
+ */
+export function retryAfterOf(err: unknown, now: number): number {
+  if (isCircuitOpenError(err)) return err.retryAfterMs;
+  if (typeof err !== 'object' || err === null) return -1;
+  const e = err as { headers?: unknown; response?: { headers?: unknown } };
+  for (const headers of [e.headers, e.response?.headers]) {
+    const ms = header(headers, 'retry-after-ms');
+    const v = ms === undefined ? -1 : parseRetryAfterMs(ms);
+    if (v >= 0) return v;
+    const ra = header(headers, 'retry-after');
+    const w = ra === undefined ? -1 : parseRetryAfter(ra, now);
+    if (w >= 0) return w;
+  }
+  return -1;
+}
+
+const QUOTA = ['insufficient_quota', 'billing_hard_limit_reached', 'quota_exceeded'];
+
+/**
+ * The provider's error code or type that matters to the classifier, from OpenAI's `code`/`type`
+ * or Anthropic's `error.error.type`: 1 quota exhausted, 2 overloaded, 0 anything else.
+ */
+export function codeOf(err: unknown): number {
+  if (typeof err !== 'object' || err === null) return 0;
+  const e = err as {
+    code?: unknown;
+    type?: unknown;
+    error?: { code?: unknown; type?: unknown; error?: { type?: unknown } };
+  };
+  let code = 0;
+  for (const c of [e.code, e.type, e.error?.code, e.error?.type, e.error?.error?.type]) {
+    if (QUOTA.includes(c as string)) return 1;
+    if (c === 'overloaded_error') code = 2;
+  }
+  return code;
+}
+
+export function isAbort(err: unknown, signal?: AbortSignal): boolean {
+  if (signal?.aborted && (err === signal.reason || err === undefined)) return true;
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    (err as { name?: unknown }).name === 'AbortError' &&
+    signal?.aborted === true
+  );
+}
+
+let fallback: WasmRetry | undefined;
+
+/** The default classifier (statuses 408, 429, 500, 502, 503, 504, 529 retryable). */
+export function defaultClassifier(): WasmRetry {
+  if (fallback === undefined) {
+    fallback = glue().WasmRetry.create(new Float64Array([4, 1000, 2, 16000, -1, 1, 0, 60000, 1]), false, new Float64Array(0))!;
+  }
+  return fallback;
+}
+
+/** Classifies a thrown error (or a resolved fetch `Response`). */
+export function classifyWith(c: WasmRetry, err: unknown, signal?: AbortSignal): Verdict {
+  let status: number | undefined;
+  let flags = 0;
+  if (isAbort(err, signal)) flags = 4;
+  else if (isTimeoutError(err)) flags = 2;
+  else if (isCircuitOpenError(err)) {
+    // Another breaker refused: retry later, but this says nothing about our upstream.
+    return { class: 'rate-limited', retryable: true, failure: false, ignored: true, status };
+  } else status = statusOf(err);
+  const v = c.classify(status ?? 0, flags === 0 ? codeOf(err) : 0, flags);
+  const outcome = v >> 5;
+  return {
+    class: CLASSES[v & 15] ?? 'network',
+    retryable: (v & 16) !== 0,
+    failure: outcome === FAILURE,
+    ignored: outcome === IGNORED,
+    status,
+  };
+}
+
+/** Classifies an error the way breakers and `withRetry` do by default. */
+export function classifyError(err: unknown): Verdict {
+  return classifyWith(defaultClassifier(), err);
+}
+
+/**
+ * The wait a failed call asks for, in ms: `retry-after-ms` or `retry-after` (seconds or an
+ * HTTP-date) on the error's headers (plain object or fetch `Headers`) or on a fetch `Response`,
+ * or a `CircuitOpenError`'s `retryAfterMs`. Undefined when there is none.
+ */
+export function retryAfterMs(errorOrResponse: unknown, now: number = Date.now()): number | undefined {
+  const v = retryAfterOf(errorOrResponse, now);
+  return v < 0 ? undefined : v;
+}

@@ -1,0 +1,59 @@
+import type { BreakerState } from './breaker.js';
+
+const OPEN = Symbol.for('breakwater.CircuitOpenError');
+const TIMEOUT = Symbol.for('breakwater.TimeoutError');
+
+/** Why a call was not admitted. */
+export type RejectReason = 'open' | 'half-open-full' | 'isolated';
+
+/**
+ * Thrown by `execute` when the breaker refuses the call (OPEN, isolated, or HALF_OPEN with every
+ * probe slot taken) and no `fallback` was given. `retryAfterMs` says when asking again may work.
+ */
+export class CircuitOpenError extends Error {
+  /** Marker that survives duplicate copies of the package; test with `isCircuitOpenError`. */
+  readonly isCircuitOpenError = true as const;
+  readonly breaker: string;
+  readonly state: BreakerState;
+  readonly reason: RejectReason;
+  readonly retryAfterMs: number;
+
+  constructor(breaker: string, state: BreakerState, reason: RejectReason, retryAfterMs: number) {
+    super(`circuit "${breaker}" is ${state === 'OPEN' ? 'open' : reason}; retry after ${retryAfterMs} ms`);
+    this.name = 'CircuitOpenError';
+    this.breaker = breaker;
+    this.state = state;
+    this.reason = reason;
+    this.retryAfterMs = retryAfterMs;
+    (this as unknown as Record<symbol, boolean>)[OPEN] = true;
+  }
+}
+
+/** True for a `CircuitOpenError` from any copy of this package (ESM, CJS, another version). */
+export function isCircuitOpenError(err: unknown): err is CircuitOpenError {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    ((err as Record<symbol, unknown>)[OPEN] === true ||
+      (err as { isCircuitOpenError?: unknown }).isCircuitOpenError === true)
+  );
+}
+
+/** Thrown by `execute` when the call outlives `timeoutMs`; it counts as an upstream failure. */
+export class TimeoutError extends Error {
+  readonly isTimeoutError = true as const;
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number) {
+    super(`the call did not finish within ${timeoutMs} ms`);
+    this.name = 'TimeoutError';
+    this.timeoutMs = timeoutMs;
+    (this as unknown as Record<symbol, boolean>)[TIMEOUT] = true;
+  }
+}
+
+/** True for a `TimeoutError` from any copy of this package. */
+export function isTimeoutError(err: unknown): err is TimeoutError {
+  return (
+    typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[TIMEOUT] === true
+  );
+}

@@ -1,0 +1,41 @@
+/**
+ * breakwater: a circuit breaker and retry policy for LLM API calls, one Rust state machine
+ * compiled to WebAssembly, for Node, browsers, Vercel Edge, Cloudflare Workers and Deno.
+ * @packageDocumentation
+ */
+export {
+  CircuitBreaker,
+  type BreakerMode,
+  type BreakerSnapshot,
+  type BreakerState,
+  type BreakerStats,
+  type CallContext,
+  type CircuitBreakerOptions,
+  type ExecuteOptions,
+  type OutcomeEvent,
+  type RateRule,
+  type RejectEvent,
+  type SlowCallRule,
+  type StateChangeEvent,
+} from './breaker.js';
+export {
+  CircuitOpenError,
+  isCircuitOpenError,
+  TimeoutError,
+  isTimeoutError,
+  type RejectReason,
+} from './errors.js';
+export {
+  withRetry,
+  RetryBudget,
+  type AttemptContext,
+  type GiveUpEvent,
+  type GiveUpReason,
+  type Jitter,
+  type RetryBudgetOptions,
+  type RetryEvent,
+  type RetryOptions,
+} from './retry.js';
+export { BreakerRegistry } from './registry.js';
+export { classifyError, retryAfterMs, type ErrorClass, type Verdict } from './classify.js';
+export type { Unsubscribe } from './events.js';

@@ -1,0 +1,3 @@
+// What the runtime entry points import: the public API plus the hook that hands over the glue.
+export * from './index.js';
+export { setGlue } from './glue.js';

@@ -1,0 +1,81 @@
+import { describe } from './events.js';
+import { glue } from './glue.js';
+
+/** Throws a TypeError for any key of `options` that is not in `known` (catches typos). */
+export function checkKeys(where: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) {
+      const near = known.find((k) => close(k, key));
+      throw new TypeError(
+        `breakwater: unknown option "${key}" in ${where}` + (near ? ` (did you mean "${near}"?)` : ''),
+      );
+    }
+  }
+}
+
+function close(a: string, b: string): boolean {
+  a = a.toLowerCase();
+  b = b.toLowerCase();
+  if (Math.abs(a.length - b.length) > 2) return false;
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  let j = 0;
+  while (j < a.length - i && a[a.length - 1 - j] === b[b.length - 1 - j]) j++;
+  return a.length - i - j <= 2 && b.length - i - j <= 2;
+}
+
+/** A RangeError for a number out of range, a TypeError for anything else (or when `type`). */
+export function fail(option: string, value: unknown, expected: string, type = false): never {
+  const msg = `breakwater: invalid option "${option}": ${describe(value)} (expected ${expected})`;
+  throw typeof value === 'number' && !type ? new RangeError(msg) : new TypeError(msg);
+}
+
+/** A finite number in [min, max], integer if asked; `undefined` gives `dflt`. */
+export function num(
+  option: string,
+  value: unknown,
+  dflt: number,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+  integer = true,
+): number {
+  if (value === undefined) return dflt;
+  const expected = `${integer ? 'an integer' : 'a number'} in [${min}, ${max === Number.MAX_SAFE_INTEGER ? '2^53' : max}]`;
+  if (typeof value !== 'number') fail(option, value, expected);
+  if (!Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+    fail(option, value, expected);
+  }
+  return value;
+}
+
+export function fn<T>(option: string, value: unknown): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') fail(option, value, 'a function', true);
+  return value as T;
+}
+
+export function obj(option: string, value: unknown): Record<string, unknown> | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    fail(option, value, 'an object', true);
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Builds a wasm object. The options were validated already, so the core refusing them is a bug
+ * (or a bad snapshot): its `"field|expected"` complaint (`check(what)`) is thrown as is.
+ */
+export function create<T>(
+  make: (cfg: Float64Array) => T | undefined,
+  what: number,
+  cfg: Float64Array,
+  data = new Float64Array(0),
+): T {
+  const made = make(cfg);
+  if (made !== undefined) return made;
+  const [field, expected] = glue().check(what, cfg, data).split('|');
+  throw field === 'snapshot'
+    ? new TypeError(`breakwater: cannot restore the snapshot: ${expected}`)
+    : new RangeError(`breakwater: invalid ${field} (expected ${expected})`);
+}

@@ -1,0 +1,68 @@
+import { CircuitBreaker, type BreakerSnapshot, type CircuitBreakerOptions, type StateChangeEvent } from './breaker.js';
+import { Emitter, type Unsubscribe } from './events.js';
+import { obj } from './options.js';
+
+/**
+ * One breaker per name (a provider, a model, a tool), created on first use with the registry's
+ * defaults plus per-name overrides. Keep the registry as a module-level singleton.
+ */
+export class BreakerRegistry {
+  #defaults: CircuitBreakerOptions;
+  #breakers = new Map<string, CircuitBreaker>();
+  #unsubscribe = new Map<string, () => void>();
+  #stateChange = new Emitter<StateChangeEvent>();
+
+  constructor(defaults: CircuitBreakerOptions = {}) {
+    this.#defaults = { ...obj('defaults', defaults) };
+    // Fail now, not on first use, if the defaults are invalid.
+    new CircuitBreaker('validate', this.#defaults);
+  }
+
+  /** The breaker named `name`; `options` only apply when it is created. */
+  get(name: string, options?: CircuitBreakerOptions): CircuitBreaker {
+    let b = this.#breakers.get(name);
+    if (b === undefined) {
+      b = new CircuitBreaker(name, { ...this.#defaults, ...obj('options', options) });
+      this.#breakers.set(name, b);
+      this.#unsubscribe.set(name, b.onStateChange((e) => this.#stateChange.emit(e)));
+    }
+    return b;
+  }
+
+  has(name: string): boolean {
+    return this.#breakers.has(name);
+  }
+
+  /** Forgets a breaker (a later `get` creates a fresh one). */
+  delete(name: string): boolean {
+    this.#unsubscribe.get(name)?.();
+    this.#unsubscribe.delete(name);
+    return this.#breakers.delete(name);
+  }
+
+  names(): string[] {
+    return [...this.#breakers.keys()];
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, CircuitBreaker]> {
+    return this.#breakers.entries();
+  }
+
+  /** State changes of every breaker in the registry, present and future. */
+  onStateChange(listener: (event: StateChangeEvent) => void): Unsubscribe {
+    return this.#stateChange.subscribe(listener);
+  }
+
+  toJSON(): Record<string, BreakerSnapshot> {
+    const out: Record<string, BreakerSnapshot> = {};
+    for (const [name, b] of this.#breakers) out[name] = b.toJSON();
+    return out;
+  }
+
+  /** Restores every breaker in `snapshot` (creating those that do not exist yet). */
+  restore(snapshot: Record<string, BreakerSnapshot>): void {
+    for (const [name, s] of Object.entries(obj('snapshot', snapshot) ?? {})) {
+      this.get(name).restore(s as BreakerSnapshot);
+    }
+  }
+}

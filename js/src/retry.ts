@@ -1,0 +1,296 @@
+import { glue, type WasmBudget, type WasmRetry } from './glue.js';
+import { checkKeys, create, fail, fn, num, obj } from './options.js';
+import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from './classify.js';
+import type { CircuitBreaker } from './breaker.js';
+
+export type Jitter = 'full' | 'equal' | 'decorrelated' | 'none' | number;
+export type GiveUpReason =
+  | 'not-retryable'
+  | 'attempts-exhausted'
+  | 'deadline'
+  | 'retry-after-too-long'
+  | 'budget-exhausted';
+
+const REASONS: readonly GiveUpReason[] = [
+  'not-retryable',
+  'attempts-exhausted',
+  'deadline',
+  'retry-after-too-long',
+  'budget-exhausted',
+];
+
+export interface RetryEvent {
+  /** The attempt that failed (1 = the first). */
+  attempt: number;
+  /** How long until the next attempt. */
+  delayMs: number;
+  error: unknown;
+  /** The server's Retry-After, if it sent one. */
+  retryAfterMs: number | undefined;
+  verdict: Verdict;
+}
+
+export interface GiveUpEvent {
+  attempts: number;
+  reason: GiveUpReason;
+  retryAfterMs: number | undefined;
+  verdict: Verdict;
+}
+
+export interface AttemptContext {
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** The caller's signal, to pass on to fetch or an SDK. */
+  signal?: AbortSignal;
+}
+
+export interface RetryOptions {
+  /** Attempts in all, the first included (1–10 000). Default 4. */
+  maxAttempts?: number;
+  /** Delay before the first retry, before jitter. Default 1000 ms. */
+  baseDelayMs?: number;
+  /** No backoff delay exceeds this. Default 16 000 ms. */
+  maxDelayMs?: number;
+  /** Growth per retry (≥ 1). Default 2. */
+  factor?: number;
+  /** 'full' (default), 'equal', 'decorrelated', 'none', or a proportion p for ±p (seed 002: 0.3). */
+  jitter?: Jitter;
+  /** Statuses worth retrying. Default 408, 429, 500, 502, 503, 504, 529. */
+  retryableStatuses?: readonly number[];
+  /** Give up rather than start an attempt later than this many ms after the first. */
+  deadlineMs?: number;
+  /** Honour Retry-After up to this long; a longer one gives up at once. Default 60 000 ms. */
+  maxRetryAfterMs?: number;
+  /** Caps retries across all calls sharing it. */
+  budget?: RetryBudget;
+  /** Runs each attempt through this breaker (its rejections are waited out like a Retry-After). */
+  breaker?: CircuitBreaker;
+  /** Override: true = retry, false = do not, undefined = default rules. */
+  shouldRetry?: (error: unknown, attempt: number) => boolean | undefined;
+  /** Called before each wait. */
+  onRetry?: (event: RetryEvent) => void;
+  /** Called once when the retries end in failure (seed 002's dead-letter hook). */
+  onGiveUp?: (error: unknown, event: GiveUpEvent) => void;
+  /** Waits; default setTimeout. Injected for tests. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Uniform in [0, 1), for the jitter. Default Math.random. */
+  random?: () => number;
+  /** Milliseconds since the epoch. Default Date.now. */
+  clock?: () => number;
+  /** Aborting stops the attempts and the waits at once; rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+const KEYS = [
+  'maxAttempts',
+  'baseDelayMs',
+  'maxDelayMs',
+  'factor',
+  'jitter',
+  'retryableStatuses',
+  'deadlineMs',
+  'maxRetryAfterMs',
+  'budget',
+  'breaker',
+  'shouldRetry',
+  'onRetry',
+  'onGiveUp',
+  'sleep',
+  'random',
+  'clock',
+  'signal',
+] as const;
+
+const JITTERS = ['none', 'full', 'equal', 'decorrelated'];
+
+function statuses(option: string, v: unknown): Float64Array {
+  if (!Array.isArray(v)) fail(option, v, 'an array of HTTP status codes');
+  return Float64Array.from(v, (s: unknown) => num(option, s, 0, 100, 639));
+}
+
+function policy(o: RetryOptions): WasmRetry {
+  const cfg = new Float64Array(9);
+  cfg[0] = num('maxAttempts', o.maxAttempts, 4, 1, 10_000);
+  cfg[1] = num('baseDelayMs', o.baseDelayMs, 1000, 0);
+  cfg[2] = num('factor', o.factor, 2, 1, 1e6, false);
+  cfg[3] = num('maxDelayMs', o.maxDelayMs, Math.max(16_000, cfg[1]!), cfg[1]!);
+  cfg[4] = o.deadlineMs === undefined ? -1 : num('deadlineMs', o.deadlineMs, 0, 0);
+  const j = o.jitter ?? 'full';
+  if (typeof j === 'number') {
+    cfg[5] = 4;
+    cfg[6] = num('jitter', j, 0, 0, 1, false);
+  } else {
+    const k = JITTERS.indexOf(j as string);
+    if (k < 0) fail('jitter', j, "'full', 'equal', 'decorrelated', 'none' or a proportion in [0, 1]");
+    cfg[5] = k;
+  }
+  cfg[7] = num('maxRetryAfterMs', o.maxRetryAfterMs, 60_000, 0);
+  cfg[8] = 1;
+  const useRetryable = o.retryableStatuses !== undefined;
+  const retryable = useRetryable ? statuses('retryableStatuses', o.retryableStatuses) : new Float64Array(0);
+  return create((c) => glue().WasmRetry.create(c, useRetryable, retryable), 2, cfg);
+}
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Settles like `p`, or rejects with the signal's reason as soon as it aborts. */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/**
+ * Calls `fn` until it succeeds, retrying transient failures (429, 5xx, 529, network errors) with
+ * exponential backoff and jitter, honouring Retry-After. A drop-in for seed 002's `withRetry`.
+ * Non-retryable errors (400, 401, an exhausted quota...) are thrown at once; after the last
+ * attempt the last error is thrown. A resolved fetch `Response` with a retryable status is
+ * retried too, and returned as is if the retries run out.
+ */
+export async function withRetry<T>(
+  fn: (context: AttemptContext) => T | Promise<T>,
+  options: RetryOptions = {},
+): Promise<T> {
+  if (typeof fn !== 'function') fail('fn', fn, 'a function');
+  const o = obj('options', options) ?? {};
+  checkKeys('withRetry options', o, KEYS);
+  const opts = o as RetryOptions;
+  const sleep = fn_<NonNullable<RetryOptions['sleep']>>('sleep', opts.sleep) ?? defaultSleep;
+  const random = fn_<() => number>('random', opts.random) ?? Math.random;
+  const clock = fn_<() => number>('clock', opts.clock) ?? Date.now;
+  const shouldRetry = fn_<RetryOptions['shouldRetry']>('shouldRetry', opts.shouldRetry);
+  const onRetry = fn_<RetryOptions['onRetry']>('onRetry', opts.onRetry);
+  const onGiveUp = fn_<RetryOptions['onGiveUp']>('onGiveUp', opts.onGiveUp);
+  const { signal, budget, breaker } = opts;
+  if (budget !== undefined && !(budget instanceof RetryBudget)) fail('budget', budget, 'a RetryBudget');
+  if (breaker !== undefined && (typeof breaker !== 'object' || typeof breaker.execute !== 'function')) {
+    fail('breaker', breaker, 'a CircuitBreaker');
+  }
+  if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
+    fail('signal', signal, 'an AbortSignal');
+  }
+  // Validate everything now (cheap); build the wasm policy only when a first attempt fails.
+  policy(opts).free();
+  let p: WasmRetry | undefined;
+  const startedAt = clock();
+  budget?.deposit(startedAt);
+  let previousDelay = 0;
+  try {
+    for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) throw signal.reason;
+      const context: AttemptContext = signal ? { attempt, signal } : { attempt };
+      let error: unknown;
+      let resolved = false;
+      try {
+        const run = breaker
+          ? breaker.execute(() => fn(context), signal ? { signal } : undefined)
+          : Promise.resolve().then(() => fn(context));
+        const v = await raceAbort(run, signal);
+        if (!isResponse(v) || v.status < 400) return v;
+        error = v;
+        resolved = true;
+      } catch (e) {
+        if (isAbort(e, signal) || signal?.aborted) throw signal?.aborted ? signal.reason : e;
+        error = e;
+      }
+      p ??= policy(opts);
+      const now = clock();
+      const verdict = classifyWith(p, error, signal);
+      let retryable = verdict.retryable;
+      const override = shouldRetry?.(error, attempt);
+      if (override !== undefined) retryable = override;
+      const ra = retryAfterOf(error, now);
+      let d = p.decide(now, startedAt, attempt, previousDelay, retryable, ra, random());
+      if (d >= 0 && budget !== undefined && !budget.withdraw(now)) d = -5;
+      const retryAfterMs = ra >= 0 ? ra : undefined;
+      if (d < 0) {
+        onGiveUp?.(error, {
+          attempts: attempt,
+          reason: REASONS[-d - 1] ?? 'not-retryable',
+          retryAfterMs,
+          verdict,
+        });
+        if (resolved) return error as T;
+        throw error;
+      }
+      onRetry?.({ attempt, delayMs: d, error, retryAfterMs, verdict });
+      await raceAbort(Promise.resolve(sleep(d, signal)), signal);
+      previousDelay = d;
+    }
+  } finally {
+    p?.free();
+  }
+}
+
+function fn_<F>(option: string, v: unknown): F | undefined {
+  return fn<F>(option, v);
+}
+
+export interface RetryBudgetOptions {
+  /** The window retries are measured over, 1 000–60 000 ms. Default 10 000. */
+  ttlMs?: number;
+  /** Retries per second always allowed. Default 10. */
+  minPerSec?: number;
+  /** Retries allowed as a percentage of calls in the window (0–1000). Default 20. */
+  retryPercent?: number;
+}
+
+/**
+ * Retries limited to a share of recent calls (as in Finagle and tower), shared by every
+ * `withRetry` call that is given it: in a 429 storm the fleet stops multiplying its load.
+ */
+export class RetryBudget {
+  #w: WasmBudget;
+  #clock: () => number;
+
+  constructor(options: RetryBudgetOptions & { clock?: () => number } = {}) {
+    const o = obj('options', options) ?? {};
+    checkKeys('RetryBudget options', o, ['ttlMs', 'minPerSec', 'retryPercent', 'clock']);
+    const ttl = num('ttlMs', o.ttlMs, 10_000, 1_000, 60_000);
+    const min = num('minPerSec', o.minPerSec, 10, 0, 2 ** 32 - 1);
+    const pct = num('retryPercent', o.retryPercent, 20, 0, 1000, false);
+    this.#clock = fn<() => number>('clock', o.clock) ?? Date.now;
+    this.#w = create(glue().WasmBudget.create, 3, new Float64Array([ttl, min, pct]));
+  }
+
+  /** Retries available now (may be fractional). */
+  get available(): number {
+    return this.#w.op(this.#clock(), 2);
+  }
+
+  /** @internal Records a first attempt. */
+  deposit(now = this.#clock()): void {
+    this.#w.op(now, 0);
+  }
+
+  /** @internal Takes one retry; false when the budget is spent. */
+  withdraw(now = this.#clock()): boolean {
+    return this.#w.op(now, 1) === 1;
+  }
+}

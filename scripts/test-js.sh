@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Tests of the JS/TS package (issue 3): builds pkg/, installs it into tests/js as a user would
+# (the `npm pack` tarball), and runs it in every runtime:
+#   - the core's tests compiled to wasm32 under Node and headless Chromium (wasm-pack test)
+#   - node:test suites: ESM, CommonJS require, official SDKs against a fake provider, the README
+#     example as written, the .d.ts under tsc, the gzip size ceiling
+#   - a Chromium page (playwright-core + /usr/bin/chromium), Vercel's edge-runtime, workerd
+#     (Miniflare), and Deno when `npm i deno` works.
+# Servers bind 127.0.0.1 only and are stopped by the tests. No timing assertions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[test-js] %s\n' "$*" >&2; }
+failed=()
+
+bash scripts/setup.sh wasm browser node
+bash scripts/build-pkg.sh
+
+log "packing and installing the package into tests/js"
+work=target/js
+rm -rf "$work" && mkdir -p "$work"
+tarball=$(cd pkg && npm pack --silent --pack-destination "../$work" | tail -1)
+rm -rf tests/js/node_modules
+(cd tests/js && npm install --silent --no-save --no-package-lock --no-audit --no-fund "../../$work/$tarball")
+
+run() {
+  local name=$1
+  shift
+  log "$name"
+  if "$@"; then
+    log "$name: ok"
+  else
+    log "$name: FAILED"
+    failed+=("$name")
+  fi
+}
+
+run "node:test (ESM, CJS, SDKs, README, types, browser page, edge-runtime, workerd, size)" \
+  node --test --test-reporter=spec tests/js/*.test.mjs tests/js/*.test.cjs
+
+# The core's tests (tests/wasm.rs) in wasm: `--mode no-install` fails fast instead of building
+# another wasm-bindgen when the installed one does not match Cargo.lock.
+run "wasm-pack test --node" \
+  wasm-pack test --node --mode no-install -- --features wasm --test wasm
+run "wasm-pack test --headless --chrome" \
+  env WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --mode no-install -- --features wasm --test wasm
+
+# Deno, if the registry serves it (the npm package `deno` ships the binary as a dependency).
+deno_dir=target/js-tools/deno
+DENO_VERSION=2.9.6
+if [ ! -x "$deno_dir/node_modules/.bin/deno" ]; then
+  log "installing deno@$DENO_VERSION from npm into $deno_dir"
+  mkdir -p "$deno_dir"
+  (cd "$deno_dir" && echo '{"private":true}' > package.json &&
+    npm install --silent --no-audit --no-fund --no-package-lock "deno@$DENO_VERSION") || true
+fi
+if "$deno_dir/node_modules/.bin/deno" --version >/dev/null 2>&1; then
+  run "deno test" env DENO_NO_UPDATE_CHECK=1 DENO_DIR="$PWD/target/js-tools/deno-cache" \
+    sh -c "cd tests/js && '$PWD/$deno_dir/node_modules/.bin/deno' test --quiet --no-check --no-lock \
+      --node-modules-dir=manual --allow-read --allow-env deno/"
+else
+  log "deno: SKIPPED (npm i deno@$DENO_VERSION did not give a working binary)"
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  log "failed: ${failed[*]}"
+  exit 1
+fi
+log "all JS package tests passed"

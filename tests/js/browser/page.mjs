@@ -1,0 +1,41 @@
+// Runs in headless Chromium: the package's browser entry, loaded through an import map.
+import { CircuitBreaker, withRetry, isCircuitOpenError, BreakerRegistry } from 'breakwater';
+
+const results = [];
+const check = (name, ok, detail = '') => results.push({ name, ok: Boolean(ok), detail: String(detail) });
+
+try {
+  let t = 1_700_000_000_000;
+  const b = new CircuitBreaker('browser', { failureThreshold: 2, resetTimeout: 1_000, clock: () => t });
+  const boom = async () => {
+    throw Object.assign(new Error('overloaded'), { status: 529 });
+  };
+  await b.execute(boom).catch(() => {});
+  await b.execute(boom).catch(() => {});
+  check('opens after two 529s', b.state === 'OPEN', b.state);
+  const err = await b.execute(async () => 1).catch((e) => e);
+  check('rejects with CircuitOpenError', isCircuitOpenError(err), err);
+  t += 1_000;
+  let upstream = 0;
+  const settled = await Promise.allSettled(
+    Array.from({ length: 50 }, () => b.execute(async () => { upstream++; await new Promise((r) => setTimeout(r, 5)); })),
+  );
+  check('one probe out of 50', upstream === 1 && settled.filter((s) => s.status === 'fulfilled').length === 1, upstream);
+  check('closed again', b.state === 'CLOSED', b.state);
+
+  // A real fetch to the test server: 503 with retry-after-ms, then 200.
+  const sleeps = [];
+  const res = await withRetry(() => fetch('/flaky'), { sleep: async (ms) => { sleeps.push(ms); }, jitter: 'none', baseDelayMs: 10 });
+  check('withRetry over fetch Responses', res.status === 200 && (await res.text()) === 'ok' && sleeps.join() === '250', sleeps);
+
+  const reg = new BreakerRegistry({ failureThreshold: 1 });
+  check('registry', reg.get('a') === reg.get('a'));
+  const json = JSON.stringify(b);
+  check('toJSON', JSON.parse(json).name === 'browser', json);
+  let rangeError = false;
+  try { new CircuitBreaker('x', { resetTimeout: -1 }); } catch (e) { rangeError = e instanceof RangeError; }
+  check('RangeError for a negative option', rangeError);
+} catch (e) {
+  check('no exception', false, e?.stack ?? e);
+}
+window.__results = results;

@@ -1,0 +1,82 @@
+// Vercel's edge runtime (the `edge-runtime` npm package): code generation from bytes is refused,
+// as on Vercel Edge, so the package's `edge-light` entry must import the .wasm as a module. The
+// route is bundled with esbuild under the edge conditions; the `?module` import becomes a
+// WebAssembly.Module compiled outside the sandbox (another realm), as Next.js does.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { EdgeRuntime } from 'edge-runtime';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+let upstream;
+let hits = 0;
+before(async () => {
+  upstream = http.createServer((req, res) => {
+    hits++;
+    res.writeHead(503, { 'content-type': 'text/plain' });
+    res.end('overloaded');
+  });
+  await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+});
+after(() => new Promise((r) => { upstream.closeAllConnections?.(); upstream.close(r); }));
+
+async function bundle() {
+  const wasmAsModule = {
+    name: 'wasm-as-module',
+    setup(b) {
+      b.onResolve({ filter: /\.wasm\?module$/ }, (args) => ({
+        path: path.join(args.resolveDir, args.path.replace(/\?module$/, '')),
+        namespace: 'wasm-module',
+      }));
+      b.onLoad({ filter: /.*/, namespace: 'wasm-module' }, () => ({
+        contents: 'export default globalThis.__wasm_breakwater;',
+        loader: 'js',
+      }));
+    },
+  };
+  const out = await build({
+    entryPoints: [path.join(here, 'edge/route.mjs')],
+    bundle: true,
+    write: false,
+    format: 'iife',
+    platform: 'neutral',
+    conditions: ['edge-light', 'worker', 'browser'],
+    mainFields: ['module', 'main'],
+    logLevel: 'silent',
+    plugins: [wasmAsModule],
+  });
+  const code = out.outputFiles[0].text;
+  assert.match(code, /edge-light/, 'the edge-light entry was chosen');
+  return code;
+}
+
+test('the edge-light entry runs a route handler in the edge runtime', async () => {
+  const code = await bundle();
+  const require = createRequire(import.meta.url);
+  const wasmPath = path.join(path.dirname(require.resolve('breakwater/package.json')), 'web/breakwater_bg.wasm');
+  const module = new WebAssembly.Module(await fs.readFile(wasmPath));
+  const runtime = new EdgeRuntime({
+    codeGeneration: { strings: false, wasm: false },
+    extend: (context) => Object.assign(context, { __wasm_breakwater: module }),
+  });
+  // Like Vercel Edge: no compiling wasm from bytes inside the sandbox.
+  await assert.rejects(runtime.evaluate('WebAssembly.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))'), /disallowed/);
+  runtime.evaluate(code);
+  const url = `http://edge.test/api/chat?upstream=${encodeURIComponent(`http://127.0.0.1:${upstream.address().port}/v1`)}`;
+  const answers = [];
+  for (let i = 0; i < 3; i++) {
+    const res = await runtime.dispatchFetch(url);
+    answers.push([res.status, await res.json()]);
+  }
+  assert.deepEqual(answers[0], [200, { state: 'CLOSED', upstreamStatus: 503 }]);
+  assert.deepEqual(answers[1], [200, { state: 'OPEN', upstreamStatus: 503 }]);
+  assert.equal(answers[2][0], 503);
+  assert.equal(answers[2][1].fallback, true);
+  assert.ok(answers[2][1].retryAfterMs > 0 && answers[2][1].retryAfterMs <= 60_000);
+  assert.equal(hits, 4, 'two requests × two attempts reached the upstream; the third request none');
+});

@@ -1,0 +1,294 @@
+// withRetry and RetryBudget of the built package, with injected sleep, random and clock.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { withRetry, RetryBudget, CircuitBreaker, retryAfterMs, isCircuitOpenError } from 'breakwater';
+import { manualClock, httpError } from './helpers.mjs';
+
+const seed002 = { maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 16000, retryableStatuses: [429, 500, 503, 529] };
+
+/** A scripted upstream: each element is thrown (Error) or returned. */
+function upstream(...script) {
+  const fn = async (ctx) => {
+    fn.calls.push(ctx);
+    const next = script[Math.min(fn.calls.length - 1, script.length - 1)];
+    if (next instanceof Error) throw next;
+    return next;
+  };
+  fn.calls = [];
+  return fn;
+}
+
+function recorder(clock) {
+  const sleeps = [];
+  const sleep = async (ms) => {
+    sleeps.push(ms);
+    clock?.advance(ms);
+  };
+  return { sleeps, sleep };
+}
+
+test('seed 002: retries 529/503 with exponential backoff, then succeeds', async () => {
+  const { sleeps, sleep } = recorder();
+  const fn = upstream(httpError(529), httpError(503), httpError(429), 'done');
+  const v = await withRetry(fn, { ...seed002, jitter: 'none', sleep });
+  assert.equal(v, 'done');
+  assert.equal(fn.calls.length, 4);
+  assert.deepEqual(fn.calls.map((c) => c.attempt), [1, 2, 3, 4]);
+  assert.deepEqual(sleeps, [1000, 2000, 4000]);
+});
+
+test('seed 002: a non-retryable status (400, 401, 404) is thrown at once', async () => {
+  for (const s of [400, 401, 404]) {
+    const { sleeps, sleep } = recorder();
+    const fn = upstream(httpError(s), 'never');
+    await assert.rejects(withRetry(fn, { ...seed002, sleep }), (e) => e.status === s);
+    assert.equal(fn.calls.length, 1);
+    assert.deepEqual(sleeps, []);
+  }
+});
+
+test('seed 002: after maxAttempts the last error is thrown; errors without status are retried', async () => {
+  const { sleeps, sleep } = recorder();
+  const last = new Error('socket hang up');
+  const fn = upstream(httpError(503), new Error('ECONNRESET'), httpError(500), last);
+  await assert.rejects(withRetry(fn, { ...seed002, sleep }), (e) => e === last);
+  assert.equal(fn.calls.length, 4);
+  assert.equal(sleeps.length, 3);
+});
+
+test('retryableStatuses replaces the defaults', async () => {
+  const { sleep } = recorder();
+  const only429 = upstream(httpError(503), 'x');
+  await assert.rejects(withRetry(only429, { retryableStatuses: [429], sleep }), (e) => e.status === 503);
+  assert.equal(only429.calls.length, 1);
+  const with418 = upstream(httpError(418), 'x');
+  assert.equal(await withRetry(with418, { retryableStatuses: [418], sleep }), 'x');
+});
+
+test('jitter kinds use the injected random and stay within their ranges', async () => {
+  const run = async (jitter, r) => {
+    const { sleeps, sleep } = recorder();
+    await withRetry(upstream(httpError(503), httpError(503), httpError(503), 1), {
+      baseDelayMs: 1000,
+      maxDelayMs: 16000,
+      jitter,
+      sleep,
+      random: () => r,
+    });
+    return sleeps;
+  };
+  assert.deepEqual(await run('none', 0.5), [1000, 2000, 4000]);
+  assert.deepEqual(await run('full', 0.5), [500, 1000, 2000]);
+  assert.deepEqual(await run('full', 0), [0, 0, 0]);
+  assert.deepEqual(await run('equal', 0), [500, 1000, 2000]);
+  assert.deepEqual(await run(0.3, 0), [700, 1400, 2800]); // seed 002's ±30 %
+  assert.deepEqual(await run(0.3, 0.5), [1000, 2000, 4000]);
+  const dec = await run('decorrelated', 0.999);
+  assert.ok(dec.every((d) => d >= 1000 && d <= 16000), String(dec));
+  assert.ok(dec[1] > dec[0] && dec[2] > dec[1]);
+});
+
+test('maxDelayMs caps every delay', async () => {
+  const { sleeps, sleep } = recorder();
+  await withRetry(upstream(...Array(6).fill(httpError(503)), 1), {
+    maxAttempts: 7,
+    baseDelayMs: 1000,
+    maxDelayMs: 5000,
+    jitter: 'none',
+    sleep,
+  });
+  assert.deepEqual(sleeps, [1000, 2000, 4000, 5000, 5000, 5000]);
+});
+
+test('Retry-After: seconds, HTTP-date, retry-after-ms, plain objects and fetch Headers', async () => {
+  const clock = manualClock(Date.parse('Sun, 06 Nov 1994 08:49:37 GMT'));
+  const cases = [
+    [{ 'retry-after': '7' }, 7000],
+    [{ 'Retry-After': '2.5' }, 2500],
+    [new Headers({ 'retry-after': '3' }), 3000],
+    [{ 'retry-after': 'Sun, 06 Nov 1994 08:49:47 GMT' }, 10000],
+    [new Headers({ 'retry-after-ms': '1234.5', 'retry-after': '60' }), 1235],
+    [{ 'retry-after': 'soon' }, undefined],
+  ];
+  for (const [headers, expected] of cases) {
+    assert.equal(retryAfterMs(httpError(429, headers), clock()), expected, JSON.stringify([...Object.entries(headers)]));
+    const { sleeps, sleep } = recorder();
+    await withRetry(upstream(httpError(429, headers), 'ok'), { jitter: 'none', baseDelayMs: 100, sleep, clock });
+    assert.deepEqual(sleeps, [expected ?? 100]);
+  }
+  // Anthropic/OpenAI SDK errors keep headers on `headers`; some clients on `response.headers`.
+  assert.equal(retryAfterMs({ status: 429, response: { headers: new Headers({ 'retry-after': '4' }) } }), 4000);
+});
+
+test('a resolved fetch Response with a retryable status is retried, and returned when retries run out', async () => {
+  const { sleeps, sleep } = recorder();
+  const busy = () => new Response('busy', { status: 503, headers: { 'retry-after': '1' } });
+  const fn = upstream(busy(), new Response('ok', { status: 200 }));
+  const r = await withRetry(fn, { sleep, jitter: 'none', baseDelayMs: 10 });
+  assert.equal(r.status, 200);
+  assert.deepEqual(sleeps, [1000]);
+  const last = busy();
+  const r2 = await withRetry(upstream(busy(), last), { maxAttempts: 2, sleep });
+  assert.equal(r2, last);
+  const bad = new Response('bad', { status: 400 });
+  assert.equal(await withRetry(upstream(bad), { sleep }), bad);
+});
+
+test('a Retry-After beyond maxRetryAfterMs gives up at once', async () => {
+  const { sleeps, sleep } = recorder();
+  const giveUps = [];
+  const fn = upstream(httpError(429, { 'retry-after': '120' }), 'x');
+  await assert.rejects(
+    withRetry(fn, { maxRetryAfterMs: 60_000, sleep, onGiveUp: (e, info) => giveUps.push(info) }),
+    (e) => e.status === 429,
+  );
+  assert.equal(fn.calls.length, 1);
+  assert.deepEqual(sleeps, []);
+  assert.equal(giveUps[0].reason, 'retry-after-too-long');
+  assert.equal(giveUps[0].retryAfterMs, 120_000);
+});
+
+test('an exhausted quota (openai insufficient_quota) is not retried', async () => {
+  const { sleep } = recorder();
+  const giveUps = [];
+  const err = httpError(429, {}, { code: 'insufficient_quota', type: 'insufficient_quota' });
+  const fn = upstream(err, 'x');
+  await assert.rejects(withRetry(fn, { sleep, onGiveUp: (_, i) => giveUps.push(i) }));
+  assert.equal(fn.calls.length, 1);
+  assert.equal(giveUps[0].reason, 'not-retryable');
+  assert.equal(giveUps[0].verdict.class, 'quota-exhausted');
+});
+
+test('onRetry sees each retry; onGiveUp is the dead-letter hook, called once', async () => {
+  const { sleep } = recorder();
+  const retries = [];
+  const giveUps = [];
+  await assert.rejects(
+    withRetry(upstream(httpError(503)), {
+      maxAttempts: 3,
+      jitter: 'none',
+      sleep,
+      onRetry: (e) => retries.push([e.attempt, e.delayMs, e.error.status, e.verdict.class]),
+      onGiveUp: (e, info) => giveUps.push([e.status, info.attempts, info.reason]),
+    }),
+  );
+  assert.deepEqual(retries, [
+    [1, 1000, 503, 'transient'],
+    [2, 2000, 503, 'transient'],
+  ]);
+  assert.deepEqual(giveUps, [[503, 3, 'attempts-exhausted']]);
+});
+
+test('deadlineMs stops retries that would start too late', async () => {
+  const clock = manualClock();
+  const { sleeps, sleep } = recorder(clock);
+  const giveUps = [];
+  await assert.rejects(
+    withRetry(upstream(httpError(503)), {
+      maxAttempts: 10,
+      jitter: 'none',
+      deadlineMs: 5_000,
+      sleep,
+      clock,
+      onGiveUp: (_, i) => giveUps.push(i.reason),
+    }),
+  );
+  assert.deepEqual(sleeps, [1000, 2000]);
+  assert.deepEqual(giveUps, ['deadline']);
+});
+
+test('shouldRetry overrides the classification', async () => {
+  const { sleep } = recorder();
+  const fn = upstream(httpError(400), 'ok');
+  assert.equal(await withRetry(fn, { sleep, shouldRetry: (e) => e.status === 400 || undefined }), 'ok');
+  const fn2 = upstream(httpError(503), 'ok');
+  await assert.rejects(withRetry(fn2, { sleep, shouldRetry: () => false }));
+  assert.equal(fn2.calls.length, 1);
+});
+
+test('a shared RetryBudget stops retries when they exceed their share of calls', async () => {
+  const clock = manualClock();
+  const budget = new RetryBudget({ ttlMs: 10_000, minPerSec: 0, retryPercent: 20, clock });
+  const { sleep } = recorder();
+  const giveUps = [];
+  let upstreamCalls = 0;
+  const failing = async () => {
+    upstreamCalls++;
+    throw httpError(503);
+  };
+  // 10 logical calls, each allowed 3 retries: without a budget that would be 40 upstream calls.
+  for (let i = 0; i < 10; i++) {
+    await withRetry(failing, { budget, sleep, clock, onGiveUp: (_, i) => giveUps.push(i.reason) }).catch(() => {});
+  }
+  assert.equal(upstreamCalls, 10 + 2); // 20 % of 10 calls
+  // Every call ends on an empty budget (the two that retried failed again).
+  assert.deepEqual(giveUps, Array(10).fill('budget-exhausted'));
+  assert.ok(budget.available < 1);
+});
+
+test('an abort stops the sleep at once and rejects with the reason; not a give-up', async () => {
+  const ac = new AbortController();
+  const giveUps = [];
+  let calls = 0;
+  const p = withRetry(
+    async ({ signal }) => {
+      calls++;
+      assert.equal(signal, ac.signal);
+      throw httpError(503);
+    },
+    { signal: ac.signal, baseDelayMs: 3_600_000, maxDelayMs: 3_600_000, jitter: 'none', onGiveUp: () => giveUps.push(1) },
+  );
+  setImmediate(() => ac.abort(new Error('client disconnected')));
+  await assert.rejects(p, /client disconnected/);
+  assert.equal(calls, 1);
+  assert.deepEqual(giveUps, []);
+  // An injected sleep that ignores the signal is still cut short.
+  const ac2 = new AbortController();
+  const p2 = withRetry(upstream(httpError(503)), { signal: ac2.signal, sleep: () => new Promise(() => {}) });
+  setImmediate(() => ac2.abort(new Error('stop')));
+  await assert.rejects(p2, /stop/);
+  // An attempt in flight is abandoned at once too.
+  const ac3 = new AbortController();
+  const p3 = withRetry(() => new Promise(() => {}), { signal: ac3.signal });
+  setImmediate(() => ac3.abort(new Error('gone')));
+  await assert.rejects(p3, /gone/);
+});
+
+test('with a breaker: attempts go through it, and an open breaker is waited out like a Retry-After', async () => {
+  const clock = manualClock();
+  const breaker = new CircuitBreaker('p', { failureThreshold: 2, resetTimeout: 5_000, clock });
+  const { sleeps, sleep } = recorder(clock);
+  const fn = upstream(httpError(503), httpError(503), 'recovered');
+  const v = await withRetry(fn, { breaker, sleep, clock, jitter: 'none', baseDelayMs: 100, maxAttempts: 5 });
+  assert.equal(v, 'recovered');
+  assert.equal(fn.calls.length, 3);
+  // The second failure opened the breaker: the third attempt was refused (not sent upstream)
+  // and the fourth waited out the rest of the open period.
+  assert.deepEqual(sleeps, [100, 200, 4_800]);
+  assert.equal(breaker.state, 'CLOSED');
+  // Too long to wait: give up with the CircuitOpenError.
+  const b2 = new CircuitBreaker('q', { resetTimeout: 600_000, clock });
+  b2.isolate();
+  await assert.rejects(withRetry(upstream('x'), { breaker: b2, sleep }), (e) => isCircuitOpenError(e));
+});
+
+test('invalid withRetry options throw naming the option and the value', async () => {
+  const cases = [
+    [{ maxAttempts: 0 }, RangeError, /"maxAttempts": 0/],
+    [{ maxAttempts: NaN }, RangeError, /"maxAttempts": NaN/],
+    [{ baseDelayMs: -1 }, RangeError, /"baseDelayMs": -1/],
+    [{ maxDelayMs: Infinity }, RangeError, /"maxDelayMs": Infinity/],
+    [{ baseDelayMs: 5000, maxDelayMs: 1000 }, RangeError, /"maxDelayMs": 1000 \(expected an integer in \[5000, /],
+    [{ jitter: 'random' }, TypeError, /"jitter": "random"/],
+    [{ jitter: 2 }, RangeError, /"jitter": 2/],
+    [{ retryableStatuses: 503 }, RangeError, /"retryableStatuses": 503/],
+    [{ retryableStatuses: [503, 'x'] }, TypeError, /"retryableStatuses": "x"/],
+    [{ maxAtempts: 3 }, TypeError, /unknown option "maxAtempts".*"maxAttempts"/],
+    [{ sleep: 100 }, TypeError, /"sleep": 100/],
+    [{ budget: {} }, TypeError, /"budget"/],
+  ];
+  for (const [opts, type, message] of cases) {
+    await assert.rejects(withRetry(async () => 1, opts), (e) => e instanceof type && message.test(e.message), JSON.stringify(opts));
+  }
+  assert.throws(() => new RetryBudget({ ttlMs: 100 }), /"ttlMs": 100/);
+});

@@ -1,0 +1,31 @@
+// What an app imports (the entry, the JS layer, the wasm-bindgen glue, the .wasm), gzipped: the
+// goal is 8 KB; the ceiling here is generous so that only real regressions fail.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { createRequire } from 'node:module';
+
+const CEILING = 24 * 1024;
+const require = createRequire(import.meta.url);
+const root = path.dirname(require.resolve('breakwater/package.json'));
+const gz = (files) =>
+  files.reduce((sum, f) => sum + zlib.gzipSync(fs.readFileSync(path.join(root, f)), { level: 9 }).length, 0);
+
+const chains = {
+  'edge-light (Vercel Edge)': ['dist/edge-light.mjs', 'dist/instantiate.mjs', 'dist/api.mjs', 'web/breakwater_bg.js', 'web/breakwater_bg.wasm'],
+  'workerd': ['dist/workerd.mjs', 'dist/instantiate.mjs', 'dist/api.mjs', 'web/breakwater_bg.js', 'web/breakwater_bg.wasm'],
+  'browser': ['dist/browser.mjs', 'dist/instantiate.mjs', 'dist/api.mjs', 'web/breakwater_bg.js', 'web/breakwater_bg.wasm'],
+  'node (ESM)': ['dist/node.mjs', 'dist/api.mjs', 'node/breakwater.js', 'node/breakwater_bg.wasm'],
+  'node (CJS)': ['dist/node.cjs', 'dist/api.cjs', 'node/breakwater.js', 'node/breakwater_bg.wasm'],
+};
+
+for (const [name, files] of Object.entries(chains)) {
+  test(`gzip size of what ${name} imports stays under ${CEILING / 1024} KB`, (t) => {
+    const total = gz(files);
+    const wasm = gz(files.filter((f) => f.endsWith('.wasm')));
+    t.diagnostic(`${name}: ${(total / 1024).toFixed(1)} KB gzip (wasm ${(wasm / 1024).toFixed(1)} KB, JS ${((total - wasm) / 1024).toFixed(1)} KB)`);
+    assert.ok(total <= CEILING, `${total} bytes > ${CEILING}`);
+  });
+}

@@ -1,0 +1,78 @@
+// workerd through Miniflare: the package's `workerd` entry statically imports the .wasm (a
+// CompiledWasm module). The worker is bundled with esbuild under the workerd conditions, as
+// wrangler does, and the .wasm travels next to it as its own module.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { Miniflare } from 'miniflare';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+let upstream;
+let hits = 0;
+let mf;
+before(async () => {
+  upstream = http.createServer((req, res) => {
+    hits++;
+    res.writeHead(529, { 'content-type': 'application/json' });
+    res.end('{"type":"error","error":{"type":"overloaded_error"}}');
+  });
+  await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+});
+after(async () => {
+  await mf?.dispose();
+  await new Promise((r) => { upstream.closeAllConnections?.(); upstream.close(r); });
+});
+
+test('the workerd entry runs in a Worker under workerd', async () => {
+  let wasmFile;
+  const out = await build({
+    entryPoints: [path.join(here, 'workerd/worker.mjs')],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    platform: 'neutral',
+    conditions: ['workerd', 'worker', 'browser'],
+    mainFields: ['module', 'main'],
+    logLevel: 'silent',
+    plugins: [
+      {
+        name: 'wasm-modules',
+        setup(b) {
+          b.onResolve({ filter: /\.wasm$/ }, (args) => {
+            wasmFile = path.join(args.resolveDir, args.path);
+            return { path: './breakwater_bg.wasm', external: true };
+          });
+        },
+      },
+    ],
+  });
+  assert.ok(wasmFile, 'the workerd entry imports the .wasm statically');
+  mf = new Miniflare({
+    host: '127.0.0.1',
+    port: 0,
+    compatibilityDate: '2026-04-01',
+    modules: [
+      { type: 'ESModule', path: 'worker.mjs', contents: out.outputFiles[0].text },
+      { type: 'CompiledWasm', path: 'breakwater_bg.wasm', contents: await fs.readFile(wasmFile) },
+    ],
+    bindings: { UPSTREAM: `http://127.0.0.1:${upstream.address().port}/v1/messages` },
+  });
+  const answers = [];
+  for (let i = 0; i < 3; i++) {
+    const res = await mf.dispatchFetch('http://worker.test/chat?provider=anthropic');
+    answers.push([res.status, await res.json()]);
+  }
+  assert.deepEqual(answers[0], [200, { state: 'CLOSED', upstreamStatus: 529 }]);
+  assert.deepEqual(answers[1], [200, { state: 'OPEN', upstreamStatus: 529 }]);
+  assert.deepEqual(answers[2], [503, { state: 'OPEN', fallback: true }]);
+  assert.equal(hits, 2);
+  const other = await mf.dispatchFetch('http://worker.test/chat?provider=openai');
+  assert.equal((await other.json()).state, 'CLOSED', 'one breaker per name');
+  const snap = await (await mf.dispatchFetch('http://worker.test/snapshot')).json();
+  assert.deepEqual(Object.keys(snap).sort(), ['anthropic', 'openai']);
+  assert.equal(snap.anthropic.state, 'OPEN');
+});
