@@ -255,5 +255,7 @@ mod json {
         assert_eq!(serde_json::from_str::<BreakerConfig>(&json).unwrap(), c);
         let partial: BreakerConfig = serde_json::from_str(r#"{"open_duration_ms": 5000}"#).unwrap();
         assert_eq!(partial, BreakerConfig::new().with_open_duration_ms(5_000));
+        let typo = serde_json::from_str::<BreakerConfig>(r#"{"open_duraton_ms": 5000}"#);
+        assert!(typo.unwrap_err().to_string().contains("open_duraton_ms"));
     }
 }

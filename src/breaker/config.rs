@@ -78,7 +78,7 @@ impl TripRule {
 /// [`BreakerConfig::validate`] (called by `Breaker::new`) rejects values out of range.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct BreakerConfig {
     /// When to open. Default: 5 consecutive failures.
     pub trip: TripRule,

@@ -44,7 +44,7 @@ pub enum Jitter {
 /// Retry configuration. Build with the `with_*` methods; `validate` names a bad field.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct RetryPolicy {
     /// Attempts in all, the first one included, in `1..=10000`. Default: 4.
     pub max_attempts: u32,

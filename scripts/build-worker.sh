@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the Cloudflare Worker variant (feature `worker`) into build/index.js + build/index_bg.wasm
+# with worker-build, using only local tools: worker-build would otherwise download wasm-bindgen
+# and wasm-opt from GitHub and esbuild from npm at build time.
+# Needs: worker-build 0.8.7, wasm-bindgen-cli equal to Cargo.lock's wasm-bindgen, and the npm
+# packages of tests/worker (binaryen, esbuild): scripts/test-worker.sh --setup-only installs them.
+# Usage: scripts/build-worker.sh [extra cargo args]   (also wrangler.toml's [build] command)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NODE_BIN="$PWD/tests/worker/node_modules/.bin"
+export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$(command -v wasm-bindgen || true)}"
+export WASM_OPT_BIN="${WASM_OPT_BIN:-$NODE_BIN/wasm-opt}"
+export ESBUILD_BIN="${ESBUILD_BIN:-$NODE_BIN/esbuild}"
+
+fail() { printf '[build-worker] %s\n' "$*" >&2; exit 1; }
+command -v worker-build >/dev/null || fail "worker-build is missing: cargo install worker-build --version 0.8.7 --locked"
+[ -n "$WASM_BINDGEN_BIN" ] && [ -x "$WASM_BINDGEN_BIN" ] || fail "wasm-bindgen CLI is missing (scripts/setup.sh wasm)"
+locked=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+have=$("$WASM_BINDGEN_BIN" --version | awk '{ print $2 }')
+[ "$locked" = "$have" ] || fail "wasm-bindgen CLI $have does not match Cargo.lock's $locked"
+[ -x "$WASM_OPT_BIN" ] || fail "wasm-opt missing at $WASM_OPT_BIN (npm ci in tests/worker)"
+[ -x "$ESBUILD_BIN" ] || fail "esbuild missing at $ESBUILD_BIN (npm ci in tests/worker)"
+
+# Its own target directory: the size-optimised profile below would otherwise invalidate the
+# shared target/release cache of the other builds (and wait on their lock).
+export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-z}"
+worker-build --release --features worker --target-dir target/worker "$@"
+
+# worker-build's own wasm-opt step follows [package.metadata.wasm-pack] (off for the npm build),
+# so optimise here, with the feature set worker-build would enable for workerd.
+features=(mutable-globals sign-ext nontrapping-float-to-int bulk-memory multivalue reference-types exception-handling)
+"$WASM_OPT_BIN" build/index_bg.wasm -o build/index_bg.opt.wasm -Oz "${features[@]/#/--enable-}"
+mv build/index_bg.opt.wasm build/index_bg.wasm
+printf '[build-worker] build/index_bg.wasm: %s bytes, %s gzipped\n' \
+  "$(wc -c < build/index_bg.wasm)" "$(gzip -c build/index_bg.wasm | wc -c)" >&2

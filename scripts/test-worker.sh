@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The Cloudflare Worker variant's tests: the protocol, object and lease logic natively, then the
+# Worker built with worker-build and driven in real workerd through Miniflare (node:test): eight
+# app Workers (4 Rust, 4 JavaScript) sharing one breaker object against a fake upstream,
+# persistence across a restart, an unreachable object, malformed input, and the measurements.
+# Installs what is missing first (idempotent). Servers listen on 127.0.0.1 only; every test stops
+# its Miniflare and upstream.
+# Usage: scripts/test-worker.sh [--setup-only] [test file ...]   (default: every *.test.mjs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[test-worker] %s\n' "$*" >&2; }
+
+bash scripts/setup.sh worker
+[ "${1:-}" = "--setup-only" ] && exit 0
+
+log "unit tests (native): protocol, engine, lease"
+cargo test --quiet --features worker --lib worker::
+
+log "building the Worker (worker-build --release --features worker)"
+bash scripts/build-worker.sh >/tmp/breakwater-build-worker.log 2>&1 || {
+  tail -40 /tmp/breakwater-build-worker.log >&2
+  log "worker build failed"
+  exit 1
+}
+ls -l build/index.js build/index_bg.wasm >&2
+
+log "bundling the JavaScript app Worker (js/shared.ts)"
+cd tests/worker
+node_modules/.bin/esbuild apps/js-app.ts --bundle --format=esm --platform=neutral --target=es2022 \
+  --outfile=.build/js-app.mjs --log-level=warning
+
+files=("$@")
+[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs measure.test.mjs)
+export WRANGLER_SEND_METRICS=false
+rm -rf .tmp
+status=0
+node --test --test-concurrency=1 --test-reporter=spec "${files[@]}" || status=$?
+rm -rf .tmp
+if [ -f .build/measurements.json ]; then
+  log "measurements: $(tr -d ' \n' < .build/measurements.json)"
+fi
+exit $status

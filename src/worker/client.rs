@@ -1,0 +1,331 @@
+//! [`SharedBreaker`]: the lease client for workers-rs Workers.
+//!
+//! Keep one per breaker name per isolate (a `thread_local!` works: Workers isolates are
+//! single-threaded) and pass the Durable Object namespace binding to each call, since bindings
+//! belong to the request's `Env`:
+//!
+//! ```ignore
+//! use breakwater::worker::{LeaseOptions, SharedBreaker};
+//!
+//! thread_local! {
+//!     static ANTHROPIC: SharedBreaker =
+//!         SharedBreaker::new("anthropic", LeaseOptions::new()).expect("a valid name");
+//! }
+//!
+//! async fn guarded(env: &worker::Env) -> worker::Result<worker::Response> {
+//!     let ns = env.durable_object("BREAKER")?;
+//!     let breaker = ANTHROPIC.with(|b| b.clone());
+//!     match breaker.call(&ns, call_the_model()).await {
+//!         Ok(reply) => worker::Response::ok(reply),
+//!         Err(breakwater::Error::Rejected(r)) => worker::Response::error(r.to_string(), 503),
+//!         Err(breakwater::Error::Inner(e)) => worker::Response::error(e, 502),
+//!     }
+//! }
+//! ```
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::rc::Rc;
+use alloc::string::{String, ToString};
+use core::cell::RefCell;
+use core::future::Future;
+
+use worker::wasm_bindgen::JsValue;
+use worker::{Headers, Method, ObjectNamespace, Request, RequestInit};
+
+use super::lease::{ClientEvent, Decision, LeaseClient, LeaseOptions, Ticket};
+use super::protocol::{Exchange, ExchangeReply};
+use crate::breaker::{Outcome, RejectReason, Rejected, State};
+use crate::clock::Timestamp;
+use crate::error::Error;
+use crate::facade::{validate_name, BuildError};
+
+type Listener = Box<dyn FnMut(&str, &ClientEvent)>;
+
+/// A breaker shared through the Durable Object, seen from one isolate. Cheap to clone (the clones
+/// share the lease).
+#[derive(Clone)]
+pub struct SharedBreaker {
+    inner: Rc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    lease: RefCell<LeaseClient>,
+    tickets: RefCell<alloc::collections::VecDeque<Ticket>>,
+    listener: RefCell<Option<Listener>>,
+}
+
+impl core::fmt::Debug for SharedBreaker {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SharedBreaker")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now() -> Timestamp {
+    Timestamp(worker::Date::now().as_millis())
+}
+
+fn random_id() -> String {
+    let a = (worker::js_sys::Math::random() * 4_294_967_296.0) as u64;
+    let b = (worker::js_sys::Math::random() * 4_294_967_296.0) as u64;
+    format!("rs-{:016x}", (a << 32) | b)
+}
+
+impl SharedBreaker {
+    /// A client of the breaker named `name` (validated; it must also be configured in the
+    /// object's `BREAKERS`).
+    pub fn new(name: &str, options: LeaseOptions) -> Result<Self, BuildError> {
+        validate_name(name).map_err(BuildError::Name)?;
+        let lease = LeaseClient::new(random_id(), options).map_err(BuildError::Config)?;
+        Ok(SharedBreaker {
+            inner: Rc::new(Inner {
+                name: name.to_string(),
+                lease: RefCell::new(lease),
+                tickets: RefCell::new(alloc::collections::VecDeque::new()),
+                listener: RefCell::new(None),
+            }),
+        })
+    }
+
+    /// The breaker's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Calls `listener(name, event)` on every state change this client learns, and when it falls
+    /// back to (or recovers from) its local breaker.
+    pub fn on_event(&self, listener: impl FnMut(&str, &ClientEvent) + 'static) {
+        *self.inner.listener.borrow_mut() = Some(Box::new(listener));
+    }
+
+    /// The state this client last learned.
+    pub fn known_state(&self) -> Option<State> {
+        self.inner.lease.borrow().known_state()
+    }
+
+    /// Whether the local fallback decides now.
+    pub fn in_fallback(&self) -> bool {
+        self.inner.lease.borrow().in_fallback()
+    }
+
+    /// Requests sent to the object so far.
+    pub fn object_requests(&self) -> u64 {
+        self.inner.lease.borrow().requests()
+    }
+
+    /// Outcomes the object has not acknowledged yet.
+    pub fn unacknowledged(&self) -> u64 {
+        self.inner.lease.borrow().unacknowledged()
+    }
+
+    /// Runs `fut` if admitted; `Err` counts as a failure.
+    pub async fn call<T, E, F>(&self, ns: &ObjectNamespace, fut: F) -> Result<T, Error<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        self.call_classified(ns, fut, |r| {
+            if r.is_ok() {
+                Outcome::Success
+            } else {
+                Outcome::Failure
+            }
+        })
+        .await
+    }
+
+    /// Runs `fut` if admitted, counting its result as `classify` says.
+    pub async fn call_classified<T, E, F>(
+        &self,
+        ns: &ObjectNamespace,
+        fut: F,
+        classify: impl FnOnce(&Result<T, E>) -> Outcome,
+    ) -> Result<T, Error<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let ticket = self.admit(ns).await.map_err(Error::Rejected)?;
+        let result = fut.await;
+        let outcome = classify(&result);
+        self.settle(ns, ticket, outcome).await;
+        result.map_err(Error::Inner)
+    }
+
+    /// Asks for admission: locally on a lease, from the object in HALF_OPEN or when the lease ran
+    /// out, from the local fallback when the object cannot be reached.
+    pub async fn admit(&self, ns: &ObjectNamespace) -> Result<Ticket, Rejected> {
+        for _ in 0..4 {
+            let decision = self.inner.lease.borrow_mut().admit(now());
+            match decision {
+                Decision::Admit(t) => {
+                    self.emit();
+                    return Ok(t);
+                }
+                Decision::Reject(r) => {
+                    self.emit();
+                    return Err(r);
+                }
+                Decision::Acquire => {
+                    let req = self.inner.lease.borrow_mut().acquire_request();
+                    match send(ns, &self.inner.name, "acquire", &req).await {
+                        Ok(reply) => {
+                            let d = self
+                                .inner
+                                .lease
+                                .borrow_mut()
+                                .on_acquire_reply(now(), &reply);
+                            self.emit();
+                            match d {
+                                Decision::Admit(t) => return Ok(t),
+                                Decision::Reject(r) => return Err(r),
+                                Decision::Acquire | Decision::Refresh => {}
+                            }
+                        }
+                        Err(reason) => {
+                            self.inner
+                                .lease
+                                .borrow_mut()
+                                .on_unreachable(now(), false, reason);
+                            self.emit();
+                        }
+                    }
+                }
+                Decision::Refresh => self.flush_inner(ns, true).await,
+            }
+        }
+        Err(Rejected {
+            reason: RejectReason::Open,
+            retry_after_ms: 1,
+        })
+    }
+
+    /// Reports how an admitted call ended; sends a report at once if one is due (a failure, a
+    /// probe outcome, or a full batch).
+    pub async fn settle(&self, ns: &ObjectNamespace, ticket: Ticket, outcome: Outcome) {
+        let due = self.inner.lease.borrow_mut().record(now(), ticket, outcome);
+        if due {
+            self.flush_inner(ns, false).await;
+        }
+    }
+
+    /// The `isHealthy()` pattern: admits one call (true) or not (false); report it with
+    /// [`record_success`](Self::record_success) or [`record_failure`](Self::record_failure).
+    pub async fn is_healthy(&self, ns: &ObjectNamespace) -> bool {
+        match self.admit(ns).await {
+            Ok(t) => {
+                self.inner.tickets.borrow_mut().push_back(t);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Reports a success for the oldest call admitted by [`is_healthy`](Self::is_healthy).
+    pub async fn record_success(&self, ns: &ObjectNamespace) {
+        self.record_untracked(ns, Outcome::Success).await;
+    }
+
+    /// Reports a failure for the oldest call admitted by [`is_healthy`](Self::is_healthy).
+    pub async fn record_failure(&self, ns: &ObjectNamespace) {
+        self.record_untracked(ns, Outcome::Failure).await;
+    }
+
+    async fn record_untracked(&self, ns: &ObjectNamespace, outcome: Outcome) {
+        let ticket = self.inner.tickets.borrow_mut().pop_front();
+        match ticket {
+            Some(t) => self.settle(ns, t, outcome).await,
+            None => {
+                let due = self
+                    .inner
+                    .lease
+                    .borrow_mut()
+                    .record_untracked(now(), outcome);
+                if due {
+                    self.flush_inner(ns, false).await;
+                }
+            }
+        }
+    }
+
+    /// Sends whatever waits (and renews the lease). Returns whether the object answered.
+    pub async fn flush(&self, ns: &ObjectNamespace) -> bool {
+        self.flush_inner(ns, true).await;
+        !self.in_fallback()
+    }
+
+    async fn flush_inner(&self, ns: &ObjectNamespace, force: bool) {
+        let mut force = force;
+        // A failure recorded while a report was in flight is sent right after it.
+        for _ in 0..2 {
+            let req = self.inner.lease.borrow_mut().begin_flush(force);
+            let Some(req) = req else {
+                return;
+            };
+            match send(ns, &self.inner.name, "report", &req).await {
+                Ok(reply) => {
+                    self.inner.lease.borrow_mut().on_flush_reply(now(), &reply);
+                    self.emit();
+                }
+                Err(reason) => {
+                    self.inner
+                        .lease
+                        .borrow_mut()
+                        .on_unreachable(now(), true, reason);
+                    self.emit();
+                    return;
+                }
+            }
+            if !self.inner.lease.borrow().flush_due(now()) {
+                return;
+            }
+            force = false;
+        }
+    }
+
+    fn emit(&self) {
+        loop {
+            let event = self.inner.lease.borrow_mut().next_event();
+            let Some(event) = event else { return };
+            if let Some(listener) = self.inner.listener.borrow_mut().as_mut() {
+                listener(&self.inner.name, &event);
+            }
+        }
+    }
+}
+
+/// Sends one protocol request to the object named `name`. Anything but a well-formed 200 answer
+/// is an error (the caller falls back).
+pub async fn send(
+    ns: &ObjectNamespace,
+    name: &str,
+    op: &str,
+    body: &Exchange,
+) -> Result<ExchangeReply, String> {
+    let json = serde_json::to_string(body).map_err(|e| e.to_string())?;
+    let stub = ns.get_by_name(name).map_err(|e| e.to_string())?;
+    let headers = Headers::new();
+    headers
+        .set("content-type", "application/json")
+        .map_err(|e| e.to_string())?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(JsValue::from_str(&json)));
+    let req = Request::new_with_init(&format!("https://breaker/{op}"), &init)
+        .map_err(|e| e.to_string())?;
+    let mut resp = stub
+        .fetch_with_request(req)
+        .await
+        .map_err(|e| format!("object unreachable: {e}"))?;
+    let status = resp.status_code();
+    let text = resp.text().await.map_err(|e| e.to_string())?;
+    if status != 200 {
+        return Err(format!(
+            "object answered {status}: {}",
+            text.chars().take(200).collect::<String>()
+        ));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("object answer unreadable: {e}"))
+}

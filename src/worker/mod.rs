@@ -1,0 +1,46 @@
+//! The Cloudflare Worker variant (feature `worker`): one breaker per configured name, held in a
+//! Durable Object and shared by every isolate.
+//!
+//! Build with `scripts/build-worker.sh` (worker-build 0.8.7, `--features worker`; `wrangler.toml`
+//! at the crate root). The Worker exports:
+//!
+//! - the Durable Object class `BreakerObject` ([`object`]): the core [`Breaker`](crate::Breaker)
+//!   in memory, its [`Snapshot`](crate::Snapshot) persisted as JSON on every change and restored
+//!   lazily on the first request after an eviction or restart (a record it cannot restore: start
+//!   CLOSED, log, show the reason in `/state`);
+//! - a fetch handler ([`routes`]): `/metrics` and `/admin/breakers/<name>[/isolate|/reset]` behind
+//!   a bearer token from the `ADMIN_TOKEN` secret (off without it), and a demonstration app under
+//!   `/app/*` that is off unless `DEMO_UPSTREAM` is set.
+//!
+//! Breaker names come only from the `BREAKERS` variable ([`config`]), are validated with
+//! [`validate_name`](crate::validate_name), and an object refuses a name not configured there.
+//!
+//! Clients speak the JSON [`protocol`] over the object's stub and hold a lease on the last known
+//! state ([`lease`]): CLOSED admits locally and reports in batches (failures at once, successes
+//! aggregated), OPEN rejects locally until the object's retry-after, HALF_OPEN asks the object for
+//! every admission, so only the object grants probe permits. An unreachable object means a local
+//! fallback breaker (fail-open by default) and a [`ClientEvent::Fallback`].
+//!
+//! - Rust Workers (workers-rs): [`SharedBreaker`], with the namespace binding passed per call.
+//! - JavaScript Workers: `SharedCircuitBreaker` in `js/shared.ts`, with a binding to this Worker's
+//!   class (`script_name = "breakwater"`).
+//!
+//! [`engine`] and [`lease`] are plain state machines (time passed in), tested natively; the
+//! object, routes and client are thin shells around them, tested in workerd by
+//! `scripts/test-worker.sh`.
+
+pub mod config;
+pub mod engine;
+pub mod lease;
+pub mod protocol;
+
+pub mod client;
+// `#[durable_object]` generates undocumented glue methods.
+#[allow(missing_docs)]
+pub mod object;
+pub mod routes;
+
+pub use client::SharedBreaker;
+pub use config::{BreakerSpec, Breakers};
+pub use lease::{ClientEvent, LeaseClient, LeaseOptions, Ticket};
+pub use object::BreakerObject;

@@ -1,0 +1,256 @@
+//! `BreakerObject`: the Durable Object holding one breaker, named after it.
+//!
+//! Habits: `new` does no I/O; the record is loaded on the first request. Each request first
+//! awaits what is not storage (its body), then takes one synchronous step on the engine, then
+//! persists; no `RefCell` borrow is held across an `.await`. Durable Object input gates keep
+//! other events out while a storage operation is pending, and the output gate holds the answer
+//! until the write is confirmed, so transitions are reported (logged, answered) after commit.
+
+use core::cell::RefCell;
+
+use alloc::format;
+use alloc::string::{String, ToString};
+
+use worker::{console_error, console_log, durable_object, Env, Method, Request, Response, Result};
+
+use super::config::BreakerSpec;
+use super::engine::{Engine, Step, STORAGE_KEY};
+use super::protocol::{Exchange, MAX_BODY_BYTES};
+use super::routes::{error_response, json_response, load_breakers};
+use crate::clock::Timestamp;
+use crate::facade::validate_name;
+
+/// The Durable Object class (`class_name = "BreakerObject"` in `wrangler.toml`).
+#[durable_object]
+pub struct BreakerObject {
+    state: worker::State,
+    env: Env,
+    engine: RefCell<Option<Engine>>,
+}
+
+enum Op {
+    Acquire,
+    Report,
+    State,
+    Isolate,
+    Reset,
+}
+
+impl worker::DurableObject for BreakerObject {
+    fn new(state: worker::State, env: Env) -> Self {
+        BreakerObject {
+            state,
+            env,
+            engine: RefCell::new(None),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> Result<Response> {
+        match self.handle(req).await {
+            Ok(resp) => Ok(resp),
+            Err(e) => {
+                console_error!("breakwater object: {e}");
+                error_response(
+                    500,
+                    "internal",
+                    "the breaker object failed; state unchanged",
+                )
+            }
+        }
+    }
+}
+
+fn now() -> Timestamp {
+    Timestamp(worker::Date::now().as_millis())
+}
+
+impl BreakerObject {
+    async fn handle(&self, mut req: Request) -> Result<Response> {
+        let method = req.method();
+        let op = match req.path().as_str() {
+            "/acquire" => Op::Acquire,
+            "/report" => Op::Report,
+            "/state" => Op::State,
+            "/isolate" => Op::Isolate,
+            "/reset" => Op::Reset,
+            _ => return error_response(404, "not_found", "unknown operation"),
+        };
+        let allowed = match op {
+            Op::State => matches!(method, Method::Get | Method::Post),
+            _ => method == Method::Post,
+        };
+        if !allowed {
+            return error_response(405, "method_not_allowed", "use POST (or GET for /state)");
+        }
+        // 1. Everything that is not storage first: the body.
+        let exchange = match op {
+            Op::Acquire | Op::Report => {
+                let body = match read_body(&mut req).await {
+                    Ok(b) => b,
+                    Err(resp) => return resp,
+                };
+                match serde_json::from_slice::<Exchange>(&body) {
+                    Ok(x) => match x.validate() {
+                        Ok(()) => Some(x),
+                        Err(e) => return error_response(400, "bad_request", &e.0),
+                    },
+                    Err(e) => {
+                        return error_response(400, "bad_request", &format!("invalid JSON: {e}"))
+                    }
+                }
+            }
+            _ => {
+                if let Err(resp) = read_body(&mut req).await {
+                    return resp;
+                }
+                None
+            }
+        };
+        // 2. Which breaker: the object's own name, which must be configured.
+        let name = match self.state.id().name() {
+            Some(n) => n,
+            None => return error_response(404, "not_found", "object has no name"),
+        };
+        if validate_name(&name).is_err() {
+            return error_response(404, "not_found", "not a breaker name");
+        }
+        let spec = match load_breakers(&self.env) {
+            Ok(map) => match map.get(&name) {
+                Some(spec) => *spec,
+                None => {
+                    return error_response(
+                        404,
+                        "not_found",
+                        "no breaker of that name is configured",
+                    )
+                }
+            },
+            Err(e) => {
+                console_error!("breakwater: {e}");
+                return error_response(500, "misconfigured", "BREAKERS is not valid");
+            }
+        };
+        // 3. Load lazily (storage only; the input gate keeps other events out meanwhile).
+        if let Err(e) = self.ensure_loaded(&name, spec).await {
+            console_error!("breakwater object {name}: {e}");
+            return error_response(500, "misconfigured", "the breaker cannot be built");
+        }
+        // 4. One synchronous step.
+        let now = now();
+        let (body, step, record) = {
+            let mut guard = self.engine.borrow_mut();
+            let Some(engine) = guard.as_mut() else {
+                return error_response(500, "internal", "breaker not loaded");
+            };
+            let (body, step) = match (&op, &exchange) {
+                (Op::Acquire, Some(x)) => {
+                    let (reply, step) = engine.exchange(now, x, true);
+                    (serde_json::to_string(&reply), step)
+                }
+                (Op::Report, Some(x)) => {
+                    let (reply, step) = engine.exchange(now, x, false);
+                    (serde_json::to_string(&reply), step)
+                }
+                (Op::Isolate, _) => {
+                    let step = engine.isolate(now);
+                    (serde_json::to_string(&engine.view(now)), step)
+                }
+                (Op::Reset, _) => {
+                    let step = engine.reset(now);
+                    (serde_json::to_string(&engine.view(now)), step)
+                }
+                _ => (serde_json::to_string(&engine.view(now)), Step::default()),
+            };
+            let record = if step.changed {
+                Some(engine.record_json())
+            } else {
+                None
+            };
+            (body, step, record)
+        };
+        // 5. Persist, then report.
+        if let Some(record) = record {
+            let stored = match record {
+                Ok(json) => self
+                    .state
+                    .storage()
+                    .put(STORAGE_KEY, json)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = stored {
+                console_error!("breakwater object {name}: could not persist: {e}");
+                return error_response(503, "storage", "the new state could not be stored");
+            }
+        }
+        for t in &step.transitions {
+            console_log!("breakwater {name}: {} -> {} at {}", t.from, t.to, t.at.0);
+        }
+        match body {
+            Ok(text) => json_response(200, text),
+            Err(e) => {
+                console_error!("breakwater object {name}: {e}");
+                error_response(500, "internal", "could not encode the answer")
+            }
+        }
+    }
+
+    async fn ensure_loaded(
+        &self,
+        name: &str,
+        spec: BreakerSpec,
+    ) -> core::result::Result<(), String> {
+        if self.engine.borrow().is_some() {
+            return Ok(());
+        }
+        let stored: core::result::Result<Option<String>, String> = self
+            .state
+            .storage()
+            .get::<String>(STORAGE_KEY)
+            .await
+            .map_err(|e| e.to_string());
+        if self.engine.borrow().is_some() {
+            // Loaded by another request meanwhile.
+            return Ok(());
+        }
+        let engine = match stored {
+            Ok(text) => Engine::load(name, spec, text.as_deref())?,
+            Err(e) => {
+                Engine::unreadable(name, spec, format!("stored record is not readable: {e}"))?
+            }
+        };
+        if let Some(reason) = engine.restore_error() {
+            console_error!("breakwater object {name}: {reason}; starting CLOSED");
+        }
+        *self.engine.borrow_mut() = Some(engine);
+        Ok(())
+    }
+}
+
+async fn read_body(
+    req: &mut Request,
+) -> core::result::Result<alloc::vec::Vec<u8>, Result<Response>> {
+    if let Ok(Some(len)) = req.headers().get("content-length") {
+        if len
+            .trim()
+            .parse::<u64>()
+            .map_or(true, |n| n > MAX_BODY_BYTES as u64)
+        {
+            return Err(error_response(
+                413,
+                "payload_too_large",
+                "body larger than 64 KiB",
+            ));
+        }
+    }
+    match req.bytes().await {
+        Ok(b) if b.len() > MAX_BODY_BYTES => Err(error_response(
+            413,
+            "payload_too_large",
+            "body larger than 64 KiB",
+        )),
+        Ok(b) => Ok(b),
+        Err(_) => Err(error_response(400, "bad_request", "unreadable body")),
+    }
+}

@@ -1,0 +1,378 @@
+//! The JSON protocol between clients and the breaker's Durable Object.
+//!
+//! Every request is a `POST` (or `GET` for `/state`) to the object's stub at
+//! `https://breaker/<op>`:
+//!
+//! | op         | body                  | answer                                            |
+//! |------------|-----------------------|---------------------------------------------------|
+//! | `/acquire` | [`Exchange`]          | [`ExchangeReply`] with a `permit` or `rejected`   |
+//! | `/report`  | [`Exchange`]          | [`ExchangeReply`] (the fresh lease, acked batches)|
+//! | `/state`   | none                  | [`StateView`]                                     |
+//! | `/isolate` | none or `{}`          | [`StateView`]                                     |
+//! | `/reset`   | none or `{}`          | [`StateView`]                                     |
+//!
+//! A client sends its outcomes in [`Batch`]es, each numbered per client (`seq`): the object
+//! remembers the highest number it applied for the last [`MAX_CLIENTS`] clients, so a batch that
+//! is sent again after a lost answer is acknowledged but not counted twice. Outcomes are counted
+//! under the generation the client admitted them in: outcomes from an older generation land in
+//! the statistics (`stale`) but never move the state.
+//!
+//! Malformed input is answered with a 4xx [`ErrorReply`] and changes nothing.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde::{Deserialize, Serialize};
+
+use crate::breaker::{Mode, Outcome, RejectReason, Rejected, State, Stats};
+
+/// The largest request body the object reads, in bytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// The most batches one exchange may carry.
+pub const MAX_BATCHES: usize = 16;
+/// The most generation entries one batch may carry.
+pub const MAX_GENERATIONS_PER_BATCH: usize = 8;
+/// The most probe outcomes one batch may carry.
+pub const MAX_PROBES_PER_BATCH: usize = 64;
+/// The most outcomes (successes + failures + ignored, over every batch) one exchange may carry.
+/// Each outcome is one step of the state machine, so this bounds the object's work per request.
+pub const MAX_OUTCOMES_PER_EXCHANGE: u64 = 1_000_000;
+/// The longest client identifier, in bytes.
+pub const MAX_CLIENT_ID_LEN: usize = 64;
+/// How many clients' last batch numbers the object remembers.
+pub const MAX_CLIENTS: usize = 256;
+
+/// How a call ended, on the wire: `"success"`, `"failure"` or `"ignored"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireOutcome {
+    /// [`Outcome::Success`].
+    Success,
+    /// [`Outcome::Failure`].
+    Failure,
+    /// [`Outcome::Ignored`].
+    Ignored,
+}
+
+impl From<WireOutcome> for Outcome {
+    fn from(o: WireOutcome) -> Self {
+        match o {
+            WireOutcome::Success => Outcome::Success,
+            WireOutcome::Failure => Outcome::Failure,
+            WireOutcome::Ignored => Outcome::Ignored,
+        }
+    }
+}
+
+impl From<Outcome> for WireOutcome {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Success => WireOutcome::Success,
+            Outcome::Failure => WireOutcome::Failure,
+            Outcome::Ignored => WireOutcome::Ignored,
+        }
+    }
+}
+
+/// Outcomes of calls admitted under one generation (or under none the client knew of).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counts {
+    /// The generation of the lease the calls were admitted under; `null` when the client never
+    /// had a lease (they are then counted as stale).
+    #[serde(default)]
+    pub generation: Option<u32>,
+    /// Successful calls.
+    #[serde(default)]
+    pub successes: u32,
+    /// Failed calls.
+    #[serde(default)]
+    pub failures: u32,
+    /// Calls that say nothing about the upstream.
+    #[serde(default)]
+    pub ignored: u32,
+}
+
+impl Counts {
+    /// Every outcome counted.
+    pub fn total(&self) -> u64 {
+        u64::from(self.successes) + u64::from(self.failures) + u64::from(self.ignored)
+    }
+}
+
+/// The outcome of a half-open probe the object granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeReport {
+    /// The permit's generation.
+    pub generation: u32,
+    /// The probe slot.
+    pub id: u32,
+    /// When the object issued the permit (its clock, ms since the epoch).
+    pub issued_at: u64,
+    /// How it ended.
+    pub outcome: WireOutcome,
+}
+
+/// One numbered batch of outcomes from one client.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Batch {
+    /// Increases by one per batch and client, from 1.
+    pub seq: u64,
+    /// Outcomes of ordinary calls, by generation.
+    #[serde(default)]
+    pub counts: Vec<Counts>,
+    /// Outcomes of probes.
+    #[serde(default)]
+    pub probes: Vec<ProbeReport>,
+}
+
+/// What a client sends to `/acquire` and `/report`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exchange {
+    /// The client's identifier: 1 to 64 ASCII letters, digits, `-` or `_`.
+    pub client: String,
+    /// Outcomes to apply before answering, oldest first.
+    #[serde(default)]
+    pub batches: Vec<Batch>,
+}
+
+/// Why a request was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRequest(pub String);
+
+impl Exchange {
+    /// Checks the limits and shapes a JSON parser cannot.
+    pub fn validate(&self) -> Result<(), BadRequest> {
+        if !valid_client_id(&self.client) {
+            return Err(BadRequest(
+                "`client` must be 1 to 64 ASCII letters, digits, - or _".into(),
+            ));
+        }
+        if self.batches.len() > MAX_BATCHES {
+            return Err(BadRequest("more than 16 batches".into()));
+        }
+        let mut outcomes = 0u64;
+        let mut last_seq = 0u64;
+        for b in &self.batches {
+            if b.seq == 0 || b.seq <= last_seq {
+                return Err(BadRequest(
+                    "batch `seq` must start at 1 and increase".into(),
+                ));
+            }
+            last_seq = b.seq;
+            if b.counts.len() > MAX_GENERATIONS_PER_BATCH {
+                return Err(BadRequest("more than 8 `counts` entries in a batch".into()));
+            }
+            if b.probes.len() > MAX_PROBES_PER_BATCH {
+                return Err(BadRequest("more than 64 `probes` in a batch".into()));
+            }
+            outcomes = outcomes
+                .saturating_add(b.counts.iter().map(Counts::total).sum::<u64>())
+                .saturating_add(b.probes.len() as u64);
+        }
+        if outcomes > MAX_OUTCOMES_PER_EXCHANGE {
+            return Err(BadRequest(
+                "more than 1 000 000 outcomes in one request".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `id` is an acceptable client identifier.
+pub fn valid_client_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_CLIENT_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The state a client may act on without asking, and for how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The state now. CLOSED: admit locally for `lease_ms`. OPEN: reject locally for
+    /// `retry_after_ms`. HALF_OPEN: ask the object for every admission.
+    pub state: State,
+    /// The manual mode (`disabled` admits everything, `isolated` is OPEN until reset).
+    pub mode: Mode,
+    /// The generation outcomes should be reported under.
+    pub generation: u32,
+    /// How long a CLOSED lease may be used before asking again.
+    pub lease_ms: u64,
+    /// While OPEN: how long to reject before asking again (when isolated, `lease_ms`).
+    pub retry_after_ms: u64,
+    /// The object's clock when it answered (ms since the epoch), for diagnostics.
+    pub now: u64,
+}
+
+/// A permit the object granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WirePermit {
+    /// Its generation.
+    pub generation: u32,
+    /// The probe slot, when it is a half-open probe (report it in `probes`); otherwise report
+    /// the outcome in `counts` under `generation`.
+    pub probe: Option<u32>,
+    /// When it was issued (the object's clock).
+    pub issued_at: u64,
+}
+
+/// Why the object refused, on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireRejected {
+    /// `"open"`, `"half_open_full"` or `"isolated"`.
+    pub reason: WireReason,
+    /// Milliseconds until asking again may succeed (at least 1).
+    pub retry_after_ms: u64,
+}
+
+/// [`RejectReason`] on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireReason {
+    /// [`RejectReason::Open`].
+    Open,
+    /// [`RejectReason::HalfOpenFull`].
+    HalfOpenFull,
+    /// [`RejectReason::Isolated`].
+    Isolated,
+}
+
+impl From<Rejected> for WireRejected {
+    fn from(r: Rejected) -> Self {
+        WireRejected {
+            reason: match r.reason {
+                RejectReason::Open => WireReason::Open,
+                RejectReason::HalfOpenFull => WireReason::HalfOpenFull,
+                RejectReason::Isolated => WireReason::Isolated,
+            },
+            retry_after_ms: r.retry_after_ms,
+        }
+    }
+}
+
+impl From<WireRejected> for Rejected {
+    fn from(r: WireRejected) -> Self {
+        Rejected {
+            reason: match r.reason {
+                WireReason::Open => RejectReason::Open,
+                WireReason::HalfOpenFull => RejectReason::HalfOpenFull,
+                WireReason::Isolated => RejectReason::Isolated,
+            },
+            retry_after_ms: r.retry_after_ms.max(1),
+        }
+    }
+}
+
+/// The answer to `/acquire` and `/report`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExchangeReply {
+    /// The state to act on.
+    pub lease: Lease,
+    /// `/acquire` only: the permit granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permit: Option<WirePermit>,
+    /// `/acquire` only: the refusal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<WireRejected>,
+    /// The `seq` of every batch now applied (including ones applied before).
+    #[serde(default)]
+    pub acked: Vec<u64>,
+}
+
+/// Counters the object keeps besides the breaker's own statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ObjectCounters {
+    /// Requests served since the object was loaded (not persisted).
+    pub requests: u64,
+    /// `/acquire` requests (not persisted).
+    pub acquires: u64,
+    /// `/report` requests (not persisted).
+    pub reports: u64,
+    /// Batches applied.
+    pub batches: u64,
+    /// Batches received again and not counted twice.
+    pub duplicate_batches: u64,
+    /// Outcomes received in `counts` (every generation).
+    pub counted_outcomes: u64,
+    /// Probe outcomes received.
+    pub probe_outcomes: u64,
+    /// Probe permits granted.
+    pub probes_granted: u64,
+    /// Times the breaker entered HALF_OPEN.
+    pub half_open_entered: u64,
+    /// Times it closed again.
+    pub closed: u64,
+}
+
+/// The answer to `/state`, `/isolate` and `/reset`, and the admin routes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StateView {
+    /// The breaker's name.
+    pub name: String,
+    /// The lease a client would get now.
+    pub lease: Lease,
+    /// When it last opened (ms since the epoch), if OPEN.
+    pub opened_at: Option<u64>,
+    /// When the open period ends (ms since the epoch), if OPEN and not isolated.
+    pub open_until: Option<u64>,
+    /// Probes in flight.
+    pub probes_in_flight: usize,
+    /// The breaker's running totals.
+    pub stats: StatsView,
+    /// The object's counters.
+    pub counters: ObjectCounters,
+    /// Why the stored snapshot could not be restored, if it could not.
+    pub restore_error: Option<String>,
+}
+
+/// [`Stats`] on the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatsView {
+    /// Calls the object admitted itself (acquires and probes).
+    pub admitted: u64,
+    /// Calls the object rejected itself.
+    pub rejected: u64,
+    /// Successes reported.
+    pub successes: u64,
+    /// Failures reported.
+    pub failures: u64,
+    /// Ignored outcomes reported.
+    pub ignored: u64,
+    /// Outcomes from an older generation (counted above, but not toward the state).
+    pub stale: u64,
+    /// Slow calls.
+    pub slow: u64,
+    /// Times opened.
+    pub opened: u64,
+}
+
+impl From<Stats> for StatsView {
+    fn from(s: Stats) -> Self {
+        StatsView {
+            admitted: s.admitted,
+            rejected: s.rejected,
+            successes: s.successes,
+            failures: s.failures,
+            ignored: s.ignored,
+            stale: s.stale,
+            slow: s.slow,
+            opened: s.opened,
+        }
+    }
+}
+
+/// Every error answer: `{"error": "<code>", "message": "<text>"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    /// A stable code: `bad_request`, `not_found`, `method_not_allowed`, `payload_too_large`,
+    /// `unsupported_media_type`, `unauthorized`, `misconfigured`, `storage`.
+    pub error: String,
+    /// A human-readable explanation.
+    pub message: String,
+}
