@@ -66,10 +66,10 @@ pub use breaker::{
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock, Timestamp};
 pub use error::{ConfigError, Error, SnapshotError};
-pub use metrics::BreakerMetrics;
 pub use facade::{
     retry_blocking, validate_name, BuildError, CircuitBreaker, InvalidName, Registry, MAX_NAME_LEN,
 };
+pub use metrics::BreakerMetrics;
 pub use retry::{
     parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier, GiveUpReason,
     Jitter, RetryBudget, RetryDecision, RetryPolicy, RetryState, Signal, Verdict,
