@@ -1,9 +1,99 @@
 #!/usr/bin/env bash
-# The main job: replays seed 000's provider outage (40 users, 90 s of failures) under four
-# strategies — no protection, retry only, a breaker per instance, one shared breaker — and prints
-# what each cost, with an SVG timeline in out/. Installs what it needs first (idempotent).
+# The main job, live: the Worker built from this crate runs in real workerd (Miniflare) with its
+# Durable Object holding one breaker shared by 6 app-Worker isolates, while simulated users send
+# ~20 requests/s through them to a fake LLM provider on 127.0.0.1 that answers 529 (overloaded)
+# for 20 s, flaps for 6 s, then recovers. The same run goes at once through per-isolate breakers
+# and through no breaker at all, each on its own Miniflare. It prints the object's state
+# transitions as they happen and a line per second, then a comparison table, and draws the
+# timeline into out/live.svg (breakwater-sim plot). Then the simulator replays seed 000's longer
+# outage under four strategies (out/seed000.svg). About a minute once built; installs and builds
+# what it needs first (idempotent; the first run on a fresh machine compiles tools for minutes).
+# Every server it starts listens on 127.0.0.1 and is stopped at the end, on error and on Ctrl-C.
+# Usage: scripts/demo.sh [--short] [--out DIR] [--live-only | --sim-only] [--isolates N] [--rate R]
+#   --short: a few seconds per phase (the test, scripts/test-demo.sh); --out: instead of out/
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh rust
-mkdir -p out
-cargo run --quiet --release --features sim --bin breakwater-sim -- run seed000 --svg out/seed000.svg
+
+log() { printf '[demo] %s\n' "$*" >&2; }
+
+live=1
+sim=1
+out=out
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --live-only) sim=0 ;;
+    --sim-only) live=0 ;;
+    --out)
+      out=${2:?--out needs a directory}
+      shift
+      ;;
+    *) args+=("$1") ;;
+  esac
+  shift
+done
+mkdir -p "$out"
+
+if [ "$live" = 1 ]; then
+  bash scripts/setup.sh worker
+fi
+bash scripts/setup.sh rust
+log "building the simulator (cargo build --release --features sim)"
+cargo build --quiet --release --features sim --bin breakwater-sim
+SIM=target/release/breakwater-sim
+
+if [ "$live" = 1 ]; then
+  # The Worker: rebuilt when a source it is built from is newer than the build.
+  if [ ! -f build/index.js ] || [ ! -f build/index_bg.wasm ] ||
+    [ -n "$(find src Cargo.toml Cargo.lock -newer build/index_bg.wasm -not -path 'src/sim*' -not -path 'src/bin*' -print -quit)" ]; then
+    log "building the Worker (scripts/build-worker.sh)"
+    bash scripts/build-worker.sh >"$out/build-worker.log" 2>&1 || {
+      tail -40 "$out/build-worker.log" >&2
+      log "the Worker build failed (log: $out/build-worker.log)"
+      exit 1
+    }
+  fi
+
+  # The live demo runs in its own process group (job control), so that whatever it started —
+  # Miniflare's workerd processes included — can be stopped as a group if it does not stop them
+  # itself. Ctrl-C / SIGTERM are passed on to it: it stops its servers and exits.
+  set -m
+  WRANGLER_SEND_METRICS=false node demo/live.mjs --out "$out" ${args[@]+"${args[@]}"} &
+  pid=$!
+  set +m
+  stop_group() {
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    sleep 0.5
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  }
+  interrupted=0
+  on_signal() {
+    interrupted=1
+    kill -TERM "$pid" 2>/dev/null || true
+  }
+  trap on_signal INT TERM HUP
+  trap stop_group EXIT
+  status=0
+  while :; do
+    wait "$pid" && status=0 || status=$?
+    # `wait` returns early when a trapped signal arrives: wait again for the demo to finish.
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  trap - INT TERM HUP
+  stop_group
+  trap - EXIT
+  if [ "$interrupted" = 1 ]; then
+    log "interrupted"
+    exit 130
+  fi
+  if [ "$status" != 0 ]; then
+    log "the live demo failed (exit $status)"
+    exit "$status"
+  fi
+  "$SIM" plot "$out/live.json" --svg "$out/live.svg"
+fi
+
+if [ "$sim" = 1 ]; then
+  printf '\n=== the simulator: seed 000 (40 users, a 90 s outage, retries at 1/2/4/8 s), simulated time ===\n'
+  "$SIM" run seed000 --svg "$out/seed000.svg"
+fi

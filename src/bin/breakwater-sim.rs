@@ -7,23 +7,34 @@
 //! breakwater-sim run my-outage.json --json    # the report as JSON
 //! breakwater-sim list                         # the built-in scenarios
 //! breakwater-sim show seed003                 # a built-in scenario's TOML, to start from
+//! breakwater-sim plot recording.json --svg out/live.svg   # draw recorded per-second series
 //! ```
+//!
+//! `plot` draws the same timeline from series recorded elsewhere (the live demo, demo/live.mjs,
+//! writes them): a JSON object with `title`, `bucket_ms`, `instances`, `requests`,
+//! `outage_start_ms`, `recovered_at_ms` and `strategies`, a list of objects with `strategy`
+//! (`no_protection`, `retry_only`, `breaker_per_instance`, `shared_breaker`), `upstream_calls`,
+//! `failed_fast`, and the per-bucket series `calls`, `rejected` and `breaker_open` (0 closed,
+//! 0.5 half-open, 1 open; empty without a breaker).
 //! Exit status: 0 on success, 2 on a usage error, an unreadable or invalid scenario, or an
 //! unwritable output file.
 
 use std::process::ExitCode;
 
-use breakwater::sim::{self, Format, Scenario};
+use breakwater::sim::{self, Format, Report, Scenario, Strategy, StrategyReport, Timeline};
+use serde_json::Value;
 
 const USAGE: &str = "\
 usage: breakwater-sim run <scenario> [--json] [--svg <out.svg>] [--seed <n>]
        breakwater-sim list
        breakwater-sim show <builtin>
+       breakwater-sim plot <recording.json> --svg <out.svg>
 
 <scenario> is a built-in name (seed000, seed003) or a .toml / .json file.
   --json        print the report as JSON instead of the table
   --svg <file>  also write the timeline (calls/s and breaker state per strategy) as SVG
-  --seed <n>    override the scenario's seed";
+  --seed <n>    override the scenario's seed
+plot draws the timeline of per-second series recorded elsewhere (e.g. by demo/live.mjs).";
 
 struct Args {
     scenario: String,
@@ -96,10 +107,152 @@ fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
+/// `plot <recording.json> --svg <out.svg>`.
+fn plot(mut it: impl Iterator<Item = String>) -> Result<(), String> {
+    let (mut input, mut svg) = (None, None);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--svg" => svg = Some(it.next().ok_or("--svg needs a file name")?),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            _ if input.is_none() => input = Some(a),
+            _ => return Err(format!("unexpected argument {a}")),
+        }
+    }
+    let input = input.ok_or("plot: which recording? give a JSON file")?;
+    let svg = svg.ok_or("plot: give the output file with --svg <out.svg>")?;
+    let text = std::fs::read_to_string(&input).map_err(|e| format!("cannot read {input}: {e}"))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{input}: not valid JSON: {e}"))?;
+    let report = recording(&value).map_err(|e| format!("{input}: {e}"))?;
+    let out = sim::render_svg(&report).map_err(|e| e.to_string())?;
+    std::fs::write(&svg, out).map_err(|e| format!("cannot write {svg}: {e}"))?;
+    println!("timeline written to {svg}");
+    Ok(())
+}
+
+fn field_u64(v: &Value, path: &str, name: &str) -> Result<u64, String> {
+    v.get(name)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| format!("{path}{name}: expected a non-negative integer"))
+}
+
+fn field_opt_u64(v: &Value, path: &str, name: &str) -> Result<Option<u64>, String> {
+    match v.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => x
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{path}{name}: expected a non-negative integer or null")),
+    }
+}
+
+fn series<T>(
+    v: &Value,
+    path: &str,
+    name: &str,
+    get: impl Fn(&Value) -> Option<T>,
+) -> Result<Vec<T>, String> {
+    let Some(items) = v.get(name) else {
+        return Ok(Vec::new());
+    };
+    let items = items
+        .as_array()
+        .ok_or_else(|| format!("{path}{name}: expected a list of numbers"))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, x)| get(x).ok_or_else(|| format!("{path}{name}[{i}]: not a valid number")))
+        .collect()
+}
+
+/// A [`Report`] holding recorded series, for [`sim::render_svg`].
+fn recording(v: &Value) -> Result<Report, String> {
+    let bucket_ms = field_opt_u64(v, "", "bucket_ms")?.unwrap_or(1_000).max(1);
+    let outage_start_ms = field_opt_u64(v, "", "outage_start_ms")?;
+    let recovered_at_ms = field_opt_u64(v, "", "recovered_at_ms")?;
+    let list = v
+        .get("strategies")
+        .and_then(Value::as_array)
+        .ok_or("strategies: expected a list")?;
+    if list.is_empty() {
+        return Err("strategies: the list is empty".into());
+    }
+    let mut strategies = Vec::with_capacity(list.len());
+    for (i, s) in list.iter().enumerate() {
+        let path = format!("strategies[{i}].");
+        let strategy: Strategy = s
+            .get("strategy")
+            .cloned()
+            .and_then(|x| serde_json::from_value(x).ok())
+            .ok_or_else(|| {
+                let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.as_str()).collect();
+                format!("{path}strategy: expected one of {}", names.join(", "))
+            })?;
+        let calls = series(s, &path, "calls", |x| {
+            x.as_u64().and_then(|n| u32::try_from(n).ok())
+        })?;
+        let rejected = series(s, &path, "rejected", |x| {
+            x.as_u64().and_then(|n| u32::try_from(n).ok())
+        })?;
+        let breaker_open = series(s, &path, "breaker_open", |x| {
+            x.as_f64().filter(|f| (0.0..=1.0).contains(f))
+        })?;
+        let upstream_calls = field_opt_u64(s, &path, "upstream_calls")?
+            .unwrap_or_else(|| calls.iter().map(|c| u64::from(*c)).sum());
+        let rejected_attempts = field_opt_u64(s, &path, "failed_fast")?
+            .unwrap_or_else(|| rejected.iter().map(|c| u64::from(*c)).sum());
+        let timeline = Timeline {
+            bucket_ms,
+            calls,
+            rejected,
+            breaker_open,
+        };
+        strategies.push(StrategyReport {
+            strategy,
+            requests: field_opt_u64(s, &path, "requests")?.unwrap_or(0),
+            upstream_calls,
+            upstream_calls_during_outage: field_opt_u64(s, &path, "upstream_calls_during_outage")?
+                .unwrap_or(0),
+            peak_upstream_calls_per_s: timeline.peak_calls(),
+            wasted_calls: 0,
+            rejected_attempts,
+            succeeded: 0,
+            failed: 0,
+            failed_fast: rejected_attempts,
+            unfinished: 0,
+            latency_p50_ms: 0,
+            latency_p99_ms: 0,
+            outage_start_ms,
+            recovered_at_ms,
+            affected_after_recovery_ms: None,
+            still_affected_at_end: false,
+            breaker_opened: 0,
+            timeline,
+        });
+    }
+    Ok(Report {
+        scenario: v
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or("recording")
+            .to_string(),
+        description: String::new(),
+        seed: 0,
+        instances: u32::try_from(field_u64(v, "", "instances")?)
+            .map_err(|_| "instances: too large".to_string())?,
+        composition: Default::default(),
+        duration_ms: 0,
+        requests: field_opt_u64(v, "", "requests")?.unwrap_or(0),
+        affected_latency_ms: 0,
+        strategies,
+    })
+}
+
 fn main() -> ExitCode {
     let mut argv = std::env::args().skip(1);
     let result = match argv.next().as_deref() {
         Some("run") => parse_run(argv).and_then(run),
+        Some("plot") => plot(argv),
         Some("list") => {
             for (name, source) in sim::BUILTINS {
                 let description = Scenario::parse(source, Format::Toml)

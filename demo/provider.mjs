@@ -1,0 +1,96 @@
+// A fake LLM provider for the live demo, on 127.0.0.1: Anthropic-shaped answers, healthy at first,
+// then 529 (overloaded_error) for the outage, then flapping (alternating windows of 529 and
+// service), then healthy again. The schedule is a function of the time since `t0`, so several
+// providers started for several strategies fail at exactly the same moments.
+import http from 'node:http';
+
+const OK_BODY = JSON.stringify({
+  id: 'msg_demo',
+  type: 'message',
+  role: 'assistant',
+  model: 'claude-demo',
+  content: [{ type: 'text', text: 'Hello from the fake provider.' }],
+  stop_reason: 'end_turn',
+  usage: { input_tokens: 12, output_tokens: 8 },
+});
+const OVERLOADED_BODY = JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+
+/**
+ * The provider's answer at `ms` after t0: `{ phase, down }`.
+ * `plan`: { healthyMs, outageMs, flappingMs, flapMs, recoveryMs }.
+ */
+export function phaseAt(plan, ms) {
+  const outageStart = plan.healthyMs;
+  const flapStart = outageStart + plan.outageMs;
+  const recovered = flapStart + plan.flappingMs;
+  if (ms < outageStart) return { phase: 'healthy', down: false };
+  if (ms < flapStart) return { phase: 'outage', down: true };
+  if (ms < recovered) {
+    // Starts with a window of service: the provider seems back, then fails again.
+    const window = Math.floor((ms - flapStart) / plan.flapMs);
+    return { phase: 'flapping', down: window % 2 === 1 };
+  }
+  return { phase: 'recovered', down: false };
+}
+
+/** A small deterministic PRNG (mulberry32). */
+export function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Starts a provider. `clock()` gives ms since t0 (negative before the run: healthy, not counted).
+ * Counts each request that arrives during the run into per-second buckets.
+ */
+export async function startProvider({ plan, clock, seed = 1 }) {
+  const random = rng(seed);
+  const stats = { calls: [], total: 0, duringOutage: 0, overloaded: 0 };
+  const recoveredAt = plan.healthyMs + plan.outageMs + plan.flappingMs;
+  const sockets = new Set();
+  const server = http.createServer((req, res) => {
+    const now = clock();
+    const { down } = phaseAt(plan, Math.max(0, now));
+    if (now >= 0) {
+      const i = Math.floor(now / 1000);
+      while (stats.calls.length <= i) stats.calls.push(0);
+      stats.calls[i] += 1;
+      stats.total += 1;
+      if (now >= plan.healthyMs && now < recoveredAt) stats.duringOutage += 1;
+      if (down) stats.overloaded += 1;
+    }
+    req.resume();
+    // A real completion takes a while; an overload answer comes back quickly.
+    const delay = down ? 40 + random() * 60 : 120 + random() * 160;
+    setTimeout(() => {
+      res.writeHead(down ? 529 : 200, {
+        'content-type': 'application/json',
+        ...(down ? { 'retry-after': '1' } : {}),
+      });
+      res.end(down ? OVERLOADED_BODY : OK_BODY);
+    }, delay);
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}/v1/messages`,
+    stats,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(() => r()));
+    },
+  };
+}
