@@ -69,6 +69,18 @@ if [ -f js/shared.ts ]; then
   shared=true
 fi
 
+# `breakwater/prometheus` and `breakwater/otel`: the metrics adapters (js/src/prometheus.ts,
+# js/src/otel.ts). They import only types from the main entry, so they bundle no wasm; the OTel one
+# takes the app's Meter and never imports @opentelemetry/api. Declarations come from tsc above.
+for adapter in prometheus otel; do
+  log "bundling breakwater/$adapter"
+  adapter_esb=(node_modules/.bin/esbuild "js/src/$adapter.ts" --bundle --platform=neutral --target=es2022
+    --minify --legal-comments=none --log-level=warning --external:@opentelemetry/api)
+  "${adapter_esb[@]}" --format=esm --outfile="$OUT/dist/$adapter.mjs"
+  "${adapter_esb[@]}" --format=cjs --outfile="$OUT/dist/$adapter.cjs"
+  echo "export * from './types/$adapter.js';" > "$OUT/dist/$adapter.d.ts"
+done
+
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 node -e '
   const fs = require("fs");

@@ -3,7 +3,9 @@
 # (the `npm pack` tarball), and runs it in every runtime:
 #   - the core's tests compiled to wasm32 under Node and headless Chromium (wasm-pack test)
 #   - node:test suites: ESM, CommonJS require, official SDKs against a fake provider, the README
-#     example as written, the .d.ts under tsc, the gzip size ceiling
+#     example as written, the .d.ts under tsc, the gzip size ceiling, the metrics adapters
+#     (breakwater/prometheus checked with parse-prometheus-text-format and prom-client,
+#     breakwater/otel with the OpenTelemetry SDK's in-memory exporter; root devDependencies)
 #   - a Chromium page (playwright-core + /usr/bin/chromium), Vercel's edge-runtime, workerd
 #     (Miniflare), and Deno when `npm i deno` works.
 # Servers bind 127.0.0.1 only and are stopped by the tests. No timing assertions.
@@ -35,7 +37,7 @@ run() {
   fi
 }
 
-run "node:test (ESM, CJS, SDKs, README, types, browser page, edge-runtime, workerd, size)" \
+run "node:test (ESM, CJS, SDKs, README, types, browser page, edge-runtime, workerd, size, metrics)" \
   node --test --test-reporter=spec tests/js/*.test.mjs tests/js/*.test.cjs
 
 # The core's tests (tests/wasm.rs) in wasm: `--mode no-install` fails fast instead of building

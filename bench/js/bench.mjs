@@ -3,8 +3,15 @@
 //      Goal: breakwater's overhead over the bare await <= 0.5 x cockatiel's.
 //   2. The synchronous decision pair (isHealthy() + recordSuccess()) through wasm vs a minimal
 //      pure-JS breaker (seed 000's shape). Goal: <= 2 x.
+//   3. What the metrics cost (issue 7) with no exporter attached: execute() and withRetry() of
+//      this build, with a PrometheusMetrics collector watching and without; with
+//      BREAKWATER_BASELINE=<a pkg/ directory built before the metrics>, the same calls on that
+//      build too. Goal: not measurable.
 import { run, bench, group, summary, do_not_optimize } from 'mitata';
-import { CircuitBreaker } from 'breakwater';
+import { CircuitBreaker, withRetry } from 'breakwater';
+import { PrometheusMetrics } from 'breakwater/prometheus';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { circuitBreaker, handleAll, ConsecutiveBreaker } from 'cockatiel';
 import Opossum from 'opossum';
 
@@ -76,6 +83,30 @@ group('sync decision pair: isHealthy() + recordSuccess()', () => {
   });
 });
 
+// 3. Metrics. The baseline build, if given, is loaded from its own directory (its own wasm).
+const baseline = process.env.BREAKWATER_BASELINE
+  ? await import(pathToFileURL(path.resolve(process.env.BREAKWATER_BASELINE, 'dist/node.mjs')).href)
+  : undefined;
+const plain = new CircuitBreaker('plain', { failureThreshold: 5, resetTimeout: 30_000 });
+const watched = new CircuitBreaker('watched', { failureThreshold: 5, resetTimeout: 30_000 });
+const prom = new PrometheusMetrics(watched);
+const observer = prom.retries('watched');
+const old = baseline && new baseline.CircuitBreaker('old', { failureThreshold: 5, resetTimeout: 30_000 });
+group('metrics, no exporter attached', () => {
+  summary(() => {
+    if (old) bench('execute: baseline build (no metrics code)', async () => do_not_optimize(await old.execute(work)));
+    bench('execute: this build', async () => do_not_optimize(await plain.execute(work)));
+    bench('execute: this build, PrometheusMetrics watching', async () => do_not_optimize(await watched.execute(work)));
+  });
+});
+group('withRetry, first attempt succeeds', () => {
+  summary(() => {
+    if (baseline) bench('withRetry: baseline build', async () => do_not_optimize(await baseline.withRetry(work)));
+    bench('withRetry: this build', async () => do_not_optimize(await withRetry(work)));
+    bench('withRetry: this build, metrics observer', async () => do_not_optimize(await withRetry(work, { metrics: observer })));
+  });
+});
+
 const { benchmarks } = await run();
 // Medians: this machine is shared, and a mean of a few outliers swamps a difference of 100 ns.
 const avg = Object.fromEntries(benchmarks.map((b) => [b.alias ?? b.runs[0].name, b.runs[0].stats.p50]));
@@ -90,3 +121,7 @@ console.log(`breakwater overhead / opossum overhead = ${(overhead('breakwater') 
 console.log(`sync pair: wasm / pure JS = ${r2.toFixed(2)} (goal <= 2)`);
 const r3 = avg['breakwater (wasm), failure path'] / avg['pure JS (minimal), failure path'];
 console.log(`sync pair, failure path (crosses into wasm): wasm / pure JS = ${r3.toFixed(2)}`);
+const m = (name) => (avg[name] === undefined ? 'n/a' : fmt(avg[name]));
+console.log('\n--- metrics (medians) ---');
+console.log(`execute: baseline ${m('execute: baseline build (no metrics code)')}, this build ${m('execute: this build')}, watched ${m('execute: this build, PrometheusMetrics watching')}`);
+console.log(`withRetry: baseline ${m('withRetry: baseline build')}, this build ${m('withRetry: this build')}, with observer ${m('withRetry: this build, metrics observer')}`);

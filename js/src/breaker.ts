@@ -127,6 +127,8 @@ export interface BreakerStats {
   stale: number;
   slow: number;
   opened: number;
+  /** Rejected calls answered by `execute`'s `fallback` (kept in this process, not in snapshots). */
+  fallbacks: number;
 }
 
 /** What `toJSON()` returns and `restore()` / `CircuitBreaker.fromJSON()` take. */
@@ -215,6 +217,7 @@ export class CircuitBreaker {
   #fast: boolean;
   #admitted = 0;
   #succeeded = 0;
+  #fallbacks = 0;
   #cfg: Float64Array;
   #clock: () => number;
   #isFailure: ((error: unknown) => boolean | undefined) | undefined;
@@ -280,6 +283,7 @@ export class CircuitBreaker {
       stale: s[9]!,
       slow: s[10]!,
       opened: s[11]!,
+      fallbacks: this.#fallbacks,
     };
   }
 
@@ -406,6 +410,7 @@ export class CircuitBreaker {
     if (this.#reject.size) this.#reject.emit({ breaker: this.name, reason, retryAfterMs });
     const err = new CircuitOpenError(this.name, this.state, reason, retryAfterMs);
     if (fallback !== undefined) {
+      this.#fallbacks++;
       try {
         return Promise.resolve(fallback(err));
       } catch (e) {
@@ -533,6 +538,6 @@ export class CircuitBreaker {
     old.free();
     this.#closed = -1;
     this.#clean = this.#cfg[0] === 1;
-    this.#admitted = this.#succeeded = 0;
+    this.#admitted = this.#succeeded = this.#fallbacks = 0;
   }
 }

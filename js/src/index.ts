@@ -34,6 +34,7 @@ export {
   type Jitter,
   type RetryBudgetOptions,
   type RetryEvent,
+  type RetryObserver,
   type RetryOptions,
 } from './retry.js';
 export { BreakerRegistry } from './registry.js';

@@ -44,6 +44,12 @@ export interface AttemptContext {
   signal?: AbortSignal;
 }
 
+/** What `withRetry`'s `metrics` option takes (the metrics adapters' `retries(name)`). */
+export interface RetryObserver {
+  /** Called once per `withRetry` call, when it settles: the retries it made, and the backoff they waited in all. */
+  observeRetries(retries: number, delayMs: number): void;
+}
+
 export interface RetryOptions {
   /** Attempts in all, the first included (1–10 000). Default 4. */
   maxAttempts?: number;
@@ -65,6 +71,8 @@ export interface RetryOptions {
   budget?: RetryBudget;
   /** Runs each attempt through this breaker (its rejections are waited out like a Retry-After). */
   breaker?: CircuitBreaker;
+  /** Told each call's retries and backoff waiting (see `breakwater/prometheus`, `breakwater/otel`). */
+  metrics?: RetryObserver;
   /** Override: true = retry, false = do not, undefined = default rules. */
   shouldRetry?: (error: unknown, attempt: number) => boolean | undefined;
   /** Called before each wait. */
@@ -92,6 +100,7 @@ const KEYS = [
   'maxRetryAfterMs',
   'budget',
   'breaker',
+  'metrics',
   'shouldRetry',
   'onRetry',
   'onGiveUp',
@@ -187,7 +196,8 @@ export async function withRetry<T>(
   const shouldRetry = fn_<RetryOptions['shouldRetry']>('shouldRetry', opts.shouldRetry);
   const onRetry = fn_<RetryOptions['onRetry']>('onRetry', opts.onRetry);
   const onGiveUp = fn_<RetryOptions['onGiveUp']>('onGiveUp', opts.onGiveUp);
-  const { signal, budget, breaker } = opts;
+  const { signal, budget, breaker, metrics } = opts;
+  if (metrics !== undefined && typeof metrics.observeRetries !== 'function') fail('metrics', metrics, 'a RetryObserver');
   if (budget !== undefined && !(budget instanceof RetryBudget)) fail('budget', budget, 'a RetryBudget');
   if (breaker !== undefined && (typeof breaker !== 'object' || typeof breaker.execute !== 'function')) {
     fail('breaker', breaker, 'a CircuitBreaker');
@@ -201,6 +211,8 @@ export async function withRetry<T>(
   const startedAt = clock();
   budget?.deposit(startedAt);
   let previousDelay = 0;
+  let retries = 0;
+  let waited = 0;
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw signal.reason;
@@ -242,9 +254,12 @@ export async function withRetry<T>(
       onRetry?.({ attempt, delayMs: d, error, retryAfterMs, verdict });
       await raceAbort(Promise.resolve(sleep(d, signal)), signal);
       previousDelay = d;
+      retries++;
+      waited += d;
     }
   } finally {
     p?.free();
+    metrics?.observeRetries(retries, waited);
   }
 }
 

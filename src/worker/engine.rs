@@ -317,6 +317,7 @@ impl Engine {
     }
 
     fn note(&mut self, t: Transition, step: &mut Step) {
+        self.counters.note_incident(t.to, t.at.0);
         match t.to {
             State::HalfOpen => {
                 self.counters.half_open_entered = self.counters.half_open_entered.saturating_add(1)
@@ -505,5 +506,23 @@ mod tests {
         let mut e = back;
         let _ = e.reset(Timestamp(2));
         assert_eq!(e.lease(Timestamp(2)).state, State::Closed);
+    }
+
+    #[test]
+    fn incidents_are_measured_from_opening_to_close_across_restarts() {
+        let mut e = Engine::fresh("upstream", spec()).unwrap();
+        let _ = e.isolate(Timestamp(1_000));
+        assert_eq!(
+            e.view(Timestamp(1_000)).counters.incident_since,
+            Some(1_000)
+        );
+        let json = e.record_json().unwrap();
+        let mut e = Engine::load("upstream", spec(), Some(&json)).unwrap();
+        let _ = e.reset(Timestamp(21_000));
+        let c = e.view(Timestamp(21_000)).counters;
+        assert_eq!(c.incident_since, None);
+        // 20 s: the `le="30"` bucket (index 3).
+        assert_eq!(c.incidents, [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(c.incident_ms, 20_000);
     }
 }

@@ -308,6 +308,43 @@ pub struct ObjectCounters {
     pub half_open_entered: u64,
     /// Times it closed again.
     pub closed: u64,
+    /// When the incident under way began (ms since the epoch): the first opening not yet
+    /// followed by a close.
+    pub incident_since: Option<u64>,
+    /// Incidents ended, by bucket of `breakwater_incident_seconds` ([`INCIDENT_BOUNDS_S`],
+    /// not cumulative; the last one counts those above 3600 s).
+    pub incidents: [u64; 11],
+    /// Their total length, ms.
+    pub incident_ms: u64,
+}
+
+/// Upper bounds (seconds) of `breakwater_incident_seconds`, as in [`crate::metrics`].
+pub const INCIDENT_BOUNDS_S: [u64; 10] = [1, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_600];
+
+impl ObjectCounters {
+    /// Follows a state change: an incident runs from the first opening to the next close,
+    /// however many probe rounds failed in between.
+    pub fn note_incident(&mut self, to: crate::breaker::State, at: u64) {
+        match to {
+            crate::breaker::State::Open => {
+                self.incident_since.get_or_insert(at);
+            }
+            crate::breaker::State::Closed => {
+                if let Some(start) = self.incident_since.take() {
+                    let ms = at.saturating_sub(start);
+                    let i = INCIDENT_BOUNDS_S
+                        .iter()
+                        .position(|&b| ms <= b.saturating_mul(1_000))
+                        .unwrap_or(INCIDENT_BOUNDS_S.len());
+                    if let Some(c) = self.incidents.get_mut(i) {
+                        *c = c.saturating_add(1);
+                    }
+                    self.incident_ms = self.incident_ms.saturating_add(ms);
+                }
+            }
+            crate::breaker::State::HalfOpen => {}
+        }
+    }
 }
 
 /// The answer to `/state`, `/isolate` and `/reset`, and the admin routes.

@@ -23,7 +23,7 @@ use worker::{Context, Env, Fetch, Headers, Method, Request, RequestInit, Respons
 use super::client::SharedBreaker;
 use super::config::{check_breakers, parse_breakers, Breakers};
 use super::lease::{ClientEvent, LeaseOptions};
-use super::protocol::{ErrorReply, StateView};
+use super::protocol::{ErrorReply, StateView, INCIDENT_BOUNDS_S};
 use crate::breaker::{Breaker, Outcome, State};
 use crate::clock::Timestamp;
 use crate::error::Error;
@@ -226,7 +226,12 @@ async fn admin(req: Request, env: &Env, parts: &[&str]) -> Result<Response> {
 }
 
 /// The objects' state in the Prometheus text format, with the series names of
-/// `breakwater::metrics` (counts since each object's record began).
+/// `breakwater::metrics` (counts since each object's record began): `breakwater_state`,
+/// `breakwater_opened_total`, `breakwater_calls_total`, `breakwater_incident_seconds`, plus
+/// `breakwater_probes_granted_total`. `breakwater_fallbacks_total`, `breakwater_retries` and
+/// `breakwater_retry_delay_seconds` are not here: fallbacks and retries happen in the callers
+/// (the `SharedCircuitBreaker` client, `withRetry`), which the object never sees; expose them
+/// from the callers (`breakwater/prometheus`, or `BreakerMetrics` in Rust).
 pub fn render_prometheus(views: &[StateView]) -> String {
     use core::fmt::Write;
     let mut out = String::new();
@@ -267,6 +272,36 @@ pub fn render_prometheus(views: &[StateView]) -> String {
                 v.name
             );
         }
+    }
+    let _ = writeln!(out, "# TYPE breakwater_incident_seconds histogram");
+    for v in views {
+        let c = &v.counters;
+        let mut acc = 0u64;
+        for (bound, n) in INCIDENT_BOUNDS_S.iter().zip(c.incidents.iter()) {
+            acc = acc.saturating_add(*n);
+            let _ = writeln!(
+                out,
+                "breakwater_incident_seconds_bucket{{breaker=\"{}\",le=\"{bound}\"}} {acc}",
+                v.name
+            );
+        }
+        let count = c.incidents.iter().fold(0u64, |a, n| a.saturating_add(*n));
+        let _ = writeln!(
+            out,
+            "breakwater_incident_seconds_bucket{{breaker=\"{}\",le=\"+Inf\"}} {count}",
+            v.name
+        );
+        let _ = writeln!(
+            out,
+            "breakwater_incident_seconds_sum{{breaker=\"{}\"}} {}",
+            v.name,
+            c.incident_ms as f64 / 1_000.0
+        );
+        let _ = writeln!(
+            out,
+            "breakwater_incident_seconds_count{{breaker=\"{}\"}} {count}",
+            v.name
+        );
     }
     let _ = writeln!(out, "# TYPE breakwater_probes_granted_total counter");
     for v in views {

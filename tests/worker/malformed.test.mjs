@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startUpstream, objectWorker, jsApp, start, call, admin, ADMIN_TOKEN } from './harness.mjs';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 
 const BREAKERS = { upstream: { lease_ms: 200, breaker: { trip: { consecutive_failures: { threshold: 3 } } } } };
 let upstream;
@@ -124,4 +125,17 @@ test('admin: metrics, isolate and reset with the token', async () => {
   const reset = await admin(env.mf, '/admin/breakers/upstream/reset', { method: 'POST' });
   assert.equal(reset.body.lease.state, 'CLOSED');
   assert.equal(reset.body.lease.mode, 'automatic');
+  // The isolation was an incident (OPEN → CLOSED): breakwater_incident_seconds counts it, and
+  // the whole text is accepted by a Prometheus text parser.
+  const after = await admin(env.mf, '/metrics?format=prometheus');
+  assert.match(after.body, /^breakwater_incident_seconds_count\{breaker="upstream"\} 1$/m);
+  assert.match(after.body, /^breakwater_incident_seconds_bucket\{breaker="upstream",le="\+Inf"\} 1$/m);
+  const names = parsePrometheusTextFormat(after.body).map((f) => `${f.name} ${f.type}`);
+  assert.deepEqual(names, [
+    'breakwater_state GAUGE',
+    'breakwater_opened_total COUNTER',
+    'breakwater_calls_total COUNTER',
+    'breakwater_incident_seconds HISTOGRAM',
+    'breakwater_probes_granted_total COUNTER',
+  ]);
 });
