@@ -489,13 +489,9 @@ impl Breaker {
         match self.state {
             State::Closed => self.record_closed(now, outcome, false),
             State::HalfOpen => {
-                let oldest = self
-                    .probes
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|(_, p)| p.expires_at)
-                    .map(|(i, _)| i)?;
-                self.probes.remove(oldest);
+                // The oldest: the earliest lease, the first admitted among equals.
+                let oldest = self.probes.iter().min_by_key(|p| p.expires_at)?.id;
+                self.release_probe(oldest);
                 self.record_probe(now, outcome, false)
             }
             State::Open => None,
@@ -625,10 +621,18 @@ impl Breaker {
         outcome: Outcome,
         slow: bool,
     ) -> Option<Transition> {
-        if let Some(i) = self.probes.iter().position(|p| p.id == id) {
-            self.probes.remove(i);
-        }
+        self.release_probe(id);
         self.record_probe(now, outcome, slow)
+    }
+
+    /// Frees probe slot `id`, keeping the others in admission order (no panicking `remove`).
+    fn release_probe(&mut self, id: u32) {
+        let mut found = false;
+        self.probes.retain(|p| {
+            let keep = found || p.id != id;
+            found |= !keep;
+            keep
+        });
     }
 
     #[cold]
