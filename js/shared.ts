@@ -22,6 +22,16 @@
  *
  * Keep one instance per breaker name per isolate (module scope); pass `waitUntil` so that batched
  * reports are not cut off when the response is sent.
+ *
+ * Outside Cloudflare (a Next.js app on Vercel, Node, any runtime with `fetch`), the same client
+ * reaches the object through the Worker's breaker service over HTTPS (the Worker's `SERVICE_TOKEN`
+ * secret turns it on):
+ *
+ * ```ts
+ * const breaker = new SharedCircuitBreaker('anthropic', {
+ *   service: { url: 'https://breakwater.example.workers.dev', token: process.env.BREAKWATER_TOKEN! },
+ * });
+ * ```
  */
 
 const OPEN_MARK = Symbol.for('breakwater.CircuitOpenError');
@@ -50,9 +60,32 @@ export interface LocalBreakerLike {
   recordFailure(error?: unknown): void;
 }
 
+/**
+ * Where the shared state lives, when it is not a Durable Object: one exchange of the protocol
+ * (`src/worker/protocol.rs`), answered as the object would. `breakwater/store` implements it over
+ * Redis (or any compare-and-set store) with the wasm core.
+ */
+export interface SharedTransport {
+  exchange(op: 'acquire' | 'report', body: Exchange, signal?: AbortSignal): Promise<Reply>;
+}
+
+/** The breaker service: the Worker's `/v1/acquire` and `/v1/report` routes over HTTPS. */
+export interface ServiceOptions {
+  /** The Worker's origin, e.g. `https://breakwater.example.workers.dev`. */
+  url: string;
+  /** The Worker's `SERVICE_TOKEN` secret. */
+  token: string;
+  /** Default: the global `fetch`. */
+  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
+}
+
 export interface SharedBreakerOptions {
   /** The Durable Object namespace binding (`env.BREAKER`), possibly bound with `script_name`. */
-  shared: NamespaceLike;
+  shared?: NamespaceLike;
+  /** Instead of `shared`, from outside Cloudflare: the Worker's breaker service over HTTPS. */
+  service?: ServiceOptions;
+  /** Instead of `shared`: another place holding the state (see `breakwater/store`). */
+  transport?: SharedTransport;
   /** Send waiting successes once this many outcomes wait. Default 1000. */
   maxBatch?: number;
   /** Reject every call while the object is unreachable. Default false (the local breaker decides). */
@@ -109,24 +142,24 @@ export class SharedCircuitOpenError extends Error {
 
 // ----- wire shapes (see src/worker/protocol.rs) -----
 
-interface Counts {
+export interface Counts {
   generation: number | null;
   successes: number;
   failures: number;
   ignored: number;
 }
-interface ProbeReport {
+export interface ProbeReport {
   generation: number;
   id: number;
   issued_at: number;
   outcome: Outcome;
 }
-interface Batch {
+export interface Batch {
   seq: number;
   counts: Counts[];
   probes: ProbeReport[];
 }
-interface Lease {
+export interface Lease {
   state: SharedState;
   mode: SharedMode;
   generation: number;
@@ -134,7 +167,11 @@ interface Lease {
   retry_after_ms: number;
   now: number;
 }
-interface Reply {
+export interface Exchange {
+  client: string;
+  batches: Batch[];
+}
+export interface Reply {
   lease: Lease;
   permit?: { generation: number; probe: number | null; issued_at: number };
   rejected?: { reason: 'open' | 'half_open_full' | 'isolated'; retry_after_ms: number };
@@ -205,7 +242,8 @@ export class LocalFallbackBreaker implements LocalBreakerLike {
 export class SharedCircuitBreaker {
   readonly name: string;
   readonly clientId: string;
-  #ns: NamespaceLike;
+  #ns: NamespaceLike | undefined;
+  #transport: SharedTransport | undefined;
   #maxBatch: number;
   #failClosed: boolean;
   #retryUnreachableMs: number;
@@ -230,8 +268,12 @@ export class SharedCircuitBreaker {
         `breakwater: invalid breaker name ${JSON.stringify(name)}: 1 to 128 of ASCII letters, digits and - _ . : /`,
       );
     }
-    if (!options || typeof options.shared?.get !== 'function') {
-      throw new TypeError('breakwater: `shared` must be a Durable Object namespace binding');
+    const service = options?.service;
+    if (service !== undefined && (typeof service?.url !== 'string' || !/^https?:\/\//.test(service.url) || typeof service.token !== 'string' || service.token === '')) {
+      throw new TypeError('breakwater: `service` needs `url` (http(s)://...) and a non-empty `token`');
+    }
+    if (!options || (typeof options.shared?.get !== 'function' && typeof options.transport?.exchange !== 'function' && !service)) {
+      throw new TypeError('breakwater: `shared` must be a Durable Object namespace binding (or give `service`)');
     }
     const positive = (v: unknown, field: string, dflt: number): number => {
       if (v === undefined) return dflt;
@@ -242,6 +284,8 @@ export class SharedCircuitBreaker {
     };
     this.name = name;
     this.#ns = options.shared;
+    this.#transport =
+      typeof options.shared?.get === 'function' ? undefined : service ? serviceTransport(name, service) : options.transport;
     this.#maxBatch = positive(options.maxBatch, 'maxBatch', 1000);
     this.#retryUnreachableMs = positive(options.retryUnreachableMs, 'retryUnreachableMs', 1000);
     this.#timeoutMs = positive(options.requestTimeoutMs, 'requestTimeoutMs', 5000);
@@ -499,8 +543,25 @@ export class SharedCircuitBreaker {
 
   // ----- the object -----
 
-  async #send(op: 'acquire' | 'report', body: unknown): Promise<Reply> {
-    const stub = this.#ns.getByName ? this.#ns.getByName(this.name) : this.#ns.get(this.#ns.idFromName(this.name));
+  async #send(op: 'acquire' | 'report', body: Exchange): Promise<Reply> {
+    if (this.#transport) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${this.#timeoutMs} ms`)), this.#timeoutMs);
+      });
+      try {
+        const signal = typeof AbortSignal.timeout === 'function' ? AbortSignal.timeout(this.#timeoutMs) : undefined;
+        const reply = await Promise.race([this.#transport.exchange(op, body, signal), late]);
+        if (!reply || typeof reply !== 'object' || !reply.lease || !Array.isArray(reply.acked)) {
+          throw new Error('transport answer unreadable');
+        }
+        return reply;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    const ns = this.#ns!;
+    const stub = ns.getByName ? ns.getByName(this.name) : ns.get(ns.idFromName(this.name));
     const signal = typeof AbortSignal.timeout === 'function' ? AbortSignal.timeout(this.#timeoutMs) : undefined;
     const resp = await stub.fetch(`https://breaker/${op}`, {
       method: 'POST',
@@ -549,6 +610,24 @@ export class SharedCircuitBreaker {
       }
     }
   }
+}
+
+function serviceTransport(name: string, service: ServiceOptions): SharedTransport {
+  const base = service.url.replace(/\/+$/, '');
+  const send = service.fetch ?? ((input: string, init?: RequestInit) => fetch(input, init));
+  return {
+    async exchange(op, body, signal) {
+      const resp = await send(`${base}/v1/${op}?breaker=${encodeURIComponent(name)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}` },
+        body: JSON.stringify(body),
+        signal,
+      });
+      const text = await resp.text();
+      if (resp.status !== 200) throw new Error(`breaker service answered ${resp.status}: ${text.slice(0, 200)}`);
+      return JSON.parse(text) as Reply;
+    },
+  };
 }
 
 function safeClassify(

@@ -81,6 +81,21 @@ for adapter in prometheus otel; do
   echo "export * from './types/$adapter.js';" > "$OUT/dist/$adapter.d.ts"
 done
 
+# `breakwater/store`: the breaker shared through Redis or another compare-and-set store
+# (js/store.ts). It imports the main entry as `breakwater` (the package itself: one copy of the wasm).
+store=false
+if [ -f js/store.ts ]; then
+  log "bundling breakwater/store"
+  store_esb=(node_modules/.bin/esbuild js/store.ts --bundle --platform=neutral --target=es2022
+    --minify --legal-comments=none --log-level=warning --external:breakwater)
+  "${store_esb[@]}" --format=esm --outfile="$OUT/dist/store.mjs"
+  "${store_esb[@]}" --format=cjs --outfile="$OUT/dist/store.cjs"
+  rm -rf target/store-types
+  node_modules/.bin/tsc -p js/tsconfig.store.json
+  cp target/store-types/store.d.ts "$OUT/dist/store.d.ts"
+  store=true
+fi
+
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 node -e '
   const fs = require("fs");
@@ -89,8 +104,11 @@ node -e '
   if (process.argv[3] === "true") {
     p.exports["./shared"] = { types: "./dist/shared.d.ts", import: "./dist/shared.mjs", require: "./dist/shared.cjs" };
   }
+  if (process.argv[4] === "true") {
+    p.exports["./store"] = { types: "./dist/store.d.ts", import: "./dist/store.mjs", require: "./dist/store.cjs" };
+  }
   fs.writeFileSync(process.argv[2], JSON.stringify(p, null, 2) + "\n");
-' "$version" "$OUT/package.json" "$shared"
+' "$version" "$OUT/package.json" "$shared" "$store"
 [ -f js/README.md ] && cp js/README.md "$OUT/README.md"
 # wasm-bindgen / wasm-pack may leave a `.gitignore` with `*`, which would empty `npm pack`.
 find "$OUT" -name .gitignore -delete

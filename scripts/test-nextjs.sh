@@ -6,6 +6,12 @@ cd "$(dirname "$0")/.."
 root=$PWD
 scripts/setup.sh wasm browser
 export NEXT_TELEMETRY_DISABLED=1
+# tests/nextjs/shared.test.mjs starts a redis-server of its own (and the Worker's breaker service in
+# workerd when build/index.js and tests/worker's Miniflare are there; otherwise that case skips).
+if ! command -v redis-server >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y redis-server >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y redis-server >/dev/null; }
+fi
 
 [ -f pkg/package.json ] || scripts/build-pkg.sh
 mkdir -p out

@@ -2,7 +2,8 @@
 const nextConfig = {
   // The Node build of breakwater reads its .wasm from beside its own files: keep it out of the
   // server bundle so the two stay together. (Edge routes import the .wasm as a module instead.)
-  serverExternalPackages: ['breakwater'],
+  // `redis` (for the shared breaker in lib/shared-breaker.ts) is loaded by Node as it is, too.
+  serverExternalPackages: ['breakwater', 'redis'],
 };
 
 export default nextConfig;

@@ -4,6 +4,12 @@
 //!   `POST /admin/breakers/<name>/reset`: need `Authorization: Bearer <ADMIN_TOKEN>` (a secret,
 //!   compared in constant time). Without the secret these routes do not exist (404). Names are
 //!   looked up in `BREAKERS`; an unconfigured name is a 404 and no object is touched.
+//! - `POST /v1/acquire?breaker=<name>`, `POST /v1/report?breaker=<name>`: the object's protocol
+//!   (see `protocol.rs`) over HTTPS, for clients outside Cloudflare (a Next.js app on Vercel, any
+//!   runtime with `fetch`: `breakwater/shared` with `service: { url, token }`). Need
+//!   `Authorization: Bearer <SERVICE_TOKEN>` (a secret, compared in constant time, distinct from
+//!   `ADMIN_TOKEN`: a client can report, not isolate or reset); without the secret these routes do
+//!   not exist (404). Names are looked up in `BREAKERS`; bodies are bounded as the object's.
 //! - `/app/*`: a small demonstration app guarding calls to `DEMO_UPSTREAM` through
 //!   [`SharedBreaker`] (`DEMO_MODE = "shared"`, the default) or a
 //!   per-isolate [`Breaker`] (`DEMO_MODE = "local"`), for the end-to-end tests and measurements.
@@ -23,7 +29,7 @@ use worker::{Context, Env, Fetch, Headers, Method, Request, RequestInit, Respons
 use super::client::SharedBreaker;
 use super::config::{check_breakers, parse_breakers, Breakers};
 use super::lease::{ClientEvent, LeaseOptions};
-use super::protocol::{ErrorReply, StateView, INCIDENT_BOUNDS_S};
+use super::protocol::{ErrorReply, StateView, INCIDENT_BOUNDS_S, MAX_BODY_BYTES};
 use crate::breaker::{Breaker, Outcome, State};
 use crate::clock::Timestamp;
 use crate::error::Error;
@@ -140,6 +146,7 @@ async fn route(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match parts.as_slice() {
         ["metrics"] | ["admin", ..] => admin(req, &env, &parts).await,
+        ["v1", op @ ("acquire" | "report")] => service(req, &env, op).await,
         ["app", ..] => app(req, &env, &parts).await,
         _ => error_response(404, "not_found", "no such route"),
     }
@@ -222,6 +229,94 @@ async fn admin(req: Request, env: &Env, parts: &[&str]) -> Result<Response> {
             error_response(405, "method_not_allowed", "wrong method for this route")
         }
         _ => error_response(404, "not_found", "no such route"),
+    }
+}
+
+/// The secret `name` if it is set and not empty, and whether the request carries it as a bearer
+/// token (constant-time comparison). `None`: the routes it guards are off.
+fn bearer(req: &Request, env: &Env, name: &str) -> Option<bool> {
+    let secret = env.secret(name).ok()?.to_string();
+    if secret.is_empty() {
+        return None;
+    }
+    let given = req
+        .headers()
+        .get("authorization")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let token = given.strip_prefix("Bearer ").unwrap_or("");
+    Some(constant_time_eq(token.as_bytes(), secret.as_bytes()))
+}
+
+/// `/v1/acquire` and `/v1/report`: the body goes to the named breaker's object as it is (the
+/// object validates it), and its answer comes back as it is.
+async fn service(mut req: Request, env: &Env, op: &str) -> Result<Response> {
+    match bearer(&req, env, "SERVICE_TOKEN") {
+        None => return error_response(404, "not_found", "no such route"),
+        Some(false) => {
+            let headers = Headers::new();
+            headers.set("www-authenticate", "Bearer")?;
+            return Ok(
+                error_response(401, "unauthorized", "a valid bearer token is required")?
+                    .with_headers(headers),
+            );
+        }
+        Some(true) => {}
+    }
+    if req.method() != Method::Post {
+        return error_response(405, "method_not_allowed", "wrong method for this route");
+    }
+    let name = req.url().ok().and_then(|u| {
+        u.query_pairs()
+            .find(|(k, _)| k == "breaker")
+            .map(|(_, v)| v.into_owned())
+    });
+    let Some(name) = name else {
+        return error_response(
+            400,
+            "bad_request",
+            "the `breaker` query parameter is required",
+        );
+    };
+    let breakers = match load_breakers(env) {
+        Ok(b) => b,
+        Err(e) => {
+            worker::console_error!("breakwater: {e}");
+            return error_response(500, "misconfigured", "BREAKERS is not valid");
+        }
+    };
+    if validate_name(&name).is_err() || !breakers.contains_key(name.as_str()) {
+        return error_response(404, "not_found", "no breaker of that name is configured");
+    }
+    let declared = req
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return error_response(413, "too_large", "the body is too large");
+    }
+    let body = req.text().await?;
+    if body.len() > MAX_BODY_BYTES {
+        return error_response(413, "too_large", "the body is too large");
+    }
+    let ns = env.durable_object(BINDING)?;
+    let stub = ns.get_by_name(&name)?;
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(worker::wasm_bindgen::JsValue::from_str(&body)));
+    let inner = Request::new_with_init(&format!("https://breaker/{op}"), &init)?;
+    match stub.fetch_with_request(inner).await {
+        Ok(mut resp) => {
+            let status = resp.status_code();
+            json_response(status, resp.text().await?)
+        }
+        Err(_) => error_response(503, "unavailable", "breaker object unreachable"),
     }
 }
 

@@ -30,7 +30,7 @@ export function breakerOptions() {
 }
 
 /** One completion from the provider at PROVIDER_URL, retried on 429/5xx/529 with backoff. */
-async function complete(prompt: string, signal: AbortSignal): Promise<string> {
+export async function complete(prompt: string, signal: AbortSignal): Promise<string> {
   const base = process.env.PROVIDER_URL;
   if (!base) throw new Error('PROVIDER_URL is not set');
   return withRetry(

@@ -1,0 +1,152 @@
+// Scaffolding of the Redis store tests: a redis-server of our own on 127.0.0.1 (for the tests
+// that kill it), a fake upstream, and child Node processes (worker.mjs) driven over IPC.
+import { spawn, fork } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export async function freePort() {
+  const s = net.createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** Polls `check` until it returns a truthy value (no deadline of its own: node:test's timeout bounds it). */
+export async function until(check, what, everyMs = 20) {
+  for (let n = 0; ; n++) {
+    if (process.env.BW_DEBUG && n % 100 === 99) console.error('[until] still waiting', what ?? '');
+    const v = await check();
+    if (v) return v;
+    await sleep(everyMs);
+  }
+}
+
+/** The port the test command's redis-server listens on (scripts/test-redis.sh sets REDIS_PORT). */
+export function redisUrl() {
+  const port = process.env.REDIS_PORT;
+  if (!port) throw new Error('REDIS_PORT is not set: run scripts/test-redis.sh');
+  return `redis://127.0.0.1:${port}`;
+}
+
+/**
+ * A redis-server of the test's own, on 127.0.0.1. With `aof`, every write is on disk before it is
+ * acknowledged (appendfsync always), so a SIGKILL loses nothing acknowledged.
+ */
+export async function startRedis({ port, dir, aof = false } = {}) {
+  port ??= await freePort();
+  dir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'bw-redis-'));
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, '--daemonize', 'no'];
+  if (aof) args.push('--appendonly', 'yes', '--appendfsync', 'always');
+  const proc = spawn(process.env.REDIS_SERVER ?? 'redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.on('data', (d) => (out += d));
+  proc.stderr.on('data', (d) => (out += d));
+  await until(async () => {
+    if (proc.exitCode !== null) throw new Error(`redis-server exited: ${out}`);
+    return /Ready to accept connections/.test(out);
+  }, 'redis-server ready');
+  return {
+    port,
+    dir,
+    url: `redis://127.0.0.1:${port}`,
+    proc,
+    async kill(signal = 'SIGKILL') {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill(signal);
+      await once(proc, 'exit');
+    },
+  };
+}
+
+/**
+ * A fake upstream on 127.0.0.1. `mode`: 'up' (200), 'down' (503), 'hold' (200, but each answer
+ * waits for `release()`). Counts every request it receives.
+ */
+export async function startUpstream() {
+  const u = {
+    mode: 'up',
+    requests: 0,
+    held: [],
+    release() {
+      const h = u.held;
+      u.held = [];
+      for (const res of h) res.end('ok');
+    },
+  };
+  const server = http.createServer((req, res) => {
+    u.requests += 1;
+    if (u.mode === 'down') {
+      res.statusCode = 503;
+      res.end('down');
+    } else if (u.mode === 'hold') {
+      u.held.push(res);
+    } else {
+      res.end('ok');
+    }
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  u.url = `http://127.0.0.1:${server.address().port}/`;
+  u.close = async () => {
+    u.release();
+    server.closeAllConnections?.();
+    await new Promise((r) => server.close(r));
+  };
+  return u;
+}
+
+/** `n` child processes running worker.mjs; `ask(i, msg)` sends a command and awaits its answer. */
+export async function startWorkers(n, init) {
+  const procs = [];
+  const pending = new Map();
+  const events = [];
+  let nextId = 1;
+  for (let i = 0; i < n; i++) {
+    const child = fork(path.join(here, 'worker.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child.on('message', (m) => {
+      if (m.event) {
+        events.push({ worker: i, ...m.event });
+        return;
+      }
+      const p = pending.get(m.id);
+      if (!p) return;
+      pending.delete(m.id);
+      if (m.error) p.reject(new Error(`worker ${i}: ${m.error}`));
+      else p.resolve(m.result);
+    });
+    procs.push(child);
+  }
+  const ask = (i, msg) =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve, reject });
+      procs[i].send({ ...msg, id });
+    });
+  const all = (msg) => Promise.all(procs.map((_, i) => ask(i, typeof msg === 'function' ? msg(i) : msg)));
+  await all((i) => ({ cmd: 'init', ...init, clientId: `w${i}` }));
+  return {
+    procs,
+    events,
+    ask,
+    all,
+    async stop() {
+      await Promise.all(
+        procs.map(async (c) => {
+          if (c.exitCode !== null || c.signalCode !== null) return;
+          c.kill('SIGKILL');
+          await once(c, 'exit');
+        }),
+      );
+    },
+  };
+}
