@@ -264,7 +264,7 @@ impl Engine {
             opened_at: b.opened_at().map(|t| t.0),
             open_until: b.open_until().map(|t| t.0),
             probes_in_flight: b.probes_in_flight(),
-            stats: (*b.stats()).into(),
+            stats: *b.stats(),
             counters: self.counters,
             restore_error: self.restore_error.clone(),
         }

@@ -368,41 +368,8 @@ pub struct StateView {
     pub restore_error: Option<String>,
 }
 
-/// [`Stats`] on the wire.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatsView {
-    /// Calls the object admitted itself (acquires and probes).
-    pub admitted: u64,
-    /// Calls the object rejected itself.
-    pub rejected: u64,
-    /// Successes reported.
-    pub successes: u64,
-    /// Failures reported.
-    pub failures: u64,
-    /// Ignored outcomes reported.
-    pub ignored: u64,
-    /// Outcomes from an older generation (counted above, but not toward the state).
-    pub stale: u64,
-    /// Slow calls.
-    pub slow: u64,
-    /// Times opened.
-    pub opened: u64,
-}
-
-impl From<Stats> for StatsView {
-    fn from(s: Stats) -> Self {
-        StatsView {
-            admitted: s.admitted,
-            rejected: s.rejected,
-            successes: s.successes,
-            failures: s.failures,
-            ignored: s.ignored,
-            stale: s.stale,
-            slow: s.slow,
-            opened: s.opened,
-        }
-    }
-}
+/// [`Stats`] on the wire: the core's own type, serialised as is.
+pub type StatsView = Stats;
 
 /// Every error answer: `{"error": "<code>", "message": "<text>"}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
