@@ -69,7 +69,7 @@ pub use error::{ConfigError, Error, SnapshotError};
 pub use facade::{
     retry_blocking, validate_name, BuildError, CircuitBreaker, InvalidName, Registry, MAX_NAME_LEN,
 };
-pub use metrics::BreakerMetrics;
+pub use metrics::{render_prometheus, BreakerMetrics};
 pub use retry::{
     parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier, GiveUpReason,
     Jitter, RetryBudget, RetryDecision, RetryPolicy, RetryState, Signal, Verdict,

@@ -81,8 +81,7 @@ impl<const N: usize> Histogram<N> {
             })
     }
 
-    fn render(&self, out: &mut impl Write, name: &str, breaker: &str) -> fmt::Result {
-        writeln!(out, "# TYPE {name} histogram")?;
+    fn render(&self, out: &mut impl Write, name: &str, breaker: &EscapedLabel<'_>) -> fmt::Result {
         for (bound, count) in self.cumulative() {
             writeln!(
                 out,
@@ -224,12 +223,26 @@ impl BreakerMetrics {
         self.fallbacks
     }
 
-    /// Renders every series in the Prometheus text exposition format (version 0.0.4). The
-    /// breaker name goes into a label; names from [`validate_name`](crate::validate_name) need
-    /// no escaping, and any other name is escaped.
+    /// Renders every series of this breaker in the Prometheus text exposition format (version
+    /// 0.0.4). To expose several breakers, use [`render_prometheus`] so that each metric family
+    /// is declared once.
     pub fn render_prometheus(&self, breaker: &str, out: &mut impl Write) -> fmt::Result {
-        let name = EscapedLabel(breaker);
-        writeln!(out, "# TYPE breakwater_state gauge")?;
+        render_prometheus([(breaker, self)], out)
+    }
+}
+
+/// Renders the series of several breakers in the Prometheus text exposition format (version
+/// 0.0.4), one `# TYPE` line per metric family. Breaker names go into the `breaker` label; names
+/// from [`validate_name`](crate::validate_name) need no escaping, and any other name is escaped.
+pub fn render_prometheus<'a, I>(breakers: I, out: &mut impl Write) -> fmt::Result
+where
+    I: IntoIterator<Item = (&'a str, &'a BreakerMetrics)>,
+    I::IntoIter: Clone,
+{
+    let all = breakers.into_iter();
+    writeln!(out, "# TYPE breakwater_state gauge")?;
+    for (name, m) in all.clone() {
+        let name = EscapedLabel(name);
         for (label, s) in [
             ("closed", State::Closed),
             ("open", State::Open),
@@ -238,40 +251,59 @@ impl BreakerMetrics {
             writeln!(
                 out,
                 "breakwater_state{{breaker=\"{name}\",state=\"{label}\"}} {}",
-                (self.state == s) as u8
+                (m.state == s) as u8
             )?;
         }
-        writeln!(out, "# TYPE breakwater_opened_total counter")?;
+    }
+    writeln!(out, "# TYPE breakwater_opened_total counter")?;
+    for (name, m) in all.clone() {
+        let name = EscapedLabel(name);
         writeln!(
             out,
             "breakwater_opened_total{{breaker=\"{name}\"}} {}",
-            self.opened
+            m.opened
         )?;
-        writeln!(out, "# TYPE breakwater_calls_total counter")?;
+    }
+    writeln!(out, "# TYPE breakwater_calls_total counter")?;
+    for (name, m) in all.clone() {
+        let name = EscapedLabel(name);
         for (label, n) in [
-            ("success", self.successes),
-            ("failure", self.failures),
-            ("ignored", self.ignored),
-            ("rejected", self.rejected),
+            ("success", m.successes),
+            ("failure", m.failures),
+            ("ignored", m.ignored),
+            ("rejected", m.rejected),
         ] {
             writeln!(
                 out,
                 "breakwater_calls_total{{breaker=\"{name}\",result=\"{label}\"}} {n}"
             )?;
         }
-        writeln!(out, "# TYPE breakwater_fallbacks_total counter")?;
+    }
+    writeln!(out, "# TYPE breakwater_fallbacks_total counter")?;
+    for (name, m) in all.clone() {
+        let name = EscapedLabel(name);
         writeln!(
             out,
             "breakwater_fallbacks_total{{breaker=\"{name}\"}} {}",
-            self.fallbacks
+            m.fallbacks
         )?;
-        let label = alloc::format!("{name}");
-        self.incidents
-            .render(out, "breakwater_incident_seconds", &label)?;
-        self.retries.render(out, "breakwater_retries", &label)?;
-        self.retry_delay
-            .render(out, "breakwater_retry_delay_seconds", &label)
     }
+    writeln!(out, "# TYPE breakwater_incident_seconds histogram")?;
+    for (name, m) in all.clone() {
+        m.incidents
+            .render(out, "breakwater_incident_seconds", &EscapedLabel(name))?;
+    }
+    writeln!(out, "# TYPE breakwater_retries histogram")?;
+    for (name, m) in all.clone() {
+        m.retries
+            .render(out, "breakwater_retries", &EscapedLabel(name))?;
+    }
+    writeln!(out, "# TYPE breakwater_retry_delay_seconds histogram")?;
+    for (name, m) in all {
+        m.retry_delay
+            .render(out, "breakwater_retry_delay_seconds", &EscapedLabel(name))?;
+    }
+    Ok(())
 }
 
 /// Writes a label value with `\`, `"` and newlines escaped.

@@ -140,3 +140,43 @@ fn label_values_are_escaped() {
     let weird = Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
     assert_eq!(weird.samples.len(), plain.samples.len());
 }
+
+#[test]
+fn several_breakers_share_one_declaration_per_family() {
+    let mut a = BreakerMetrics::new();
+    let b = BreakerMetrics::new();
+    a.on_outcome(Outcome::Failure);
+    let mut text = String::new();
+    breakwater::render_prometheus([("anthropic", &a), ("openai", &b)], &mut text).unwrap();
+    for family in [
+        "breakwater_state",
+        "breakwater_calls_total",
+        "breakwater_incident_seconds",
+        "breakwater_retries",
+    ] {
+        let declared = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("# TYPE {family} ")))
+            .count();
+        assert_eq!(declared, 1, "{family}");
+    }
+    let s = Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let anthropic = ("breaker", "anthropic");
+    let openai = ("breaker", "openai");
+    assert_eq!(
+        value(
+            &s,
+            "breakwater_calls_total",
+            &[anthropic, ("result", "failure")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "breakwater_calls_total",
+            &[openai, ("result", "failure")]
+        ),
+        0.0
+    );
+}
