@@ -8,5 +8,5 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo clippy --lib --no-default-features --target thumbv7em-none-eabihf -- -D warnings
 cargo build --lib --no-default-features --target thumbv7em-none-eabihf
-cargo test --features serde --all-targets
-cargo test --features serde --doc
+cargo test --features json --all-targets
+cargo test --features json --doc

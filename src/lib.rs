@@ -50,6 +50,7 @@ mod facade;
 pub mod metrics;
 pub mod retry;
 pub mod rng;
+pub mod shared;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod snapshot;

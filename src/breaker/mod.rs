@@ -498,6 +498,18 @@ impl Breaker {
         }
     }
 
+    /// Counts outcomes that arrive too late to matter (their generation has passed) in one step:
+    /// they land in the statistics as reported and stale, as [`report`](Self::report) would
+    /// count each of them with an old permit.
+    pub(crate) fn count_stale(&mut self, successes: u32, failures: u32, ignored: u32) {
+        let s = &mut self.stats;
+        s.successes = s.successes.saturating_add(successes.into());
+        s.failures = s.failures.saturating_add(failures.into());
+        s.ignored = s.ignored.saturating_add(ignored.into());
+        let total = u64::from(successes) + u64::from(failures) + u64::from(ignored);
+        s.stale = s.stale.saturating_add(total);
+    }
+
     /// Forces the breaker OPEN until [`reset`](Self::reset); every call is rejected.
     pub fn isolate(&mut self, now: Timestamp) -> Option<Transition> {
         let now = self.observe(now);

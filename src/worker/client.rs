@@ -54,6 +54,7 @@ struct Inner {
     lease: RefCell<LeaseClient>,
     tickets: RefCell<alloc::collections::VecDeque<Ticket>>,
     listener: RefCell<Option<Listener>>,
+    timeout_ms: core::cell::Cell<u64>,
 }
 
 impl core::fmt::Debug for SharedBreaker {
@@ -68,26 +69,45 @@ fn now() -> Timestamp {
     Timestamp(worker::Date::now().as_millis())
 }
 
-fn random_id() -> String {
+fn random_u64() -> u64 {
     let a = (worker::js_sys::Math::random() * 4_294_967_296.0) as u64;
     let b = (worker::js_sys::Math::random() * 4_294_967_296.0) as u64;
-    format!("rs-{:016x}", (a << 32) | b)
+    (a << 32) | b
 }
+
+fn random_id() -> String {
+    format!("rs-{:016x}", random_u64())
+}
+
+/// How long a request to the object may take before the client falls back, by default.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 5_000;
 
 impl SharedBreaker {
     /// A client of the breaker named `name` (validated; it must also be configured in the
     /// object's `BREAKERS`).
     pub fn new(name: &str, options: LeaseOptions) -> Result<Self, BuildError> {
         validate_name(name).map_err(BuildError::Name)?;
-        let lease = LeaseClient::new(random_id(), options).map_err(BuildError::Config)?;
+        // A random session: a later isolate that happened to draw the same id is still new.
+        let session = random_u64() >> 11;
+        let lease =
+            LeaseClient::with_session(random_id(), session, options).map_err(BuildError::Config)?;
         Ok(SharedBreaker {
             inner: Rc::new(Inner {
                 name: name.to_string(),
                 lease: RefCell::new(lease),
                 tickets: RefCell::new(alloc::collections::VecDeque::new()),
                 listener: RefCell::new(None),
+                timeout_ms: core::cell::Cell::new(DEFAULT_REQUEST_TIMEOUT_MS),
             }),
         })
+    }
+
+    /// Abandons a request to the object after `ms` milliseconds (then the local breaker
+    /// decides); default [`DEFAULT_REQUEST_TIMEOUT_MS`]. A CLOSED lease ends at its time
+    /// whatever is in flight, so this also bounds how long a call may wait for a renewal.
+    pub fn with_request_timeout_ms(self, ms: u64) -> Self {
+        self.inner.timeout_ms.set(ms.max(1));
+        self
     }
 
     /// The breaker's name.
@@ -169,7 +189,7 @@ impl SharedBreaker {
                 }
                 Decision::Acquire => {
                     let req = self.inner.lease.borrow_mut().acquire_request();
-                    match send(ns, &self.inner.name, "acquire", &req).await {
+                    match self.exchange(ns, "acquire", &req).await {
                         Ok(reply) => {
                             let d = self
                                 .inner
@@ -183,7 +203,7 @@ impl SharedBreaker {
                                 Decision::Acquire | Decision::Refresh => {}
                             }
                         }
-                        Err(reason) => {
+                        Err(SendError::Refused(reason) | SendError::Unreachable(reason)) => {
                             self.inner
                                 .lease
                                 .borrow_mut()
@@ -192,7 +212,13 @@ impl SharedBreaker {
                         }
                     }
                 }
-                Decision::Refresh => self.flush_inner(ns, true).await,
+                Decision::Refresh => {
+                    if self.inner.lease.borrow().in_flight() {
+                        self.wait_in_flight().await;
+                    } else {
+                        self.flush_inner(ns, true).await;
+                    }
+                }
             }
         }
         Err(Rejected {
@@ -263,12 +289,20 @@ impl SharedBreaker {
             let Some(req) = req else {
                 return;
             };
-            match send(ns, &self.inner.name, "report", &req).await {
+            match self.exchange(ns, "report", &req).await {
                 Ok(reply) => {
                     self.inner.lease.borrow_mut().on_flush_reply(now(), &reply);
                     self.emit();
                 }
-                Err(reason) => {
+                Err(SendError::Refused(reason)) => {
+                    self.inner
+                        .lease
+                        .borrow_mut()
+                        .on_flush_refused(now(), &reason);
+                    self.emit();
+                    return;
+                }
+                Err(SendError::Unreachable(reason)) => {
                     self.inner
                         .lease
                         .borrow_mut()
@@ -284,6 +318,32 @@ impl SharedBreaker {
         }
     }
 
+    /// Another call of this isolate has a report in flight: wait for its answer (bounded by the
+    /// request timeout, after which that call falls back).
+    async fn wait_in_flight(&self) {
+        let deadline = now().0.saturating_add(self.inner.timeout_ms.get());
+        while self.inner.lease.borrow().in_flight() && now().0 < deadline {
+            worker::Delay::from(core::time::Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn exchange(
+        &self,
+        ns: &ObjectNamespace,
+        op: &str,
+        body: &Exchange,
+    ) -> Result<ExchangeReply, SendError> {
+        let ms = self.inner.timeout_ms.get();
+        let call = exchange(ns, &self.inner.name, op, body);
+        let timer = worker::Delay::from(core::time::Duration::from_millis(ms));
+        match first(call, timer).await {
+            Some(result) => result,
+            None => Err(SendError::Unreachable(format!(
+                "no answer from the object within {ms} ms"
+            ))),
+        }
+    }
+
     fn emit(&self) {
         loop {
             let event = self.inner.lease.borrow_mut().next_event();
@@ -295,6 +355,31 @@ impl SharedBreaker {
     }
 }
 
+/// Why an exchange with the object failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SendError {
+    /// The object refused the request (4xx): sending it again would be refused again.
+    Refused(String),
+    /// No usable answer (network, time-out, 5xx, unreadable): worth sending again later.
+    Unreachable(String),
+}
+
+/// Runs `fut`, or gives `None` once `timer` fires first.
+async fn first<T>(fut: impl Future<Output = T>, timer: impl Future<Output = ()>) -> Option<T> {
+    let mut fut = core::pin::pin!(fut);
+    let mut timer = core::pin::pin!(timer);
+    core::future::poll_fn(|cx| {
+        if let core::task::Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return core::task::Poll::Ready(Some(v));
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            return core::task::Poll::Ready(None);
+        }
+        core::task::Poll::Pending
+    })
+    .await
+}
+
 /// Sends one protocol request to the object named `name`. Anything but a well-formed 200 answer
 /// is an error (the caller falls back).
 pub async fn send(
@@ -303,29 +388,49 @@ pub async fn send(
     op: &str,
     body: &Exchange,
 ) -> Result<ExchangeReply, String> {
-    let json = serde_json::to_string(body).map_err(|e| e.to_string())?;
-    let stub = ns.get_by_name(name).map_err(|e| e.to_string())?;
+    exchange(ns, name, op, body).await.map_err(|e| match e {
+        SendError::Refused(r) | SendError::Unreachable(r) => r,
+    })
+}
+
+/// [`send`], telling a refusal (4xx) from an unreachable object.
+pub async fn exchange(
+    ns: &ObjectNamespace,
+    name: &str,
+    op: &str,
+    body: &Exchange,
+) -> Result<ExchangeReply, SendError> {
+    use SendError::Unreachable;
+    let json = serde_json::to_string(body).map_err(|e| Unreachable(e.to_string()))?;
+    let stub = ns
+        .get_by_name(name)
+        .map_err(|e| Unreachable(e.to_string()))?;
     let headers = Headers::new();
     headers
         .set("content-type", "application/json")
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Unreachable(e.to_string()))?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(JsValue::from_str(&json)));
     let req = Request::new_with_init(&format!("https://breaker/{op}"), &init)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Unreachable(e.to_string()))?;
     let mut resp = stub
         .fetch_with_request(req)
         .await
-        .map_err(|e| format!("object unreachable: {e}"))?;
+        .map_err(|e| Unreachable(format!("object unreachable: {e}")))?;
     let status = resp.status_code();
-    let text = resp.text().await.map_err(|e| e.to_string())?;
+    let text = resp.text().await.map_err(|e| Unreachable(e.to_string()))?;
     if status != 200 {
-        return Err(format!(
+        let message = format!(
             "object answered {status}: {}",
             text.chars().take(200).collect::<String>()
-        ));
+        );
+        return Err(if (400..500).contains(&status) {
+            SendError::Refused(message)
+        } else {
+            Unreachable(message)
+        });
     }
-    serde_json::from_str(&text).map_err(|e| format!("object answer unreadable: {e}"))
+    serde_json::from_str(&text).map_err(|e| Unreachable(format!("object answer unreadable: {e}")))
 }

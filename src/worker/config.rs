@@ -11,46 +11,16 @@
 //! Only these names ever become Durable Objects: the Worker's routes look names up here, and
 //! the object refuses any name it does not find here, so nobody can create objects at will.
 
+use crate::facade::validate_name;
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 
-use serde::{Deserialize, Serialize};
+pub use crate::shared::spec::{DEFAULT_LEASE_MS, MAX_LEASE_MS};
 
-use crate::breaker::BreakerConfig;
-use crate::facade::validate_name;
-
-/// The default lease: how long a client may admit locally on a CLOSED state before asking again.
-pub const DEFAULT_LEASE_MS: u64 = 1_000;
-/// The longest lease accepted.
-pub const MAX_LEASE_MS: u64 = 3_600_000;
-
-/// One breaker's settings.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BreakerSpec {
-    /// The state machine's configuration (every field optional; see [`BreakerConfig`]).
-    #[serde(default)]
-    pub breaker: BreakerConfig,
-    /// How long a client may act on a CLOSED lease before asking again, in ms: the longest a
-    /// trip can go unseen by an isolate that has not failed itself. Default 1 000, at most one
-    /// hour.
-    #[serde(default = "default_lease_ms")]
-    pub lease_ms: u64,
-}
-
-fn default_lease_ms() -> u64 {
-    DEFAULT_LEASE_MS
-}
-
-impl Default for BreakerSpec {
-    fn default() -> Self {
-        BreakerSpec {
-            breaker: BreakerConfig::new(),
-            lease_ms: DEFAULT_LEASE_MS,
-        }
-    }
-}
+/// One breaker's settings: the core's [`SharedSpec`](crate::shared::SharedSpec) (`breaker` and
+/// `lease_ms`, every field optional).
+pub type BreakerSpec = crate::shared::SharedSpec;
 
 /// Every configured breaker, by name.
 pub type Breakers = BTreeMap<String, BreakerSpec>;
@@ -64,19 +34,13 @@ pub fn parse_breakers(json: &str) -> Result<Breakers, String> {
     Ok(map)
 }
 
-/// Checks an already parsed `BREAKERS` map.
+/// Checks an already parsed `BREAKERS` map: names, configurations, leases, and what the shared
+/// mode cannot honour (a slow-call rule: reports carry no durations).
 pub fn check_breakers(map: &Breakers) -> Result<(), String> {
     for (name, spec) in map {
         validate_name(name).map_err(|e| format!("BREAKERS: {e}"))?;
-        spec.breaker
-            .validate()
-            .map_err(|e| format!("BREAKERS[{name:?}].breaker: {e}"))?;
-        if spec.lease_ms == 0 || spec.lease_ms > MAX_LEASE_MS {
-            return Err(format!(
-                "BREAKERS[{name:?}].lease_ms: {} (expected 1..=3600000)",
-                spec.lease_ms
-            ));
-        }
+        spec.validate()
+            .map_err(|e| format!("BREAKERS[{name:?}]: {e}"))?;
     }
     Ok(())
 }
@@ -124,6 +88,7 @@ mod tests {
             r#"{"a": {"breaker": {"open_jitter": 2.0}}}"#,
             r#"{"a": {"surprise": 1}}"#,
             r#"[1, 2]"#,
+            r#"{"a": {"breaker": {"trip": {"slow_call_rate": {"threshold_percent": 50, "slow_call_ms": 1000, "minimum_calls": 10, "window": {"calls": 10}}}}}}"#,
             "not json",
         ] {
             assert!(parse_breakers(bad).is_err(), "{bad}");

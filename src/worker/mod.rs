@@ -25,14 +25,29 @@
 //! - JavaScript Workers: `SharedCircuitBreaker` in `js/shared.ts`, with a binding to this Worker's
 //!   class (`script_name = "breakwater"`).
 //!
-//! [`engine`] and [`lease`] are plain state machines (time passed in), tested natively; the
-//! object, routes and client are thin shells around them, tested in workerd by
-//! `scripts/test-worker.sh`.
+//! The protocol, the coordinator and the lease client live in the core ([`crate::shared`]),
+//! `no_std` and tested natively; the object, routes and client here are thin shells around
+//! them, tested in workerd by `scripts/test-worker.sh`. [`engine`], [`lease`] and [`protocol`]
+//! re-export them under the names this module has always used.
 
 pub mod config;
-pub mod engine;
-pub mod lease;
-pub mod protocol;
+
+/// The coordinator the object drives ([`crate::shared::coordinator`]).
+pub mod engine {
+    pub use crate::shared::coordinator::{
+        Coordinator as Engine, Grant, OnMismatch, Record, Step, STORAGE_KEY,
+    };
+}
+
+/// The lease client ([`crate::shared::client`]).
+pub mod lease {
+    pub use crate::shared::client::{ClientEvent, Decision, LeaseClient, LeaseOptions, Ticket};
+}
+
+/// The JSON protocol ([`crate::shared::protocol`]).
+pub mod protocol {
+    pub use crate::shared::protocol::*;
+}
 
 pub mod client;
 // `#[durable_object]` generates undocumented glue methods.

@@ -14,7 +14,7 @@ use alloc::string::{String, ToString};
 use worker::{console_error, console_log, durable_object, Env, Method, Request, Response, Result};
 
 use super::config::BreakerSpec;
-use super::engine::{Engine, Step, STORAGE_KEY};
+use super::engine::{Engine, OnMismatch, Step, STORAGE_KEY};
 use super::protocol::{Exchange, MAX_BODY_BYTES};
 use super::routes::{error_response, json_response, load_breakers};
 use crate::clock::Timestamp;
@@ -26,6 +26,9 @@ pub struct BreakerObject {
     state: worker::State,
     env: Env,
     engine: RefCell<Option<Engine>>,
+    /// The record as last stored: what the engine goes back to when a write fails, so that
+    /// nothing it granted or counted meanwhile (a probe slot, a batch) outlives the failure.
+    stored: RefCell<Option<String>>,
 }
 
 enum Op {
@@ -42,6 +45,7 @@ impl worker::DurableObject for BreakerObject {
             state,
             env,
             engine: RefCell::new(None),
+            stored: RefCell::new(None),
         }
     }
 
@@ -90,10 +94,7 @@ impl BreakerObject {
                     Err(resp) => return resp,
                 };
                 match serde_json::from_slice::<Exchange>(&body) {
-                    Ok(x) => match x.validate() {
-                        Ok(()) => Some(x),
-                        Err(e) => return error_response(400, "bad_request", &e.0),
-                    },
+                    Ok(x) => Some(x),
                     Err(e) => {
                         return error_response(400, "bad_request", &format!("invalid JSON: {e}"))
                     }
@@ -127,13 +128,13 @@ impl BreakerObject {
             },
             Err(e) => {
                 console_error!("breakwater: {e}");
-                return error_response(500, "misconfigured", "BREAKERS is not valid");
+                return error_response(500, "misconfigured", &e);
             }
         };
         // 3. Load lazily (storage only; the input gate keeps other events out meanwhile).
         if let Err(e) = self.ensure_loaded(&name, spec).await {
             console_error!("breakwater object {name}: {e}");
-            return error_response(500, "misconfigured", "the breaker cannot be built");
+            return error_response(500, "misconfigured", &e);
         }
         // 4. One synchronous step.
         let now = now();
@@ -143,13 +144,11 @@ impl BreakerObject {
                 return error_response(500, "internal", "breaker not loaded");
             };
             let (body, step) = match (&op, &exchange) {
-                (Op::Acquire, Some(x)) => {
-                    let (reply, step) = engine.exchange(now, x, true);
-                    (serde_json::to_string(&reply), step)
-                }
-                (Op::Report, Some(x)) => {
-                    let (reply, step) = engine.exchange(now, x, false);
-                    (serde_json::to_string(&reply), step)
+                (Op::Acquire | Op::Report, Some(x)) => {
+                    match engine.exchange(now, x, matches!(op, Op::Acquire)) {
+                        Ok((reply, step)) => (serde_json::to_string(&reply), step),
+                        Err(e) => return error_response(400, "bad_request", &e.0),
+                    }
                 }
                 (Op::Isolate, _) => {
                     let step = engine.isolate(now);
@@ -174,14 +173,26 @@ impl BreakerObject {
                 Ok(json) => self
                     .state
                     .storage()
-                    .put(STORAGE_KEY, json)
+                    .put(STORAGE_KEY, json.clone())
                     .await
+                    .map(|()| json)
                     .map_err(|e| e.to_string()),
                 Err(e) => Err(e),
             };
-            if let Err(e) = stored {
-                console_error!("breakwater object {name}: could not persist: {e}");
-                return error_response(503, "storage", "the new state could not be stored");
+            match stored {
+                Ok(json) => *self.stored.borrow_mut() = Some(json),
+                Err(e) => {
+                    console_error!("breakwater object {name}: could not persist: {e}");
+                    // Back to what is stored: the client hears 503 and will ask again, so a
+                    // probe granted or a batch applied in this step must not stay in memory.
+                    let previous = self.stored.borrow().clone();
+                    let back =
+                        Engine::load_json(&name, spec, previous.as_deref(), OnMismatch::Install);
+                    if let Ok(engine) = back {
+                        *self.engine.borrow_mut() = Some(engine);
+                    }
+                    return error_response(503, "storage", "the new state could not be stored");
+                }
             }
         }
         for t in &step.transitions {
@@ -214,12 +225,23 @@ impl BreakerObject {
             // Loaded by another request meanwhile.
             return Ok(());
         }
-        let engine = match stored {
-            Ok(text) => Engine::load(name, spec, text.as_deref())?,
+        let mut engine = match &stored {
+            Ok(text) => Engine::load_json(name, spec, text.as_deref(), OnMismatch::Install)?,
             Err(e) => {
                 Engine::unreadable(name, spec, format!("stored record is not readable: {e}"))?
             }
         };
+        if let Ok(text) = stored {
+            *self.stored.borrow_mut() = text;
+        }
+        if let Some(m) = engine.view(now()).options_mismatch {
+            console_log!(
+                "breakwater object {name}: settings changed (stored {:x}, configured {:x}); {}",
+                m.stored,
+                m.configured,
+                m.resolution
+            );
+        }
         if let Some(reason) = engine.restore_error() {
             console_error!("breakwater object {name}: {reason}; starting CLOSED");
         }

@@ -495,6 +495,7 @@ fn demo(env: &Env) -> core::result::Result<(Rc<DemoApp>, String, String), String
                 ClientEvent::StateChanged { to, .. } => format!("state:{to}"),
                 ClientEvent::Fallback { .. } => String::from("fallback"),
                 ClientEvent::Recovered => String::from("recovered"),
+                ClientEvent::Dropped { outcomes, .. } => format!("dropped:{outcomes}"),
             };
             log.borrow_mut().push(text);
         });

@@ -1,7 +1,5 @@
-//! The JSON protocol between clients and the breaker's Durable Object.
-//!
-//! Every request is a `POST` (or `GET` for `/state`) to the object's stub at
-//! `https://breaker/<op>`:
+//! The messages between lease clients and the coordinator, whatever carries them (a Durable
+//! Object's stub, the Worker's breaker service over HTTPS, a Redis script's caller).
 //!
 //! | op         | body                  | answer                                            |
 //! |------------|-----------------------|---------------------------------------------------|
@@ -11,22 +9,24 @@
 //! | `/isolate` | none or `{}`          | [`StateView`]                                     |
 //! | `/reset`   | none or `{}`          | [`StateView`]                                     |
 //!
-//! A client sends its outcomes in [`Batch`]es, each numbered per client (`seq`): the object
-//! remembers the highest number it applied for the last [`MAX_CLIENTS`] clients, so a batch that
-//! is sent again after a lost answer is acknowledged but not counted twice. Outcomes are counted
-//! under the generation the client admitted them in: outcomes from an older generation land in
-//! the statistics (`stale`) but never move the state.
+//! A client sends its outcomes in [`Batch`]es, numbered per client *session* (`client` names the
+//! client, `session` is drawn at random when it starts, so a restarted client that keeps its
+//! name starts afresh): the coordinator remembers the highest number it applied for each
+//! session, so a batch sent again after a lost answer is acknowledged but not counted twice.
+//! Outcomes are counted under the generation the client admitted them in: outcomes from an
+//! older generation land in the statistics (`stale`) but never move the state. A probe's outcome
+//! counts only if that client was granted that probe and has not reported it yet.
 //!
-//! Malformed input is answered with a 4xx [`ErrorReply`] and changes nothing.
+//! An exchange that breaks the limits below as a whole is refused (4xx, nothing applied); a batch
+//! that breaks them alone is listed in [`ExchangeReply::refused`] and not applied, and the client
+//! drops it rather than send it again. A [`LeaseClient`](super::LeaseClient) never builds either.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use serde::{Deserialize, Serialize};
-
 use crate::breaker::{Mode, Outcome, RejectReason, Rejected, State, Stats};
 
-/// The largest request body the object reads, in bytes.
+/// The largest request body a coordinator reads, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// The most batches one exchange may carry.
 pub const MAX_BATCHES: usize = 16;
@@ -34,17 +34,35 @@ pub const MAX_BATCHES: usize = 16;
 pub const MAX_GENERATIONS_PER_BATCH: usize = 8;
 /// The most probe outcomes one batch may carry.
 pub const MAX_PROBES_PER_BATCH: usize = 64;
-/// The most outcomes (successes + failures + ignored, over every batch) one exchange may carry.
-/// Each outcome is one step of the state machine, so this bounds the object's work per request.
+/// The most outcomes (successes + failures + ignored, probes included) one batch may carry.
+/// Each outcome of the current generation is one step of the state machine, so this and
+/// [`MAX_BATCHES`] bound the coordinator's work per request (to 1 000 000 steps).
+pub const MAX_OUTCOMES_PER_BATCH: u64 = 62_500;
+/// The most outcomes one exchange may carry ([`MAX_BATCHES`] × [`MAX_OUTCOMES_PER_BATCH`]).
 pub const MAX_OUTCOMES_PER_EXCHANGE: u64 = 1_000_000;
+/// The largest batch number and session (2^53: they survive a JavaScript number).
+pub const MAX_SEQ: u64 = 1 << 53;
 /// The longest client identifier, in bytes.
 pub const MAX_CLIENT_ID_LEN: usize = 64;
-/// How many clients' last batch numbers the object remembers.
-pub const MAX_CLIENTS: usize = 256;
+/// How many client sessions' last batch numbers the coordinator remembers.
+pub const MAX_CLIENTS: usize = 1_024;
+/// How long a client may send a batch again after sealing it, in ms (its own clock); older
+/// batches are dropped, counted and reported by the client.
+pub const RESEND_WINDOW_MS: u64 = 5 * 60_000;
+/// How long the coordinator keeps a session's batch number after the last batch it applied, in ms
+/// (its own clock): three resend windows, so that clocks running at different speeds or a late
+/// resend still find it. A session forgotten earlier (more than [`MAX_CLIENTS`] sessions active
+/// at once) makes the coordinator refuse to count batches it cannot vouch for, for this long.
+pub const DEDUP_WINDOW_MS: u64 = 3 * RESEND_WINDOW_MS;
+/// How far past the last applied number a session's next batch may be numbered. A client's
+/// numbers only skip the batches it dropped; a larger jump is refused, so a forged number
+/// cannot silence a session.
+pub const MAX_SEQ_GAP: u64 = 4 * MAX_BATCHES as u64;
 
 /// How a call ended, on the wire: `"success"`, `"failure"` or `"ignored"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum WireOutcome {
     /// [`Outcome::Success`].
     Success,
@@ -75,21 +93,22 @@ impl From<Outcome> for WireOutcome {
 }
 
 /// Outcomes of calls admitted under one generation (or under none the client knew of).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Counts {
     /// The generation of the lease the calls were admitted under; `null` when the client never
     /// had a lease (they are then counted as stale).
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub generation: Option<u32>,
     /// Successful calls.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub successes: u32,
     /// Failed calls.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub failures: u32,
     /// Calls that say nothing about the upstream.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub ignored: u32,
 }
 
@@ -101,41 +120,50 @@ impl Counts {
 }
 
 /// The outcome of a half-open probe the object granted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct ProbeReport {
     /// The permit's generation.
     pub generation: u32,
     /// The probe slot.
     pub id: u32,
-    /// When the object issued the permit (its clock, ms since the epoch).
+    /// When the permit was issued, as the client was told (informational: the coordinator
+    /// keeps its own record of each grant).
+    #[cfg_attr(feature = "serde", serde(default))]
     pub issued_at: u64,
     /// How it ended.
     pub outcome: WireOutcome,
 }
 
 /// One numbered batch of outcomes from one client.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Batch {
-    /// Increases by one per batch and client, from 1.
+    /// Increases by one per batch and client session, from 1; at most [`MAX_SEQ`].
     pub seq: u64,
     /// Outcomes of ordinary calls, by generation.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub counts: Vec<Counts>,
     /// Outcomes of probes.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub probes: Vec<ProbeReport>,
 }
 
 /// What a client sends to `/acquire` and `/report`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Exchange {
     /// The client's identifier: 1 to 64 ASCII letters, digits, `-` or `_`.
     pub client: String,
+    /// Drawn at random when the client starts (at most [`MAX_SEQ`]); batch numbers are per
+    /// `(client, session)`. 0 for clients that predate sessions.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub session: u64,
     /// Outcomes to apply before answering, oldest first.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub batches: Vec<Batch>,
 }
 
@@ -144,41 +172,81 @@ pub struct Exchange {
 pub struct BadRequest(pub String);
 
 impl Exchange {
-    /// Checks the limits and shapes a JSON parser cannot.
+    /// Checks what concerns the exchange as a whole (a failure refuses all of it): the client,
+    /// the session, the number of batches and their order. Each batch is checked on its own by
+    /// [`Batch::check`].
     pub fn validate(&self) -> Result<(), BadRequest> {
         if !valid_client_id(&self.client) {
             return Err(BadRequest(
                 "`client` must be 1 to 64 ASCII letters, digits, - or _".into(),
             ));
         }
+        if self.session > MAX_SEQ {
+            return Err(BadRequest("`session` must be at most 2^53".into()));
+        }
         if self.batches.len() > MAX_BATCHES {
             return Err(BadRequest("more than 16 batches".into()));
         }
-        let mut outcomes = 0u64;
         let mut last_seq = 0u64;
         for b in &self.batches {
-            if b.seq == 0 || b.seq <= last_seq {
+            if b.seq == 0 || b.seq <= last_seq || b.seq > MAX_SEQ {
                 return Err(BadRequest(
-                    "batch `seq` must start at 1 and increase".into(),
+                    "batch `seq` must start at 1, increase, and stay at most 2^53".into(),
                 ));
             }
             last_seq = b.seq;
-            if b.counts.len() > MAX_GENERATIONS_PER_BATCH {
-                return Err(BadRequest("more than 8 `counts` entries in a batch".into()));
-            }
-            if b.probes.len() > MAX_PROBES_PER_BATCH {
-                return Err(BadRequest("more than 64 `probes` in a batch".into()));
-            }
-            outcomes = outcomes
-                .saturating_add(b.counts.iter().map(Counts::total).sum::<u64>())
-                .saturating_add(b.probes.len() as u64);
-        }
-        if outcomes > MAX_OUTCOMES_PER_EXCHANGE {
-            return Err(BadRequest(
-                "more than 1 000 000 outcomes in one request".into(),
-            ));
         }
         Ok(())
+    }
+
+    /// An upper bound of this exchange's length as compact JSON, in bytes, whatever the values.
+    pub fn encoded_len_bound(&self) -> usize {
+        // {"client":"<64>","session":<16>,"batches":[...]}
+        EXCHANGE_OVERHEAD
+            + self.client.len()
+            + self
+                .batches
+                .iter()
+                .map(Batch::encoded_len_bound)
+                .sum::<usize>()
+    }
+}
+
+/// JSON length bounds used by [`Exchange::encoded_len_bound`].
+const EXCHANGE_OVERHEAD: usize = 64;
+const BATCH_OVERHEAD: usize = 64;
+/// `{"generation":4294967295,"successes":4294967295,"failures":4294967295,"ignored":4294967295},`
+const COUNTS_BOUND: usize = 96;
+/// `{"generation":4294967295,"id":4294967295,"issued_at":9007199254740992,"outcome":"success"},`
+const PROBE_BOUND: usize = 96;
+
+impl Batch {
+    /// Checks this batch's own limits; the reason, if it breaks one.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.counts.len() > MAX_GENERATIONS_PER_BATCH {
+            return Err("more than 8 `counts` entries in a batch");
+        }
+        if self.probes.len() > MAX_PROBES_PER_BATCH {
+            return Err("more than 64 `probes` in a batch");
+        }
+        if self.outcomes() > MAX_OUTCOMES_PER_BATCH {
+            return Err("more than 62 500 outcomes in a batch");
+        }
+        Ok(())
+    }
+
+    /// Every outcome it carries, probes included.
+    pub fn outcomes(&self) -> u64 {
+        self.counts
+            .iter()
+            .map(Counts::total)
+            .sum::<u64>()
+            .saturating_add(self.probes.len() as u64)
+    }
+
+    /// An upper bound of its length as compact JSON, in bytes.
+    pub fn encoded_len_bound(&self) -> usize {
+        BATCH_OVERHEAD + COUNTS_BOUND * self.counts.len() + PROBE_BOUND * self.probes.len()
     }
 }
 
@@ -192,7 +260,8 @@ pub fn valid_client_id(id: &str) -> bool {
 }
 
 /// The state a client may act on without asking, and for how long.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Lease {
     /// The state now. CLOSED: admit locally for `lease_ms`. OPEN: reject locally for
     /// `retry_after_ms`. HALF_OPEN: ask the object for every admission.
@@ -210,7 +279,8 @@ pub struct Lease {
 }
 
 /// A permit the object granted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct WirePermit {
     /// Its generation.
     pub generation: u32,
@@ -222,7 +292,8 @@ pub struct WirePermit {
 }
 
 /// Why the object refused, on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct WireRejected {
     /// `"open"`, `"half_open_full"` or `"isolated"`.
     pub reason: WireReason,
@@ -231,8 +302,9 @@ pub struct WireRejected {
 }
 
 /// [`RejectReason`] on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum WireReason {
     /// [`RejectReason::Open`].
     Open,
@@ -269,24 +341,48 @@ impl From<WireRejected> for Rejected {
 }
 
 /// The answer to `/acquire` and `/report`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ExchangeReply {
     /// The state to act on.
     pub lease: Lease,
     /// `/acquire` only: the permit granted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub permit: Option<WirePermit>,
     /// `/acquire` only: the refusal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub rejected: Option<WireRejected>,
     /// The `seq` of every batch now applied (including ones applied before).
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub acked: Vec<u64>,
+    /// Batches that were not applied and never will be: the client drops them.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub refused: Vec<Refusal>,
+}
+
+/// A batch the coordinator will not apply, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Refusal {
+    /// The batch's number.
+    pub seq: u64,
+    /// Why, for the client's event and the log.
+    pub reason: String,
 }
 
 /// Counters the object keeps besides the breaker's own statistics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
 pub struct ObjectCounters {
     /// Requests served since the object was loaded (not persisted).
     pub requests: u64,
@@ -298,6 +394,16 @@ pub struct ObjectCounters {
     pub batches: u64,
     /// Batches received again and not counted twice.
     pub duplicate_batches: u64,
+    /// Batches refused (over a limit, or numbered too far ahead).
+    pub refused_batches: u64,
+    /// Batches acknowledged but not counted because their session had been forgotten too early
+    /// to tell whether they were applied before.
+    pub unverified_batches: u64,
+    /// Sessions forgotten while they might still send a batch again.
+    pub sessions_evicted_early: u64,
+    /// Probe reports that matched no probe granted to that client (forged, repeated, or from
+    /// a probe round that ended): not counted.
+    pub unmatched_probe_reports: u64,
     /// Outcomes received in `counts` (every generation).
     pub counted_outcomes: u64,
     /// Probe outcomes received.
@@ -348,7 +454,8 @@ impl ObjectCounters {
 }
 
 /// The answer to `/state`, `/isolate` and `/reset`, and the admin routes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StateView {
     /// The breaker's name.
     pub name: String,
@@ -366,13 +473,38 @@ pub struct StateView {
     pub counters: ObjectCounters,
     /// Why the stored snapshot could not be restored, if it could not.
     pub restore_error: Option<String>,
+    /// The fingerprint ([`SharedSpec::fingerprint`](super::SharedSpec::fingerprint)) of the
+    /// settings the breaker runs under.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub options: u64,
+    /// When this host is configured differently from the stored record: what it did about it.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub options_mismatch: Option<OptionsMismatch>,
+    /// Client sessions remembered.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub sessions: usize,
+}
+
+/// A host whose settings differ from the ones the shared record was written under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct OptionsMismatch {
+    /// The fingerprint of the settings in the record.
+    pub stored: u64,
+    /// The fingerprint of this host's settings.
+    pub configured: u64,
+    /// `"adopted"`: the shared breaker keeps running under the stored settings (this host's
+    /// take effect on `reset`); `"installed"`: this host's settings replaced the stored ones and
+    /// the state was carried over.
+    pub resolution: String,
 }
 
 /// [`Stats`] on the wire: the core's own type, serialised as is.
 pub type StatsView = Stats;
 
 /// Every error answer: `{"error": "<code>", "message": "<text>"}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ErrorReply {
     /// A stable code: `bad_request`, `not_found`, `method_not_allowed`, `payload_too_large`,
     /// `unsupported_media_type`, `unauthorized`, `misconfigured`, `storage`.

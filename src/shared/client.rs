@@ -1,0 +1,756 @@
+//! The lease client: one process's view of a shared breaker, as a sans-IO state machine. Hosts
+//! (the workers-rs `SharedBreaker`, the JavaScript `SharedCircuitBreaker` and
+//! `StoreCircuitBreaker` through wasm) read the clock, send the [`Exchange`]s it builds, and feed
+//! the answers back; they decide nothing themselves.
+//!
+//! - CLOSED lease: admit locally until it runs out; outcomes wait in a batch. A failure (or a
+//!   probe outcome) is sent at once, together with whatever successes are waiting; successes
+//!   alone are sent when `max_batch` of them wait or with the lease renewal.
+//! - A lease runs from the moment its request was sent, and ends at its time whatever is in
+//!   flight: a slow or lost answer never stretches it.
+//! - OPEN lease: reject locally until the coordinator's retry-after has passed.
+//! - HALF_OPEN: every admission asks the coordinator, which grants the probe permits.
+//! - Coordinator unreachable: the local breaker (a core [`Breaker`]) decides, or with
+//!   `fail_closed` everything is rejected, until `retry_unreachable_ms` has passed; outcomes
+//!   still wait in batches and are sent once it answers again.
+//!
+//! Every exchange it builds passes the coordinator's checks and stays under
+//! [`MAX_BODY_BYTES`]: batches are sealed within their limits, and what cannot be kept (more than
+//! [`MAX_BATCHES`] batches' worth while unreachable, batches older than [`RESEND_WINDOW_MS`],
+//! batches the coordinator refused) is dropped, counted, and announced with
+//! [`ClientEvent::Dropped`] — never sent again unchanged.
+
+use alloc::collections::VecDeque;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use super::protocol::{
+    Batch, Counts, Exchange, ExchangeReply, Lease, ProbeReport, MAX_BATCHES, MAX_BODY_BYTES,
+    MAX_GENERATIONS_PER_BATCH, MAX_OUTCOMES_PER_BATCH, MAX_PROBES_PER_BATCH, MAX_SEQ,
+    RESEND_WINDOW_MS,
+};
+use super::spec::MAX_SHARED_TIMESTAMP_MS;
+use crate::breaker::{
+    Breaker, BreakerConfig, Mode, Outcome, Permit, RejectReason, Rejected, State,
+};
+use crate::clock::Timestamp;
+use crate::error::ConfigError;
+
+/// Events kept for the host to read.
+const MAX_EVENTS: usize = 64;
+
+/// How a client behaves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeaseOptions {
+    /// Send the waiting successes once this many outcomes wait. Default: 1 000; at most
+    /// [`MAX_OUTCOMES_PER_BATCH`].
+    pub max_batch: u32,
+    /// When the coordinator cannot be reached, reject every call (true) instead of letting the
+    /// local breaker decide (false). Default: false (fail-open).
+    pub fail_closed: bool,
+    /// How long to stay on the local breaker before trying the coordinator again, in ms.
+    /// Default: 1 000.
+    pub retry_unreachable_ms: u64,
+    /// The local breaker used while the coordinator is unreachable. Default:
+    /// [`BreakerConfig::new`].
+    pub fallback: BreakerConfig,
+}
+
+impl Default for LeaseOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LeaseOptions {
+    /// The defaults listed on each field.
+    pub const fn new() -> Self {
+        LeaseOptions {
+            max_batch: 1_000,
+            fail_closed: false,
+            retry_unreachable_ms: 1_000,
+            fallback: BreakerConfig::new(),
+        }
+    }
+    /// Sets [`max_batch`](Self::max_batch).
+    pub const fn with_max_batch(mut self, n: u32) -> Self {
+        self.max_batch = n;
+        self
+    }
+    /// Sets [`fail_closed`](Self::fail_closed).
+    pub const fn with_fail_closed(mut self, fail_closed: bool) -> Self {
+        self.fail_closed = fail_closed;
+        self
+    }
+    /// Sets [`retry_unreachable_ms`](Self::retry_unreachable_ms).
+    pub const fn with_retry_unreachable_ms(mut self, ms: u64) -> Self {
+        self.retry_unreachable_ms = ms;
+        self
+    }
+    /// Sets [`fallback`](Self::fallback).
+    pub const fn with_fallback(mut self, config: BreakerConfig) -> Self {
+        self.fallback = config;
+        self
+    }
+
+    /// Checks every field; the error names the first one out of range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_batch == 0 || u64::from(self.max_batch) > MAX_OUTCOMES_PER_BATCH {
+            return Err(ConfigError::new(
+                "max_batch",
+                self.max_batch as f64,
+                "an integer in 1..=62500",
+            ));
+        }
+        if self.retry_unreachable_ms == 0 || self.retry_unreachable_ms > RESEND_WINDOW_MS {
+            return Err(ConfigError::new(
+                "retry_unreachable_ms",
+                self.retry_unreachable_ms as f64,
+                "an integer in 1..=300000 milliseconds",
+            ));
+        }
+        self.fallback.validate()
+    }
+}
+
+/// Proof of admission, to report the outcome with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "report the outcome with this ticket"]
+pub struct Ticket {
+    kind: TicketKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TicketKind {
+    /// Admitted on a CLOSED lease (or by a coordinator permit while CLOSED).
+    Lease { generation: Option<u32> },
+    /// A half-open probe the coordinator granted.
+    Probe {
+        generation: u32,
+        id: u32,
+        issued_at: u64,
+    },
+    /// Admitted by the local breaker.
+    Local {
+        permit: Permit,
+        generation: Option<u32>,
+    },
+}
+
+impl Ticket {
+    /// Whether this is a half-open probe granted by the coordinator.
+    pub fn is_probe(&self) -> bool {
+        matches!(self.kind, TicketKind::Probe { .. })
+    }
+    /// Whether the local breaker admitted it.
+    pub fn is_fallback(&self) -> bool {
+        matches!(self.kind, TicketKind::Local { .. })
+    }
+}
+
+/// What to do about a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it, then [`LeaseClient::record`] its outcome with the ticket.
+    Admit(Ticket),
+    /// Do not run it.
+    Reject(Rejected),
+    /// Send [`LeaseClient::acquire_request`] to `/acquire`, then ask
+    /// [`LeaseClient::on_acquire_reply`].
+    Acquire,
+    /// The CLOSED lease ran out: send [`LeaseClient::begin_flush`] (forced) to `/report` — or,
+    /// if a report is already in flight ([`LeaseClient::in_flight`]), wait for its answer — then
+    /// ask [`LeaseClient::admit`] again.
+    Refresh,
+}
+
+/// Something a host should tell its listeners about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// The state this client acts on changed.
+    StateChanged {
+        /// The state before (none before the first answer).
+        from: Option<State>,
+        /// The state now.
+        to: State,
+    },
+    /// The coordinator could not be reached; the local breaker decides now.
+    Fallback {
+        /// What went wrong.
+        reason: String,
+    },
+    /// The coordinator answers again.
+    Recovered,
+    /// Outcomes were given up: refused by the coordinator, too old to send again, or more than
+    /// a client keeps while the coordinator is unreachable.
+    Dropped {
+        /// How many outcomes.
+        outcomes: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Known {
+    state: State,
+    mode: Mode,
+    generation: u32,
+    /// Local time until which the lease holds (CLOSED) or rejection lasts (OPEN).
+    until: u64,
+}
+
+/// One process's view of a shared breaker.
+#[derive(Debug)]
+pub struct LeaseClient {
+    id: String,
+    session: u64,
+    opts: LeaseOptions,
+    known: Option<Known>,
+    pending: Vec<Counts>,
+    pending_probes: Vec<ProbeReport>,
+    /// Sealed batches not yet acknowledged, with the local time each was sealed.
+    outbox: VecDeque<(Batch, u64)>,
+    next_seq: u64,
+    /// How many outbox batches the report in flight carries, if one is in flight.
+    in_flight: Option<usize>,
+    /// Send one batch per report (the coordinator refused a whole exchange).
+    one_at_a_time: bool,
+    /// When the request whose answer is awaited was sent (the lease runs from then).
+    sent_at: u64,
+    now: u64,
+    fallback_until: Option<u64>,
+    local: Breaker,
+    events: VecDeque<ClientEvent>,
+    requests: u64,
+    dropped: u64,
+}
+
+impl LeaseClient {
+    /// A client named `id` (1 to 64 ASCII letters, digits, `-`, `_`; unique per process), session 0.
+    /// Prefer [`with_session`](Self::with_session) with a random session, so that a restarted
+    /// process reusing its name is not mistaken for its former self.
+    pub fn new(id: String, opts: LeaseOptions) -> Result<Self, ConfigError> {
+        Self::with_session(id, 0, opts)
+    }
+
+    /// A client named `id` in session `session` (drawn at random when the process starts; at
+    /// most 2^53).
+    pub fn with_session(id: String, session: u64, opts: LeaseOptions) -> Result<Self, ConfigError> {
+        opts.validate()?;
+        if !super::protocol::valid_client_id(&id) {
+            return Err(ConfigError::new(
+                "client_id",
+                id.len() as f64,
+                "1 to 64 ASCII letters, digits, - or _",
+            ));
+        }
+        if session > MAX_SEQ {
+            return Err(ConfigError::new(
+                "session",
+                session as f64,
+                "an integer in 0..=2^53",
+            ));
+        }
+        let local = Breaker::new(opts.fallback)?;
+        Ok(LeaseClient {
+            id,
+            session,
+            opts,
+            known: None,
+            pending: Vec::new(),
+            pending_probes: Vec::new(),
+            outbox: VecDeque::new(),
+            next_seq: 1,
+            in_flight: None,
+            one_at_a_time: false,
+            sent_at: 0,
+            now: 0,
+            fallback_until: None,
+            local,
+            events: VecDeque::new(),
+            requests: 0,
+            dropped: 0,
+        })
+    }
+
+    /// The client's identifier.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The client's session.
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+
+    /// The state this client last learned, if any.
+    pub fn known_state(&self) -> Option<State> {
+        self.known.map(|k| k.state)
+    }
+
+    /// Whether the local breaker is deciding.
+    pub fn in_fallback(&self) -> bool {
+        self.fallback_until.is_some()
+    }
+
+    /// Whether a report is in flight (its answer or failure has not been fed back).
+    pub fn in_flight(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Requests built so far.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Outcomes given up so far (see [`ClientEvent::Dropped`]).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The local breaker (what decides while the coordinator is unreachable).
+    pub fn local(&self) -> &Breaker {
+        &self.local
+    }
+
+    /// Outcomes not yet acknowledged by the coordinator.
+    pub fn unacknowledged(&self) -> u64 {
+        let pending: u64 = self.pending.iter().map(Counts::total).sum();
+        let outbox: u64 = self.outbox.iter().map(|(b, _)| b.outcomes()).sum();
+        pending + outbox + self.pending_probes.len() as u64
+    }
+
+    /// The next event to report, oldest first.
+    pub fn next_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    fn tick(&mut self, now: Timestamp) -> u64 {
+        self.now = self.now.max(now.0.min(MAX_SHARED_TIMESTAMP_MS));
+        self.now
+    }
+
+    /// Decides about a call at `now` (local clock, ms).
+    pub fn admit(&mut self, now: Timestamp) -> Decision {
+        let now = self.tick(now);
+        if let Some(until) = self.fallback_until {
+            if now < until || self.in_flight.is_some() {
+                return self.admit_locally(now, until);
+            }
+            return match self.known {
+                Some(k) if k.state == State::Closed => Decision::Refresh,
+                _ => Decision::Acquire,
+            };
+        }
+        let Some(k) = self.known else {
+            return Decision::Acquire;
+        };
+        match (k.state, k.mode) {
+            (_, Mode::Disabled) | (State::Closed, _) if now < k.until => {
+                Decision::Admit(self.lease_ticket())
+            }
+            (_, Mode::Disabled) | (State::Closed, _) => Decision::Refresh,
+            (State::Open, _) if now < k.until => Decision::Reject(Rejected {
+                reason: if k.mode == Mode::Isolated {
+                    RejectReason::Isolated
+                } else {
+                    RejectReason::Open
+                },
+                retry_after_ms: (k.until - now).max(1),
+            }),
+            (State::Open | State::HalfOpen, _) => Decision::Acquire,
+        }
+    }
+
+    /// What to send to `/acquire`. Carries no batches: reports travel on `/report` only, one at
+    /// a time.
+    pub fn acquire_request(&mut self) -> Exchange {
+        self.requests += 1;
+        self.sent_at = self.now;
+        Exchange {
+            client: self.id.clone(),
+            session: self.session,
+            batches: Vec::new(),
+        }
+    }
+
+    /// Feeds the coordinator's answer to `/acquire`.
+    pub fn on_acquire_reply(&mut self, now: Timestamp, reply: &ExchangeReply) -> Decision {
+        self.tick(now);
+        self.on_lease(&reply.lease);
+        if let Some(p) = reply.permit {
+            let kind = match p.probe {
+                Some(id) => TicketKind::Probe {
+                    generation: p.generation,
+                    id,
+                    issued_at: p.issued_at,
+                },
+                None => TicketKind::Lease {
+                    generation: Some(p.generation),
+                },
+            };
+            return Decision::Admit(Ticket { kind });
+        }
+        let rejected = reply.rejected.map(Rejected::from).unwrap_or(Rejected {
+            reason: RejectReason::Open,
+            retry_after_ms: 1,
+        });
+        Decision::Reject(rejected)
+    }
+
+    /// Records how an admitted call ended. Returns whether a report should be sent now
+    /// ([`flush_due`](Self::flush_due)).
+    pub fn record(&mut self, now: Timestamp, ticket: Ticket, outcome: Outcome) -> bool {
+        let now = self.tick(now);
+        match ticket.kind {
+            TicketKind::Lease { generation } => self.count(generation, outcome),
+            TicketKind::Probe {
+                generation,
+                id,
+                issued_at,
+            } => {
+                if self.pending_probes.len() >= MAX_PROBES_PER_BATCH * MAX_BATCHES {
+                    self.drop_outcomes(1, "more probe outcomes waiting than a client keeps");
+                } else {
+                    self.pending_probes.push(ProbeReport {
+                        generation,
+                        id,
+                        issued_at,
+                        outcome: outcome.into(),
+                    });
+                }
+            }
+            TicketKind::Local { permit, generation } => {
+                let _ = self.local.report(Timestamp(now), permit, outcome);
+                self.count(generation, outcome);
+            }
+        }
+        self.flush_due(Timestamp(now))
+    }
+
+    /// Records an outcome without a ticket (counted under the current lease).
+    pub fn record_untracked(&mut self, now: Timestamp, outcome: Outcome) -> bool {
+        self.tick(now);
+        let generation = self.known.map(|k| k.generation);
+        self.count(generation, outcome);
+        self.flush_due(now)
+    }
+
+    /// Whether a report should be sent now: a failure or a probe outcome waits, or `max_batch`
+    /// outcomes do, and no report is in flight and the coordinator is not known to be
+    /// unreachable.
+    pub fn flush_due(&self, now: Timestamp) -> bool {
+        if self.in_flight.is_some() || self.fallback_until.is_some_and(|u| now.0 < u) {
+            return false;
+        }
+        let waiting: u64 = self.pending.iter().map(Counts::total).sum();
+        !self.pending_probes.is_empty()
+            || self.pending.iter().any(|c| c.failures > 0)
+            || waiting >= u64::from(self.opts.max_batch)
+    }
+
+    /// Seals what waits into numbered batches and returns the report to send to `/report`: the
+    /// oldest unacknowledged batches that fit in one request. `None` when a report is already
+    /// in flight, or when nothing waits and `force` (renew the lease anyway) is false.
+    pub fn begin_flush(&mut self, force: bool) -> Option<Exchange> {
+        if self.in_flight.is_some() {
+            return None;
+        }
+        self.drop_expired();
+        self.seal();
+        if self.outbox.is_empty() && !force {
+            return None;
+        }
+        let mut req = Exchange {
+            client: self.id.clone(),
+            session: self.session,
+            batches: Vec::new(),
+        };
+        let limit = if self.one_at_a_time { 1 } else { MAX_BATCHES };
+        for (batch, _) in self.outbox.iter().take(limit) {
+            let len = req.encoded_len_bound() + batch.encoded_len_bound();
+            if len > MAX_BODY_BYTES && !req.batches.is_empty() {
+                break;
+            }
+            req.batches.push(batch.clone());
+        }
+        self.in_flight = Some(req.batches.len());
+        self.requests += 1;
+        self.sent_at = self.now;
+        Some(req)
+    }
+
+    /// Feeds the coordinator's answer to `/report`.
+    pub fn on_flush_reply(&mut self, now: Timestamp, reply: &ExchangeReply) {
+        self.tick(now);
+        self.in_flight = None;
+        let mut refused = 0u64;
+        let mut reason = None;
+        self.outbox.retain(|(b, _)| {
+            if let Some(r) = reply.refused.iter().find(|r| r.seq == b.seq) {
+                refused += b.outcomes();
+                reason.get_or_insert_with(|| r.reason.clone());
+                return false;
+            }
+            !reply.acked.contains(&b.seq)
+        });
+        if let Some(reason) = reason {
+            self.drop_outcomes(refused, &reason);
+        }
+        if self.outbox.is_empty() {
+            self.one_at_a_time = false;
+        }
+        self.on_lease(&reply.lease);
+    }
+
+    /// The coordinator refused the whole report (a 4xx answer: it will refuse it again). It is
+    /// never sent again unchanged: a report of several batches is sent one batch at a time from
+    /// now on, and a single refused batch is dropped.
+    pub fn on_flush_refused(&mut self, now: Timestamp, reason: &str) {
+        self.tick(now);
+        let sent = self.in_flight.take().unwrap_or(0);
+        if sent > 1 {
+            self.one_at_a_time = true;
+        } else if let Some((b, _)) = self.outbox.pop_front() {
+            self.drop_outcomes(b.outcomes(), reason);
+        }
+    }
+
+    /// The coordinator could not be reached (network error, time-out, overload, a 5xx, an
+    /// answer that is not the protocol's). `was_flush`: the failed request was the report from
+    /// `begin_flush`; it will be sent again, unchanged, while it is younger than
+    /// [`RESEND_WINDOW_MS`].
+    pub fn on_unreachable(&mut self, now: Timestamp, was_flush: bool, reason: String) {
+        let now = self.tick(now);
+        if was_flush {
+            self.in_flight = None;
+        }
+        if self.fallback_until.is_none() {
+            self.push_event(ClientEvent::Fallback { reason });
+        }
+        self.fallback_until = Some(now.saturating_add(self.opts.retry_unreachable_ms));
+    }
+
+    fn admit_locally(&mut self, now: u64, until: u64) -> Decision {
+        if self.opts.fail_closed {
+            return Decision::Reject(Rejected {
+                reason: RejectReason::Open,
+                retry_after_ms: until.saturating_sub(now).max(1),
+            });
+        }
+        match self.local.acquire(Timestamp(now)).result {
+            Ok(permit) => Decision::Admit(Ticket {
+                kind: TicketKind::Local {
+                    permit,
+                    generation: self.known.map(|k| k.generation),
+                },
+            }),
+            Err(r) => Decision::Reject(r),
+        }
+    }
+
+    fn lease_ticket(&self) -> Ticket {
+        Ticket {
+            kind: TicketKind::Lease {
+                generation: self.known.map(|k| k.generation),
+            },
+        }
+    }
+
+    /// A lease runs from when its request was sent: an answer that took long is worth less.
+    fn on_lease(&mut self, lease: &Lease) {
+        let start = self.sent_at;
+        let until = match (lease.state, lease.mode) {
+            (_, Mode::Disabled) | (State::Closed, _) => start.saturating_add(lease.lease_ms),
+            (State::Open, _) => start.saturating_add(lease.retry_after_ms.max(1)),
+            (State::HalfOpen, _) => start,
+        };
+        let before = self.known.map(|k| k.state);
+        if before != Some(lease.state) {
+            self.push_event(ClientEvent::StateChanged {
+                from: before,
+                to: lease.state,
+            });
+        }
+        self.known = Some(Known {
+            state: lease.state,
+            mode: lease.mode,
+            generation: lease.generation,
+            until,
+        });
+        if self.fallback_until.take().is_some() {
+            self.push_event(ClientEvent::Recovered);
+        }
+    }
+
+    /// Seals what waits into batches within the limits, oldest outcomes first.
+    fn seal(&mut self) {
+        while !self.pending.is_empty() || !self.pending_probes.is_empty() {
+            if self.outbox.len() >= MAX_BATCHES {
+                // Unreachable for long: keep what the outbox holds and what one more batch
+                // would, give up the rest.
+                self.trim_pending();
+                return;
+            }
+            let take = self.pending_probes.len().min(MAX_PROBES_PER_BATCH);
+            let probes: Vec<ProbeReport> = self.pending_probes.drain(..take).collect();
+            let room = MAX_OUTCOMES_PER_BATCH - probes.len() as u64;
+            let counts = take_counts(&mut self.pending, room);
+            let batch = Batch {
+                seq: self.next_seq,
+                counts,
+                probes,
+            };
+            self.next_seq += 1;
+            self.outbox.push_back((batch, self.now));
+        }
+    }
+
+    fn trim_pending(&mut self) {
+        let room = MAX_OUTCOMES_PER_BATCH.saturating_sub(self.pending_probes.len() as u64);
+        let kept = take_counts(&mut self.pending, room);
+        let lost: u64 = self.pending.iter().map(Counts::total).sum();
+        self.pending = kept;
+        let probes_lost = self
+            .pending_probes
+            .len()
+            .saturating_sub(MAX_PROBES_PER_BATCH) as u64;
+        self.pending_probes.truncate(MAX_PROBES_PER_BATCH);
+        if lost + probes_lost > 0 {
+            self.drop_outcomes(
+                lost + probes_lost,
+                "more outcomes waiting than a client keeps while the coordinator is unreachable",
+            );
+        }
+    }
+
+    fn drop_expired(&mut self) {
+        let now = self.now;
+        let mut lost = 0u64;
+        while let Some((b, sealed)) = self.outbox.front() {
+            if now.saturating_sub(*sealed) < RESEND_WINDOW_MS {
+                break;
+            }
+            lost += b.outcomes();
+            self.outbox.pop_front();
+        }
+        if lost > 0 {
+            self.drop_outcomes(lost, "not acknowledged within the resend window");
+        }
+    }
+
+    fn drop_outcomes(&mut self, outcomes: u64, reason: &str) {
+        self.dropped = self.dropped.saturating_add(outcomes);
+        // One event per reason while the host has not read it.
+        if let Some(ClientEvent::Dropped {
+            outcomes: n,
+            reason: r,
+        }) = self.events.back_mut()
+        {
+            if r == reason {
+                *n = n.saturating_add(outcomes);
+                return;
+            }
+        }
+        self.push_event(ClientEvent::Dropped {
+            outcomes,
+            reason: reason.to_string(),
+        });
+    }
+
+    /// Events wait for the host; a host that never reads them does not make them pile up.
+    fn push_event(&mut self, e: ClientEvent) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(e);
+    }
+
+    fn count(&mut self, generation: Option<u32>, outcome: Outcome) {
+        let idx = match self.pending.iter().position(|c| c.generation == generation) {
+            Some(i) => i,
+            None => {
+                if self.pending.len() >= MAX_GENERATIONS_PER_BATCH {
+                    // Outcomes of long-gone generations are stale whatever their number: fold the
+                    // oldest entry into "no generation" to keep the batch bounded.
+                    let oldest = self.pending.remove(0);
+                    self.fold_stale(oldest);
+                }
+                self.pending.push(Counts {
+                    generation,
+                    ..Counts::default()
+                });
+                self.pending.len() - 1
+            }
+        };
+        let full = self
+            .pending
+            .get(idx)
+            .is_some_and(|c| c.total() >= MAX_OUTCOMES_PER_BATCH);
+        if full {
+            if self.outbox.len() >= MAX_BATCHES {
+                return self.drop_outcomes(
+                    1,
+                    "more outcomes waiting than a client keeps while the coordinator is unreachable",
+                );
+            }
+            // One batch's worth of one generation waits: seal it (a report is due anyway).
+            self.seal();
+            return self.count(generation, outcome);
+        }
+        if let Some(c) = self.pending.get_mut(idx) {
+            match outcome {
+                Outcome::Success => c.successes += 1,
+                Outcome::Failure => c.failures += 1,
+                Outcome::Ignored => c.ignored += 1,
+            }
+        }
+    }
+
+    fn fold_stale(&mut self, c: Counts) {
+        if let Some(none) = self.pending.iter_mut().find(|p| p.generation.is_none()) {
+            none.successes = none.successes.saturating_add(c.successes);
+            none.failures = none.failures.saturating_add(c.failures);
+            none.ignored = none.ignored.saturating_add(c.ignored);
+        } else {
+            self.pending.insert(
+                0,
+                Counts {
+                    generation: None,
+                    ..c
+                },
+            );
+        }
+    }
+}
+
+/// Takes up to `room` outcomes from `pending` (oldest entries first, splitting one if needed).
+fn take_counts(pending: &mut Vec<Counts>, mut room: u64) -> Vec<Counts> {
+    let mut out = Vec::new();
+    while room > 0 && !pending.is_empty() {
+        let Some(c) = pending.first_mut() else { break };
+        if c.total() <= room {
+            room -= c.total();
+            out.push(pending.remove(0));
+            continue;
+        }
+        // Split: successes first, then ignored, then failures, as the coordinator applies them.
+        let mut part = Counts {
+            generation: c.generation,
+            ..Counts::default()
+        };
+        for (from, to) in [
+            (&mut c.successes, &mut part.successes),
+            (&mut c.ignored, &mut part.ignored),
+            (&mut c.failures, &mut part.failures),
+        ] {
+            let n = u64::from(*from).min(room) as u32;
+            *from -= n;
+            *to += n;
+            room -= u64::from(n);
+        }
+        out.push(part);
+    }
+    out
+}

@@ -1,0 +1,610 @@
+//! The coordinator: the one breaker every client of a shared breaker obeys, driven by the
+//! protocol's messages with `now` passed in. Hosts (the Durable Object, the Redis store's
+//! caller) load a [`Record`], take one step, persist the record if the step says so, and only
+//! then answer and report the transitions.
+//!
+//! What it guarantees, whatever the network does:
+//! - a batch is counted at most once per client session, however often it is sent
+//!   ([`DEDUP_WINDOW_MS`], [`MAX_CLIENTS`]);
+//! - a probe's outcome counts only if this coordinator granted that probe to that session and
+//!   it was not reported before, so neither a forged nor a repeated report moves the state;
+//! - a probe that never reports frees its slot after `probe_timeout_ms` (the core breaker's
+//!   lease), so a lost probe cannot hold the breaker half-open, nor let everyone through;
+//! - time is the coordinator's own; nothing a client sends moves its clock;
+//! - a host configured differently from the stored record never wipes it ([`OnMismatch`]).
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use super::protocol::{
+    BadRequest, Batch, Counts, Exchange, ExchangeReply, Lease, ObjectCounters, OptionsMismatch,
+    ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, MAX_CLIENTS, MAX_SEQ_GAP,
+};
+use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
+use crate::breaker::{
+    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition,
+};
+use crate::clock::Timestamp;
+use crate::snapshot::Snapshot;
+
+/// The storage key the Durable Object keeps its record under.
+pub const STORAGE_KEY: &str = "breaker";
+
+/// A probe permit the coordinator granted and has not heard back about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Grant {
+    /// The permit's generation.
+    pub generation: u32,
+    /// The probe slot.
+    pub id: u32,
+    /// The client session it was granted to (`client~session`).
+    pub session: String,
+    /// When it was granted (the coordinator's clock).
+    pub issued_at: u64,
+}
+
+/// What a host persists: the breaker's snapshot, the settings it runs under, the sessions' last
+/// batch numbers, the probes granted, and the counters that should survive a restart.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Record {
+    /// The settings the breaker runs under (absent in records written before they were kept).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub spec: Option<SharedSpec>,
+    /// The breaker.
+    pub snapshot: Snapshot,
+    /// Session (`client~session`) → (highest applied `seq`, when it was applied).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub clients: BTreeMap<String, (u64, u64)>,
+    /// Probes granted and not reported yet.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub grants: Vec<Grant>,
+    /// Counters.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub counters: ObjectCounters,
+    /// Until then (ms), batches of sessions the coordinator does not know are acknowledged
+    /// without being counted: a session was forgotten early and might send again.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub unverifiable_until: u64,
+}
+
+/// What a host does when its own settings differ from the stored record's (a rolling deploy:
+/// old and new instances side by side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnMismatch {
+    /// Keep running the shared breaker under the stored settings; this host's settings are
+    /// installed by [`Coordinator::reset`]. For hosts that are one of many writers (the Redis
+    /// store's instances), so that old and new instances do not undo each other.
+    Adopt,
+    /// Install this host's settings, carrying the state over (the trip rule's memory is
+    /// dropped if it does not fit the new rule). For a host that is the only writer (the Durable
+    /// Object, configured by its Worker's `BREAKERS`).
+    Install,
+}
+
+/// One shared breaker.
+#[derive(Debug)]
+pub struct Coordinator {
+    name: String,
+    spec: SharedSpec,
+    configured: SharedSpec,
+    breaker: Breaker,
+    clients: BTreeMap<String, (u64, u64)>,
+    grants: Vec<Grant>,
+    counters: ObjectCounters,
+    unverifiable_until: u64,
+    restore_error: Option<String>,
+    mismatch: Option<OptionsMismatch>,
+}
+
+/// The result of a step: whether the persisted record changed, and the transitions to report
+/// once it is stored.
+#[derive(Debug, Default)]
+pub struct Step {
+    /// The record must be written.
+    pub changed: bool,
+    /// State changes, in order.
+    pub transitions: Vec<Transition>,
+}
+
+enum Verdict {
+    Apply,
+    Duplicate,
+    Unverified,
+    Refuse(&'static str),
+}
+
+/// `client~session`: the key batch numbers are kept under.
+pub fn session_key(client: &str, session: u64) -> String {
+    format!("{client}~{session}")
+}
+
+fn clamp(now: Timestamp) -> u64 {
+    now.0.min(MAX_SHARED_TIMESTAMP_MS)
+}
+
+impl Coordinator {
+    /// A CLOSED breaker (first use, or a stored record that could not be read).
+    pub fn fresh(name: &str, spec: SharedSpec) -> Result<Self, String> {
+        spec.validate()?;
+        let breaker = Breaker::new(spec.breaker).map_err(|e| e.to_string())?;
+        Ok(Coordinator {
+            name: name.to_string(),
+            spec,
+            configured: spec,
+            breaker,
+            clients: BTreeMap::new(),
+            grants: Vec::new(),
+            counters: ObjectCounters::default(),
+            unverifiable_until: 0,
+            restore_error: None,
+            mismatch: None,
+        })
+    }
+
+    /// Restores from a stored record. A record that cannot be restored gives a CLOSED breaker and
+    /// the reason (kept for the state view, meant for the log); never a panic. Settings that
+    /// differ from the record's are handled as `on_mismatch` says. An invalid `configured`
+    /// is the only error.
+    pub fn restore(
+        name: &str,
+        configured: SharedSpec,
+        record: Option<Record>,
+        on_mismatch: OnMismatch,
+    ) -> Result<Self, String> {
+        let mut c = Self::fresh(name, configured)?;
+        let Some(mut record) = record else {
+            return Ok(c);
+        };
+        let stored = record.spec.unwrap_or(configured);
+        let snap = &mut record.snapshot;
+        // Records written before isolation kept its open period straight may hold
+        // `open_until < opened_at`; an isolated breaker ignores `open_until`.
+        if snap.mode == Mode::Isolated
+            && snap.state == State::Open
+            && snap.open_until < snap.opened_at
+        {
+            snap.open_until = snap.opened_at;
+        }
+        let (spec, breaker) = if stored.fingerprint() == configured.fingerprint() {
+            match Breaker::restore(configured.breaker, record.snapshot) {
+                Ok(b) => (configured, b),
+                Err(e) => {
+                    c.restore_error = Some(format!("stored snapshot cannot be restored: {e}"));
+                    return Ok(c);
+                }
+            }
+        } else {
+            let adopt = on_mismatch == OnMismatch::Adopt && stored.validate().is_ok();
+            let spec = if adopt { stored } else { configured };
+            c.mismatch = Some(OptionsMismatch {
+                stored: stored.fingerprint(),
+                configured: configured.fingerprint(),
+                resolution: String::from(if adopt { "adopted" } else { "installed" }),
+            });
+            (spec, carry_over(spec.breaker, record.snapshot)?)
+        };
+        c.spec = spec;
+        c.breaker = breaker;
+        c.clients = record.clients;
+        c.grants = record.grants;
+        c.unverifiable_until = record.unverifiable_until;
+        c.counters = ObjectCounters {
+            requests: 0,
+            acquires: 0,
+            reports: 0,
+            ..record.counters
+        };
+        c.forget_old_grants();
+        Ok(c)
+    }
+
+    /// Parses a stored JSON record and restores from it; an unreadable record gives a CLOSED
+    /// breaker and the reason, as [`restore`](Self::restore) does.
+    #[cfg(feature = "json")]
+    pub fn load_json(
+        name: &str,
+        configured: SharedSpec,
+        stored: Option<&str>,
+        on_mismatch: OnMismatch,
+    ) -> Result<Self, String> {
+        let record = match stored.map(serde_json::from_str::<Record>) {
+            None => None,
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                let mut c = Self::fresh(name, configured)?;
+                c.restore_error = Some(format!("stored record is not readable: {e}"));
+                return Ok(c);
+            }
+        };
+        Self::restore(name, configured, record, on_mismatch)
+    }
+
+    /// The record to persist, as JSON.
+    #[cfg(feature = "json")]
+    pub fn record_json(&self) -> Result<String, String> {
+        serde_json::to_string(&self.record()).map_err(|e| e.to_string())
+    }
+
+    /// A CLOSED breaker standing in for a stored record that could not even be read.
+    pub fn unreadable(name: &str, spec: SharedSpec, reason: String) -> Result<Self, String> {
+        let mut c = Self::fresh(name, spec)?;
+        c.restore_error = Some(reason);
+        Ok(c)
+    }
+
+    /// Why the stored record was not restored, if it was not.
+    pub fn restore_error(&self) -> Option<&str> {
+        self.restore_error.as_deref()
+    }
+
+    /// The breaker.
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+
+    /// The settings in force (the stored ones when adopted).
+    pub fn spec(&self) -> &SharedSpec {
+        &self.spec
+    }
+
+    /// Whether the record may be let go (a store's expiry): only a CLOSED, automatic breaker
+    /// with no probe outstanding loses nothing but its statistics. An isolation never expires.
+    pub fn may_expire(&self) -> bool {
+        self.breaker.state() == State::Closed
+            && self.breaker.mode() == Mode::Automatic
+            && self.grants.is_empty()
+    }
+
+    /// What to persist.
+    pub fn record(&self) -> Record {
+        Record {
+            spec: Some(self.spec),
+            snapshot: self.breaker.snapshot(),
+            clients: self.clients.clone(),
+            grants: self.grants.clone(),
+            counters: self.counters,
+            unverifiable_until: self.unverifiable_until,
+        }
+    }
+
+    /// The lease a client gets at `now`.
+    pub fn lease(&self, now: Timestamp) -> Lease {
+        let now = Timestamp(clamp(now));
+        let b = &self.breaker;
+        let state = b.state_at(now);
+        let retry_after_ms = match (state, b.mode()) {
+            (State::Open, Mode::Isolated) => self.spec.lease_ms,
+            (State::Open, _) => b
+                .open_until()
+                .map(|t| t.0.saturating_sub(now.0).max(1))
+                .unwrap_or(1),
+            _ => 0,
+        };
+        Lease {
+            state,
+            mode: b.mode(),
+            generation: b.generation(),
+            lease_ms: self.spec.lease_ms,
+            retry_after_ms,
+            now: now.0,
+        }
+    }
+
+    /// `/acquire` and `/report`: checks the exchange (a [`BadRequest`] changes nothing), applies
+    /// its batches (oldest first, each at most once per session; a batch over a limit is
+    /// refused alone), then, for `/acquire`, asks the breaker for a permit.
+    pub fn exchange(
+        &mut self,
+        now: Timestamp,
+        req: &Exchange,
+        acquire: bool,
+    ) -> Result<(ExchangeReply, Step), BadRequest> {
+        req.validate()?;
+        let now = Timestamp(clamp(now));
+        let key = session_key(&req.client, req.session);
+        let mut step = Step::default();
+        let c = &mut self.counters;
+        c.requests = c.requests.saturating_add(1);
+        if acquire {
+            c.acquires = c.acquires.saturating_add(1);
+        } else {
+            c.reports = c.reports.saturating_add(1);
+        }
+        let mut acked = Vec::with_capacity(req.batches.len());
+        let mut refused = Vec::new();
+        for batch in &req.batches {
+            match self.verdict(now.0, &key, batch) {
+                Verdict::Apply => {
+                    self.apply(now, &key, batch, &mut step);
+                    self.remember(&key, batch.seq, now.0);
+                    self.counters.batches = self.counters.batches.saturating_add(1);
+                    step.changed = true;
+                    acked.push(batch.seq);
+                }
+                Verdict::Duplicate => {
+                    self.counters.duplicate_batches =
+                        self.counters.duplicate_batches.saturating_add(1);
+                    acked.push(batch.seq);
+                }
+                Verdict::Unverified => {
+                    self.counters.unverified_batches =
+                        self.counters.unverified_batches.saturating_add(1);
+                    self.remember(&key, batch.seq, now.0);
+                    step.changed = true;
+                    acked.push(batch.seq);
+                }
+                Verdict::Refuse(reason) => {
+                    self.counters.refused_batches = self.counters.refused_batches.saturating_add(1);
+                    step.changed = true;
+                    refused.push(Refusal {
+                        seq: batch.seq,
+                        reason: reason.to_string(),
+                    });
+                }
+            }
+        }
+        let mut reply = ExchangeReply {
+            lease: self.lease(now),
+            permit: None,
+            rejected: None,
+            acked,
+            refused,
+        };
+        if acquire {
+            let admission = self.breaker.acquire(now);
+            if let Some(t) = admission.transition {
+                self.note(t, &mut step);
+            }
+            match admission.result {
+                Ok(permit) => {
+                    let probe = match permit.kind {
+                        PermitKind::Probe { id } => {
+                            self.grant(&key, permit.generation, id, now.0);
+                            step.changed = true;
+                            Some(id)
+                        }
+                        PermitKind::Normal | PermitKind::Bypass => None,
+                    };
+                    reply.permit = Some(WirePermit {
+                        generation: permit.generation,
+                        probe,
+                        issued_at: permit.issued_at.0,
+                    });
+                }
+                Err(rejected) => reply.rejected = Some(rejected.into()),
+            }
+            reply.lease = self.lease(now);
+        }
+        if step.changed {
+            self.forget_old_grants();
+        }
+        Ok((reply, step))
+    }
+
+    /// `/isolate`: forced OPEN until reset, for every client at its next lease. Never expires.
+    pub fn isolate(&mut self, now: Timestamp) -> Step {
+        let now = Timestamp(clamp(now));
+        let mut step = Step {
+            changed: true,
+            ..Step::default()
+        };
+        self.counters.requests = self.counters.requests.saturating_add(1);
+        if let Some(t) = self.breaker.isolate(now) {
+            self.note(t, &mut step);
+        }
+        self.forget_old_grants();
+        step
+    }
+
+    /// `/reset`: CLOSED with clean counters; a host whose settings were not in force installs
+    /// them now.
+    pub fn reset(&mut self, now: Timestamp) -> Step {
+        let now = Timestamp(clamp(now));
+        let mut step = Step {
+            changed: true,
+            ..Step::default()
+        };
+        self.counters.requests = self.counters.requests.saturating_add(1);
+        if self.spec.fingerprint() != self.configured.fingerprint() {
+            if let Ok(b) = carry_over(self.configured.breaker, self.breaker.snapshot()) {
+                self.breaker = b;
+                self.spec = self.configured;
+                self.mismatch = None;
+            }
+        }
+        if let Some(t) = self.breaker.reset(now) {
+            self.note(t, &mut step);
+        }
+        self.forget_old_grants();
+        step
+    }
+
+    /// `/state`: nothing changes except the request counter.
+    pub fn view(&mut self, now: Timestamp) -> StateView {
+        let now = Timestamp(clamp(now));
+        self.counters.requests = self.counters.requests.saturating_add(1);
+        let b = &self.breaker;
+        StateView {
+            name: self.name.clone(),
+            lease: self.lease(now),
+            opened_at: b.opened_at().map(|t| t.0),
+            open_until: b.open_until().map(|t| t.0),
+            probes_in_flight: b.probes_in_flight(),
+            stats: *b.stats(),
+            counters: self.counters,
+            restore_error: self.restore_error.clone(),
+            options: self.spec.fingerprint(),
+            options_mismatch: self.mismatch.clone(),
+            sessions: self.clients.len(),
+        }
+    }
+
+    fn verdict(&self, now: u64, key: &str, batch: &Batch) -> Verdict {
+        if let Err(reason) = batch.check() {
+            return Verdict::Refuse(reason);
+        }
+        match self.clients.get(key) {
+            Some(&(last, _)) if batch.seq <= last => Verdict::Duplicate,
+            Some(&(last, _)) if batch.seq - last > MAX_SEQ_GAP => {
+                Verdict::Refuse("numbered too far past the session's last batch")
+            }
+            Some(_) => Verdict::Apply,
+            None if batch.seq > 1 && now < self.unverifiable_until => Verdict::Unverified,
+            None => Verdict::Apply,
+        }
+    }
+
+    fn apply(&mut self, now: Timestamp, key: &str, batch: &Batch, step: &mut Step) {
+        for counts in &batch.counts {
+            self.counters.counted_outcomes = self
+                .counters
+                .counted_outcomes
+                .saturating_add(counts.total());
+            self.apply_counts(now, counts, step);
+        }
+        for p in &batch.probes {
+            self.counters.probe_outcomes = self.counters.probe_outcomes.saturating_add(1);
+            self.apply_probe(now, key, p, step);
+        }
+    }
+
+    /// Successes first, then ignored, then failures: a batch is sealed when a failure happens,
+    /// so its failures are the latest outcomes. Outcomes of another generation, and those
+    /// after a transition, only count in the statistics, in one step.
+    fn apply_counts(&mut self, now: Timestamp, counts: &Counts, step: &mut Step) {
+        let mut left = [
+            (counts.successes, Outcome::Success),
+            (counts.ignored, Outcome::Ignored),
+            (counts.failures, Outcome::Failure),
+        ];
+        if counts.generation == Some(self.breaker.generation()) {
+            let permit = Permit {
+                generation: self.breaker.generation(),
+                kind: PermitKind::Normal,
+                issued_at: now,
+            };
+            'outer: for (n, outcome) in left.iter_mut() {
+                while *n > 0 {
+                    *n -= 1;
+                    if let Some(t) = self.breaker.report(now, permit, *outcome) {
+                        self.note(t, step);
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        let [(s, _), (i, _), (f, _)] = left;
+        self.breaker.count_stale(s, f, i);
+    }
+
+    fn apply_probe(&mut self, now: Timestamp, key: &str, p: &ProbeReport, step: &mut Step) {
+        let Some(i) = self
+            .grants
+            .iter()
+            .position(|g| g.generation == p.generation && g.id == p.id && g.session == key)
+        else {
+            self.counters.unmatched_probe_reports =
+                self.counters.unmatched_probe_reports.saturating_add(1);
+            return;
+        };
+        let grant = self.grants.swap_remove(i);
+        let permit = Permit {
+            generation: grant.generation,
+            kind: PermitKind::Probe { id: grant.id },
+            issued_at: Timestamp(grant.issued_at),
+        };
+        if let Some(t) = self.breaker.report(now, permit, p.outcome.into()) {
+            self.note(t, step);
+        }
+    }
+
+    fn grant(&mut self, key: &str, generation: u32, id: u32, now: u64) {
+        self.counters.probes_granted = self.counters.probes_granted.saturating_add(1);
+        // Expired grants stay so that a late report still counts (a slow probe is news of the
+        // upstream), but not without bound.
+        let cap = self.spec.breaker.half_open_max_probes as usize * 2 + 16;
+        if self.grants.len() >= cap {
+            if let Some(oldest) = self
+                .grants
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, g)| g.issued_at)
+                .map(|(i, _)| i)
+            {
+                self.grants.swap_remove(oldest);
+            }
+        }
+        self.grants.push(Grant {
+            generation,
+            id,
+            session: key.to_string(),
+            issued_at: now,
+        });
+    }
+
+    /// Grants of an ended probe round can never count.
+    fn forget_old_grants(&mut self) {
+        let generation = self.breaker.generation();
+        let half_open = self.breaker.state() == State::HalfOpen;
+        self.grants
+            .retain(|g| half_open && g.generation == generation);
+    }
+
+    fn note(&mut self, t: Transition, step: &mut Step) {
+        self.counters.note_incident(t.to, t.at.0);
+        match t.to {
+            State::HalfOpen => {
+                self.counters.half_open_entered = self.counters.half_open_entered.saturating_add(1)
+            }
+            State::Closed => self.counters.closed = self.counters.closed.saturating_add(1),
+            State::Open => {}
+        }
+        step.changed = true;
+        step.transitions.push(t);
+    }
+
+    fn remember(&mut self, key: &str, seq: u64, now: u64) {
+        // Sessions quiet for a whole dedup window can no longer send anything again.
+        self.clients
+            .retain(|_, &mut (_, seen)| now.saturating_sub(seen) < DEDUP_WINDOW_MS);
+        if !self.clients.contains_key(key) && self.clients.len() >= MAX_CLIENTS {
+            // Full of sessions that may still resend: forget the quietest, and vouch for no
+            // unknown session's batches until it could no longer resend.
+            if let Some(oldest) = self
+                .clients
+                .iter()
+                .min_by_key(|(_, &(_, seen))| seen)
+                .map(|(k, _)| k.clone())
+            {
+                self.clients.remove(&oldest);
+                self.counters.sessions_evicted_early =
+                    self.counters.sessions_evicted_early.saturating_add(1);
+                self.unverifiable_until = now.saturating_add(DEDUP_WINDOW_MS);
+            }
+        }
+        self.clients.insert(key.to_string(), (seq, now));
+    }
+}
+
+/// Rebuilds a breaker under `config` from a snapshot taken under other settings: the state,
+/// mode, open period, generation and statistics carry over; the trip rule's memory and probes
+/// that no longer fit are dropped. The generation moves on, so no permit of the old settings
+/// counts under the new ones.
+fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, String> {
+    snap.generation = snap.generation.wrapping_add(1);
+    if snap.counter.check(&config.trip).is_err() {
+        snap.counter = Counter::for_rule(&config.trip);
+    }
+    snap.probes.truncate(config.half_open_max_probes as usize);
+    let generation = snap.generation;
+    Breaker::restore(config, snap).or_else(|_| {
+        // Corrupt under any settings: start CLOSED, but never reuse a generation.
+        let mut b = Breaker::new(config).map_err(|e| e.to_string())?;
+        b.generation = generation;
+        Ok(b)
+    })
+}

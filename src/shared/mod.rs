@@ -1,0 +1,28 @@
+//! The shared breaker, once: one breaker whose state every process obeys, kept by a
+//! *coordinator* (in a Durable Object, or read and written through a Redis script) and used
+//! through *lease clients* (one per process). `no_std`, sans-IO: time comes in, messages and
+//! decisions go out; hosts only carry messages and persist the coordinator's [`Record`].
+//!
+//! - [`protocol`]: the messages, their limits and checks.
+//! - [`Coordinator`]: the server side — permits, numbered batches applied exactly once, probe
+//!   reports checked against the probes it granted, the client sessions it remembers, and the
+//!   settings it runs under.
+//! - [`LeaseClient`]: the client side — admit on a lease, count, seal batches the coordinator
+//!   accepts, fall back to a local core [`Breaker`](crate::Breaker) while it is unreachable.
+//! - [`SharedSpec`]: the settings every participant must agree on.
+//!
+//! The Durable Object and the Rust client (`breakwater::worker`), and the JavaScript clients and
+//! the Redis store (`breakwater/shared`, `breakwater/store`, through wasm), are shells around
+//! these types.
+
+pub mod client;
+pub mod coordinator;
+pub mod protocol;
+pub mod spec;
+
+pub use client::{ClientEvent, Decision, LeaseClient, LeaseOptions, Ticket};
+pub use coordinator::{session_key, Coordinator, Grant, OnMismatch, Record, Step, STORAGE_KEY};
+pub use protocol::{
+    Batch, Counts, Exchange, ExchangeReply, Lease, ProbeReport, Refusal, StateView, WireOutcome,
+};
+pub use spec::{SharedSpec, DEFAULT_LEASE_MS, MAX_LEASE_MS};

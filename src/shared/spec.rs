@@ -1,0 +1,228 @@
+//! What every participant of one shared breaker must agree on: the state machine's
+//! configuration and the lease length, with a check of what the shared mode can honour and a
+//! fingerprint that tells two settings apart.
+
+use alloc::format;
+use alloc::string::String;
+
+use crate::breaker::{BreakerConfig, TripRule, Window};
+
+/// The default lease: how long a client may admit locally on a CLOSED state before asking again.
+pub const DEFAULT_LEASE_MS: u64 = 1_000;
+/// The longest lease accepted (one hour).
+pub const MAX_LEASE_MS: u64 = 3_600_000;
+/// The longest duration a shared breaker accepts in its configuration (one year). Shared
+/// records travel through JSON and JavaScript numbers: a timestamp plus a duration must stay
+/// below 2^53.
+pub const MAX_SHARED_DURATION_MS: u64 = 365 * 24 * 3_600_000;
+/// Timestamps a coordinator or a lease client works with are clamped to this (2^52 ms, about the
+/// year 144 000), so that a clock reading `Infinity` or garbage cannot push a stored time past
+/// 2^53.
+pub const MAX_SHARED_TIMESTAMP_MS: u64 = 1 << 52;
+
+/// One shared breaker's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct SharedSpec {
+    /// The state machine's configuration (every field optional; see [`BreakerConfig`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub breaker: BreakerConfig,
+    /// How long a client may act on a CLOSED lease before asking again, in ms: the longest a
+    /// trip can go unseen by a client that has not failed itself. Default 1 000, at most one
+    /// hour.
+    #[cfg_attr(feature = "serde", serde(default = "default_lease_ms"))]
+    pub lease_ms: u64,
+}
+
+#[cfg(feature = "serde")]
+fn default_lease_ms() -> u64 {
+    DEFAULT_LEASE_MS
+}
+
+impl Default for SharedSpec {
+    fn default() -> Self {
+        Self::new(BreakerConfig::new())
+    }
+}
+
+impl SharedSpec {
+    /// `breaker` with the default lease.
+    pub const fn new(breaker: BreakerConfig) -> Self {
+        SharedSpec {
+            breaker,
+            lease_ms: DEFAULT_LEASE_MS,
+        }
+    }
+
+    /// Sets [`lease_ms`](Self::lease_ms).
+    pub const fn with_lease_ms(mut self, ms: u64) -> Self {
+        self.lease_ms = ms;
+        self
+    }
+
+    /// Checks the configuration, the lease, and what the shared mode cannot honour: outcomes
+    /// travel as counts without durations, so a slow-call rule could never trip.
+    pub fn validate(&self) -> Result<(), String> {
+        self.breaker
+            .validate()
+            .map_err(|e| format!("`breaker`: {e}"))?;
+        if self.lease_ms == 0 || self.lease_ms > MAX_LEASE_MS {
+            return Err(format!(
+                "invalid `lease_ms`: {} (expected an integer in 1..=3600000)",
+                self.lease_ms
+            ));
+        }
+        if let TripRule::SlowCallRate { .. } = self.breaker.trip {
+            return Err(String::from(
+                "invalid `breaker.trip`: slow_call_rate (a shared breaker receives outcomes as \
+                 counts without durations, so a slow-call rule could never trip; use \
+                 failure_rate, consecutive_failures or failures_in_window)",
+            ));
+        }
+        let c = &self.breaker;
+        let window_ms = match c.trip {
+            TripRule::FailuresInWindow { window_ms, .. } => window_ms,
+            TripRule::FailureRate {
+                window: Window::Millis(ms),
+                ..
+            } => ms,
+            _ => 0,
+        };
+        for (field, ms) in [
+            ("breaker.open_duration_ms", c.open_duration_ms),
+            ("breaker.max_open_duration_ms", c.max_open_duration_ms),
+            ("breaker.probe_timeout_ms", c.probe_timeout_ms),
+            ("breaker.trip.window", window_ms),
+        ] {
+            if ms > MAX_SHARED_DURATION_MS {
+                return Err(format!(
+                    "invalid `{field}`: {ms} (a shared breaker accepts at most 31536000000 ms, \
+                     one year)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A fingerprint of everything but the jitter seed (instances seed their own generators):
+    /// two settings with the same fingerprint behave alike. 52 bits, so that it survives a
+    /// JavaScript number.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = Fnv::new();
+        let c = &self.breaker;
+        match c.trip {
+            TripRule::ConsecutiveFailures { threshold } => {
+                h.u64(1);
+                h.u64(threshold.into());
+            }
+            TripRule::FailuresInWindow {
+                threshold,
+                window_ms,
+            } => {
+                h.u64(2);
+                h.u64(threshold.into());
+                h.u64(window_ms);
+            }
+            TripRule::FailureRate {
+                threshold_percent,
+                minimum_calls,
+                window,
+            } => {
+                h.u64(3);
+                h.u64(threshold_percent.to_bits());
+                h.u64(minimum_calls.into());
+                h.window(window);
+            }
+            TripRule::SlowCallRate {
+                threshold_percent,
+                slow_call_ms,
+                minimum_calls,
+                window,
+            } => {
+                h.u64(4);
+                h.u64(threshold_percent.to_bits());
+                h.u64(slow_call_ms);
+                h.u64(minimum_calls.into());
+                h.window(window);
+            }
+        }
+        h.u64(c.open_duration_ms);
+        h.u64(c.open_jitter.to_bits());
+        h.u64(c.open_backoff_factor.to_bits());
+        h.u64(c.max_open_duration_ms);
+        h.u64(c.half_open_max_probes.into());
+        h.u64(c.half_open_success_threshold.into());
+        h.u64(c.probe_timeout_ms);
+        h.u64(self.lease_ms);
+        h.0 & ((1 << 52) - 1)
+    }
+}
+
+/// FNV-1a, 64 bits: small, stable across builds and platforms.
+struct Fnv(u64);
+
+impl Fnv {
+    const fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn u64(&mut self, v: u64) {
+        for b in v.to_le_bytes() {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    fn window(&mut self, w: Window) {
+        match w {
+            Window::Calls(n) => {
+                self.u64(1);
+                self.u64(n.into());
+            }
+            Window::Millis(ms) => {
+                self.u64(2);
+                self.u64(ms);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_ignores_the_seed_and_sees_everything_else() {
+        let base = SharedSpec::default();
+        let seeded = SharedSpec::new(BreakerConfig::new().with_seed(42));
+        assert_eq!(base.fingerprint(), seeded.fingerprint());
+        let others = [
+            base.with_lease_ms(2_000),
+            SharedSpec::new(BreakerConfig::new().with_open_duration_ms(1)),
+            SharedSpec::new(
+                BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 6 }),
+            ),
+            SharedSpec::new(BreakerConfig::new().with_half_open_max_probes(2)),
+        ];
+        for o in others {
+            assert_ne!(base.fingerprint(), o.fingerprint(), "{o:?}");
+            assert!(o.fingerprint() < 1 << 52);
+        }
+    }
+
+    #[test]
+    fn refuses_what_the_shared_mode_cannot_honour() {
+        let slow = SharedSpec::new(BreakerConfig::new().with_trip(TripRule::SlowCallRate {
+            threshold_percent: 50.0,
+            slow_call_ms: 1_000,
+            minimum_calls: 10,
+            window: Window::Calls(10),
+        }));
+        assert!(slow.validate().unwrap_err().contains("slow_call_rate"));
+        let long = SharedSpec::new(BreakerConfig::new().with_probe_timeout_ms(1 << 50));
+        let e = long.validate().unwrap_err();
+        assert!(e.contains("breaker.probe_timeout_ms") && e.contains("1125899906842624"));
+        let lease = SharedSpec::default().with_lease_ms(0);
+        assert!(lease.validate().unwrap_err().contains("`lease_ms`: 0"));
+        assert!(SharedSpec::default().validate().is_ok());
+    }
+}

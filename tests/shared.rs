@@ -1,0 +1,952 @@
+//! The shared breaker's coordinator and lease client (`breakwater::shared`), natively: the
+//! behaviours hosts rely on, and one test per way the earlier copies of this protocol let an
+//! outage through (lost and forged probes, resent batches, leases stretched by slow answers,
+//! settings that differ during a deploy).
+#![cfg(feature = "serde")]
+
+use breakwater::shared::protocol::{
+    Batch, Counts, Exchange, ExchangeReply, ProbeReport, WireOutcome, MAX_BATCHES, MAX_BODY_BYTES,
+    MAX_CLIENTS, MAX_SEQ,
+};
+use breakwater::shared::{
+    ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, OnMismatch, Record, SharedSpec,
+    Ticket,
+};
+use breakwater::{
+    BreakerConfig, Mode, Outcome, RejectReason, Rejected, State, Timestamp, TripRule,
+};
+
+fn spec() -> SharedSpec {
+    SharedSpec::new(
+        BreakerConfig::new()
+            .with_trip(TripRule::ConsecutiveFailures { threshold: 3 })
+            .with_open_duration_ms(1_000)
+            .with_probe_timeout_ms(2_000),
+    )
+    .with_lease_ms(500)
+}
+
+fn coordinator(spec: SharedSpec) -> Coordinator {
+    Coordinator::fresh("upstream", spec).unwrap()
+}
+
+fn client(id: &str) -> LeaseClient {
+    LeaseClient::with_session(id.into(), 7, LeaseOptions::new()).unwrap()
+}
+
+fn t(ms: u64) -> Timestamp {
+    Timestamp(ms)
+}
+
+fn exchange(c: &mut Coordinator, now: u64, req: &Exchange, acquire: bool) -> ExchangeReply {
+    c.exchange(t(now), req, acquire)
+        .expect("a valid exchange")
+        .0
+}
+
+fn counts(generation: u32, successes: u32, failures: u32) -> Counts {
+    Counts {
+        generation: Some(generation),
+        successes,
+        failures,
+        ignored: 0,
+    }
+}
+
+fn batch(seq: u64, counts: Vec<Counts>, probes: Vec<ProbeReport>) -> Batch {
+    Batch {
+        seq,
+        counts,
+        probes,
+    }
+}
+
+fn req(client: &str, session: u64, batches: Vec<Batch>) -> Exchange {
+    Exchange {
+        client: client.into(),
+        session,
+        batches,
+    }
+}
+
+/// Runs one call through `c` against `co` the way a host does.
+fn call(
+    c: &mut LeaseClient,
+    co: &mut Coordinator,
+    now: u64,
+    outcome: Outcome,
+) -> Result<Ticket, Rejected> {
+    for _ in 0..3 {
+        match c.admit(t(now)) {
+            Decision::Admit(ticket) => {
+                if c.record(t(now), ticket, outcome) {
+                    flush(c, co, now, false);
+                }
+                return Ok(ticket);
+            }
+            Decision::Reject(r) => return Err(r),
+            Decision::Acquire => {
+                let req = c.acquire_request();
+                let reply = exchange(co, now, &req, true);
+                match c.on_acquire_reply(t(now), &reply) {
+                    Decision::Admit(ticket) => {
+                        if c.record(t(now), ticket, outcome) {
+                            flush(c, co, now, false);
+                        }
+                        return Ok(ticket);
+                    }
+                    Decision::Reject(r) => return Err(r),
+                    other => panic!("{other:?}"),
+                }
+            }
+            Decision::Refresh => flush(c, co, now, true),
+        }
+    }
+    panic!("no decision")
+}
+
+fn flush(c: &mut LeaseClient, co: &mut Coordinator, now: u64, force: bool) {
+    if let Some(req) = c.begin_flush(force) {
+        let reply = exchange(co, now, &req, false);
+        c.on_flush_reply(t(now), &reply);
+    }
+}
+
+/// Opens `co` with three failures from a throwaway session.
+fn trip(co: &mut Coordinator, now: u64) {
+    let g = co.breaker().generation();
+    let _ = exchange(
+        co,
+        now,
+        &req("tripper", 1, vec![batch(1, vec![counts(g, 0, 3)], vec![])]),
+        false,
+    );
+    assert_eq!(co.breaker().state(), State::Open);
+}
+
+/// After the open period: a probe permit for `client`/`session`.
+fn probe(co: &mut Coordinator, now: u64, client: &str, session: u64) -> (u32, u32) {
+    let reply = exchange(co, now, &req(client, session, vec![]), true);
+    let p = reply.permit.expect("a permit");
+    (p.generation, p.probe.expect("a probe"))
+}
+
+fn probe_report(seq: u64, (generation, id): (u32, u32), outcome: WireOutcome) -> Batch {
+    batch(
+        seq,
+        vec![],
+        vec![ProbeReport {
+            generation,
+            id,
+            issued_at: 0,
+            outcome,
+        }],
+    )
+}
+
+// ----- the coordinator -----
+
+#[test]
+fn batched_failures_open_and_a_resent_batch_counts_once() {
+    let mut co = coordinator(spec());
+    let r = req("a", 1, vec![batch(1, vec![counts(0, 10, 3)], vec![])]);
+    let reply = exchange(&mut co, 10_000, &r, false);
+    assert_eq!(reply.lease.state, State::Open);
+    assert_eq!(reply.lease.retry_after_ms, 1_000);
+    assert_eq!(reply.acked, [1]);
+    let reply = exchange(&mut co, 10_000, &r, false);
+    assert_eq!(reply.acked, [1]);
+    let view = co.view(t(10_000));
+    assert_eq!((view.stats.successes, view.stats.failures), (10, 3));
+    assert_eq!(view.counters.duplicate_batches, 1);
+}
+
+#[test]
+fn outcomes_of_another_generation_count_as_stale_and_never_move_the_state() {
+    let mut co = coordinator(spec());
+    let _ = exchange(
+        &mut co,
+        0,
+        &req("a", 1, vec![batch(1, vec![counts(7, 0, 5)], vec![])]),
+        false,
+    );
+    let unknown = Counts {
+        generation: None,
+        successes: 0,
+        failures: 4,
+        ignored: 0,
+    };
+    let _ = exchange(
+        &mut co,
+        0,
+        &req("a", 1, vec![batch(2, vec![unknown], vec![])]),
+        false,
+    );
+    assert_eq!(co.breaker().state(), State::Closed);
+    let stats = co.view(t(0)).stats;
+    assert_eq!((stats.stale, stats.failures), (9, 9));
+}
+
+#[test]
+fn what_follows_a_trip_in_the_same_batch_is_stale() {
+    let mut co = coordinator(spec());
+    // 3 failures trip; the counts are applied successes, ignored, failures.
+    let c = Counts {
+        generation: Some(0),
+        successes: 2,
+        failures: 5,
+        ignored: 1,
+    };
+    let _ = exchange(
+        &mut co,
+        0,
+        &req("a", 1, vec![batch(1, vec![c], vec![])]),
+        false,
+    );
+    let stats = co.view(t(0)).stats;
+    assert_eq!(co.breaker().state(), State::Open);
+    assert_eq!(
+        (stats.successes, stats.failures, stats.ignored, stats.stale),
+        (2, 5, 1, 2)
+    );
+}
+
+#[test]
+fn exactly_one_probe_for_every_client_then_closes() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 0);
+    let p = probe(&mut co, 1_000, "a", 1);
+    for client in ["b", "c", "d"] {
+        let other = exchange(&mut co, 1_000, &req(client, 1, vec![]), true);
+        assert!(other.permit.is_none());
+        assert_eq!(other.lease.state, State::HalfOpen);
+    }
+    let reply = exchange(
+        &mut co,
+        1_010,
+        &req("a", 1, vec![probe_report(1, p, WireOutcome::Success)]),
+        false,
+    );
+    assert_eq!(reply.lease.state, State::Closed);
+    assert_eq!(co.view(t(1_010)).counters.probes_granted, 1);
+}
+
+#[test]
+fn a_lost_probe_frees_its_slot_after_the_probe_timeout_and_no_sooner() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 0);
+    let _lost = probe(&mut co, 1_000, "a", 1);
+    // Five instances keep asking while the probe's lease runs: none gets through.
+    for (i, now) in [1_001, 1_500, 2_000, 2_500, 2_999].into_iter().enumerate() {
+        let r = exchange(&mut co, now, &req(&format!("i{i}"), 1, vec![]), true);
+        assert!(r.permit.is_none(), "at {now}");
+        assert_eq!(r.rejected.unwrap().retry_after_ms, 3_000 - now);
+    }
+    // Then exactly one other gets the slot, and its success closes the breaker.
+    let p = probe(&mut co, 3_000, "b", 1);
+    let r = exchange(&mut co, 3_000, &req("c", 1, vec![]), true);
+    assert!(r.permit.is_none());
+    let reply = exchange(
+        &mut co,
+        3_001,
+        &req("b", 1, vec![probe_report(1, p, WireOutcome::Success)]),
+        false,
+    );
+    assert_eq!(reply.lease.state, State::Closed);
+}
+
+#[test]
+fn a_late_report_of_an_expired_probe_still_counts_once() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 0);
+    let p = probe(&mut co, 1_000, "a", 1);
+    let _ = probe(&mut co, 3_000, "b", 1);
+    let r = exchange(
+        &mut co,
+        3_500,
+        &req("a", 1, vec![probe_report(1, p, WireOutcome::Failure)]),
+        false,
+    );
+    assert_eq!(
+        r.lease.state,
+        State::Open,
+        "the slow probe's failure reopens"
+    );
+}
+
+#[test]
+fn a_probe_report_counts_for_the_probe_reported_not_the_oldest() {
+    let two = SharedSpec::new(
+        spec()
+            .breaker
+            .with_half_open_max_probes(2)
+            .with_half_open_success_threshold(2),
+    )
+    .with_lease_ms(500);
+    let mut co = coordinator(two);
+    trip(&mut co, 0);
+    let pa = probe(&mut co, 1_000, "a", 1);
+    let pb = probe(&mut co, 1_001, "b", 1);
+    // b's probe fails: OPEN again, whatever a's probe says afterwards.
+    let r = exchange(
+        &mut co,
+        1_002,
+        &req("b", 1, vec![probe_report(1, pb, WireOutcome::Failure)]),
+        false,
+    );
+    assert_eq!(r.lease.state, State::Open);
+    let r = exchange(
+        &mut co,
+        1_003,
+        &req("a", 1, vec![probe_report(1, pa, WireOutcome::Success)]),
+        false,
+    );
+    assert_eq!(r.lease.state, State::Open);
+    assert_eq!(co.view(t(1_003)).counters.unmatched_probe_reports, 1);
+}
+
+#[test]
+fn forged_and_repeated_probe_reports_are_not_counted() {
+    let three =
+        SharedSpec::new(spec().breaker.with_half_open_success_threshold(3)).with_lease_ms(500);
+    let mut co = coordinator(three);
+    trip(&mut co, 0);
+    let p = probe(&mut co, 1_000, "a", 1);
+    // The same success three times in one batch, a probe id never granted, and the real probe
+    // reported from another session: one success in all.
+    let mut b = probe_report(1, p, WireOutcome::Success);
+    b.probes = vec![b.probes[0]; 3];
+    b.probes.push(ProbeReport {
+        generation: p.0,
+        id: p.1 + 1,
+        issued_at: 0,
+        outcome: WireOutcome::Success,
+    });
+    let _ = exchange(&mut co, 1_001, &req("a", 1, vec![b]), false);
+    let _ = exchange(
+        &mut co,
+        1_001,
+        &req("a", 2, vec![probe_report(1, p, WireOutcome::Success)]),
+        false,
+    );
+    let _ = exchange(
+        &mut co,
+        1_001,
+        &req("mallory", 1, vec![probe_report(1, p, WireOutcome::Success)]),
+        false,
+    );
+    assert_eq!(co.breaker().state(), State::HalfOpen);
+    assert_eq!(co.breaker().half_open_successes(), 1);
+    assert_eq!(co.view(t(1_001)).counters.unmatched_probe_reports, 5);
+}
+
+#[test]
+fn a_resent_batch_counts_once_after_more_than_256_other_sessions() {
+    let mut co = coordinator(spec());
+    let first = req("a", 1, vec![batch(1, vec![counts(0, 5, 0)], vec![])]);
+    let _ = exchange(&mut co, 0, &first, false);
+    for i in 0..300 {
+        let _ = exchange(
+            &mut co,
+            1 + i,
+            &req(
+                &format!("c{i}"),
+                1,
+                vec![batch(1, vec![counts(0, 1, 0)], vec![])],
+            ),
+            false,
+        );
+    }
+    // The answer to `first` was lost: it comes again.
+    let reply = exchange(&mut co, 400, &first, false);
+    assert_eq!(reply.acked, [1]);
+    assert_eq!(co.view(t(400)).stats.successes, 305);
+}
+
+#[test]
+fn when_sessions_must_be_forgotten_early_unknown_resends_are_not_counted() {
+    let mut co = coordinator(spec());
+    let mut a = req("a", 1, vec![batch(1, vec![counts(0, 1, 0)], vec![])]);
+    let _ = exchange(&mut co, 0, &a, false);
+    a.batches = vec![batch(2, vec![counts(0, 1, 0)], vec![])];
+    let _ = exchange(&mut co, 1, &a, false);
+    for i in 0..MAX_CLIENTS as u64 {
+        let _ = exchange(
+            &mut co,
+            2 + i,
+            &req(
+                &format!("c{i}"),
+                1,
+                vec![batch(1, vec![counts(0, 1, 0)], vec![])],
+            ),
+            false,
+        );
+    }
+    let before = co.view(t(5_000)).stats.successes;
+    // "a" was forgotten while it could still resend batch 2: acknowledged, not counted again.
+    let reply = exchange(&mut co, 5_000, &a, false);
+    assert_eq!(reply.acked, [2]);
+    let view = co.view(t(5_000));
+    assert_eq!(view.stats.successes, before);
+    // "a" was forgotten for the last of the 1 024 others, and remembering "a" again forgot one
+    // more.
+    assert_eq!(view.counters.sessions_evicted_early, 2);
+    assert_eq!(view.counters.unverified_batches, 1);
+}
+
+#[test]
+fn a_forged_batch_number_cannot_silence_a_client() {
+    let mut co = coordinator(spec());
+    let _ = exchange(
+        &mut co,
+        0,
+        &req("a", 42, vec![batch(1, vec![counts(0, 1, 0)], vec![])]),
+        false,
+    );
+    // Same name, other session: a session of its own. Same session, a huge jump: refused.
+    let _ = exchange(
+        &mut co,
+        1,
+        &req("a", 43, vec![batch(MAX_SEQ, vec![], vec![])]),
+        false,
+    );
+    let reply = exchange(
+        &mut co,
+        1,
+        &req("a", 42, vec![batch(MAX_SEQ, vec![], vec![])]),
+        false,
+    );
+    assert_eq!(reply.refused.len(), 1);
+    assert!(reply.acked.is_empty());
+    let reply = exchange(
+        &mut co,
+        2,
+        &req("a", 42, vec![batch(2, vec![counts(0, 1, 0)], vec![])]),
+        false,
+    );
+    assert_eq!(reply.acked, [2]);
+    assert_eq!(co.view(t(2)).stats.successes, 2);
+    // Numbers past 2^53 are refused whole.
+    assert!(co
+        .exchange(
+            t(3),
+            &req("a", 42, vec![batch(MAX_SEQ + 1, vec![], vec![])]),
+            false
+        )
+        .is_err());
+}
+
+#[test]
+fn a_restarted_client_reusing_its_name_is_counted_from_its_first_batch() {
+    let mut co = coordinator(spec());
+    for seq in 1..=20 {
+        let _ = exchange(
+            &mut co,
+            seq,
+            &req("web-1", 1, vec![batch(seq, vec![counts(0, 1, 0)], vec![])]),
+            false,
+        );
+    }
+    let reply = exchange(
+        &mut co,
+        100,
+        &req("web-1", 2, vec![batch(1, vec![counts(0, 0, 1)], vec![])]),
+        false,
+    );
+    assert_eq!(reply.acked, [1]);
+    assert_eq!(co.view(t(100)).stats.failures, 1);
+}
+
+#[test]
+fn a_batch_over_a_limit_is_refused_alone_and_the_others_apply() {
+    let mut co = coordinator(spec());
+    let too_many = batch(2, (0..9).map(|_| counts(0, 1, 0)).collect(), vec![]);
+    let r = req(
+        "a",
+        1,
+        vec![
+            batch(1, vec![counts(0, 1, 0)], vec![]),
+            too_many,
+            batch(3, vec![counts(0, 1, 0)], vec![]),
+        ],
+    );
+    let reply = exchange(&mut co, 0, &r, false);
+    assert_eq!(reply.acked, [1, 3]);
+    assert_eq!(reply.refused.len(), 1);
+    assert_eq!(reply.refused[0].seq, 2);
+    assert!(reply.refused[0].reason.contains("counts"));
+    assert_eq!(co.view(t(0)).stats.successes, 2);
+}
+
+#[test]
+fn nothing_is_persisted_for_rejections_or_plain_closed_permits() {
+    let mut co = coordinator(spec());
+    let (_, step) = co.exchange(t(0), &req("a", 1, vec![]), true).unwrap();
+    assert!(!step.changed, "a CLOSED permit");
+    trip(&mut co, 0);
+    let (_, step) = co.exchange(t(10), &req("a", 1, vec![]), true).unwrap();
+    assert!(!step.changed, "a rejection");
+    let (_, step) = co.exchange(t(1_000), &req("a", 1, vec![]), true).unwrap();
+    assert!(step.changed, "a probe grant");
+}
+
+#[test]
+fn a_clock_reading_infinity_cannot_push_stored_times_past_2_pow_53() {
+    let mut co = coordinator(spec());
+    let _ = co.exchange(
+        Timestamp(u64::MAX),
+        &req("a", 1, vec![batch(1, vec![counts(0, 0, 3)], vec![])]),
+        false,
+    );
+    let json = serde_json::to_string(&co.record()).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    fn max_number(v: &serde_json::Value) -> u64 {
+        match v {
+            serde_json::Value::Number(n) => n.as_u64().unwrap_or(0),
+            serde_json::Value::Array(a) => a.iter().map(max_number).max().unwrap_or(0),
+            serde_json::Value::Object(o) => o
+                .iter()
+                // The jitter generator's state and seed are 64-bit values, not times.
+                .filter(|(k, _)| k.as_str() != "rng" && k.as_str() != "seed")
+                .map(|(_, v)| max_number(v))
+                .max()
+                .unwrap_or(0),
+            _ => 0,
+        }
+    }
+    assert!(max_number(&value) < 1 << 53, "{json}");
+    let back = Coordinator::restore(
+        "upstream",
+        spec(),
+        Some(serde_json::from_str(&json).unwrap()),
+        OnMismatch::Adopt,
+    )
+    .unwrap();
+    assert!(back.restore_error().is_none());
+    assert_eq!(back.breaker().state(), State::Open);
+}
+
+#[test]
+fn record_round_trips_with_sessions_grants_and_an_isolation() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 5);
+    let p = probe(&mut co, 1_005, "a", 1);
+    let json = serde_json::to_string(&co.record()).unwrap();
+    let mut back = Coordinator::restore(
+        "upstream",
+        spec(),
+        Some(serde_json::from_str(&json).unwrap()),
+        OnMismatch::Install,
+    )
+    .unwrap();
+    assert!(back.restore_error().is_none());
+    assert_eq!(back.breaker().probes_in_flight(), 1);
+    // The granted probe is still known, and the tripping batch still deduplicated.
+    let r = exchange(
+        &mut back,
+        1_006,
+        &req("tripper", 1, vec![batch(1, vec![counts(0, 0, 3)], vec![])]),
+        false,
+    );
+    assert_eq!(r.acked, [1]);
+    let r = exchange(
+        &mut back,
+        1_006,
+        &req("a", 1, vec![probe_report(1, p, WireOutcome::Success)]),
+        false,
+    );
+    assert_eq!(r.lease.state, State::Closed);
+    let _ = back.isolate(t(2_000));
+    let json = serde_json::to_string(&back.record()).unwrap();
+    let back = Coordinator::restore(
+        "upstream",
+        spec(),
+        Some(serde_json::from_str(&json).unwrap()),
+        OnMismatch::Install,
+    )
+    .unwrap();
+    assert_eq!(back.breaker().mode(), Mode::Isolated);
+    assert!(!back.may_expire(), "an isolation never expires");
+}
+
+#[test]
+fn settings_that_differ_never_wipe_the_shared_state() {
+    let old = spec();
+    let new = SharedSpec::new(
+        BreakerConfig::new()
+            .with_trip(TripRule::FailuresInWindow {
+                threshold: 10,
+                window_ms: 60_000,
+            })
+            .with_open_duration_ms(5_000),
+    )
+    .with_lease_ms(500);
+    let mut co = coordinator(old);
+    let tripping = req("a", 1, vec![batch(1, vec![counts(0, 0, 3)], vec![])]);
+    let _ = exchange(&mut co, 100, &tripping, false);
+    let record: Record =
+        serde_json::from_str(&serde_json::to_string(&co.record()).unwrap()).unwrap();
+
+    // A new instance, adopting: runs under the stored settings, says so, keeps everything.
+    let mut adopted =
+        Coordinator::restore("upstream", new, Some(record.clone()), OnMismatch::Adopt).unwrap();
+    assert_eq!(adopted.spec().fingerprint(), old.fingerprint());
+    let view = adopted.view(t(200));
+    let m = view.options_mismatch.clone().unwrap();
+    assert_eq!(
+        (m.stored, m.configured, m.resolution.as_str()),
+        (old.fingerprint(), new.fingerprint(), "adopted")
+    );
+    assert_eq!(view.lease.state, State::Open);
+    assert_eq!(view.open_until, Some(1_100));
+    assert_eq!(exchange(&mut adopted, 200, &tripping, false).acked, [1]);
+    assert_eq!(
+        adopted.view(t(200)).stats.failures,
+        3,
+        "the resend is not counted twice"
+    );
+    // Its reset installs its own settings.
+    let _ = adopted.reset(t(300));
+    assert_eq!(adopted.spec().fingerprint(), new.fingerprint());
+    assert!(adopted.view(t(300)).options_mismatch.is_none());
+
+    // The only writer (a Durable Object), installing: the new settings, the state carried over.
+    let mut installed =
+        Coordinator::restore("upstream", new, Some(record), OnMismatch::Install).unwrap();
+    assert_eq!(installed.spec().fingerprint(), new.fingerprint());
+    let view = installed.view(t(200));
+    assert_eq!(view.options_mismatch.unwrap().resolution, "installed");
+    assert_eq!(
+        (view.lease.state, view.open_until),
+        (State::Open, Some(1_100))
+    );
+    assert!(
+        view.lease.generation > co.breaker().generation(),
+        "old permits never count"
+    );
+    assert_eq!(exchange(&mut installed, 200, &tripping, false).acked, [1]);
+}
+
+#[test]
+fn unreadable_or_unfit_records_start_closed_and_say_why() {
+    for garbage in ["", "{", "null", "{\"snapshot\":42}", "\u{0}\u{ff}"] {
+        assert!(
+            serde_json::from_str::<Record>(garbage).is_err(),
+            "{garbage:?}"
+        );
+    }
+    let mut co = coordinator(spec());
+    trip(&mut co, 0);
+    let mut record = co.record();
+    record.snapshot.version = 99;
+    let back = Coordinator::restore("upstream", spec(), Some(record), OnMismatch::Install).unwrap();
+    assert_eq!(back.breaker().state(), State::Closed);
+    assert!(back.restore_error().unwrap().contains("version"));
+}
+
+#[test]
+fn incidents_are_measured_from_opening_to_close_across_restarts() {
+    let mut co = coordinator(spec());
+    let _ = co.isolate(t(1_000));
+    assert_eq!(co.view(t(1_000)).counters.incident_since, Some(1_000));
+    let record = co.record();
+    let mut co =
+        Coordinator::restore("upstream", spec(), Some(record), OnMismatch::Install).unwrap();
+    let _ = co.reset(t(21_000));
+    let c = co.view(t(21_000)).counters;
+    assert_eq!(c.incident_since, None);
+    assert_eq!(c.incidents, [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(c.incident_ms, 20_000);
+}
+
+// ----- the lease client -----
+
+#[test]
+fn healthy_calls_cost_one_request_per_lease() {
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    for i in 0..1_000 {
+        let _ = call(&mut c, &mut co, 1_000 + i / 10, Outcome::Success).unwrap();
+    }
+    // 100 ms of calls under a 500 ms lease: the first acquire, and one report once `max_batch`
+    // (1 000) successes waited.
+    assert_eq!(c.requests(), 2);
+    flush(&mut c, &mut co, 2_000, true);
+    assert_eq!(c.unacknowledged(), 0);
+    assert_eq!(co.view(t(2_000)).stats.successes, 1_000);
+}
+
+#[test]
+fn failures_are_sent_at_once_and_a_trip_is_seen_by_the_reporter() {
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    for _ in 0..3 {
+        let _ = call(&mut c, &mut co, 10, Outcome::Failure).unwrap();
+    }
+    assert_eq!(c.known_state(), Some(State::Open));
+    let r = call(&mut c, &mut co, 10, Outcome::Success).unwrap_err();
+    assert_eq!((r.reason, r.retry_after_ms), (RejectReason::Open, 1_000));
+}
+
+#[test]
+fn other_clients_see_the_trip_within_one_lease() {
+    let mut co = coordinator(spec());
+    let mut a = client("a");
+    let mut b = client("b");
+    let _ = call(&mut b, &mut co, 0, Outcome::Success).unwrap();
+    for _ in 0..3 {
+        let _ = call(&mut a, &mut co, 100, Outcome::Failure).unwrap();
+    }
+    assert!(call(&mut b, &mut co, 499, Outcome::Success).is_ok());
+    assert!(call(&mut b, &mut co, 500, Outcome::Success).is_err());
+    assert_eq!(b.known_state(), Some(State::Open));
+}
+
+#[test]
+fn a_report_in_flight_does_not_stretch_the_lease() {
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    let _ = call(&mut c, &mut co, 0, Outcome::Success).unwrap();
+    // A failure's report at 100 renews the lease until 600.
+    let _ = call(&mut c, &mut co, 100, Outcome::Failure).unwrap();
+    // Another failure: its report goes out at 200 and hangs.
+    let ticket = match c.admit(t(200)) {
+        Decision::Admit(t) => t,
+        other => panic!("{other:?}"),
+    };
+    assert!(c.record(t(200), ticket, Outcome::Failure));
+    let _in_flight = c.begin_flush(false).unwrap();
+    assert!(c.in_flight());
+    assert!(matches!(c.admit(t(599)), Decision::Admit(_)));
+    // The lease ends at 600 whatever is in flight: the host must wait for the answer.
+    assert_eq!(c.admit(t(600)), Decision::Refresh);
+    assert!(c.begin_flush(true).is_none());
+}
+
+#[test]
+fn a_lease_runs_from_when_its_request_was_sent() {
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    assert_eq!(c.admit(t(1_000)), Decision::Acquire);
+    let req = c.acquire_request();
+    // The answer arrives 400 ms later: 100 ms of the 500 ms lease are left.
+    let reply = exchange(&mut co, 1_000, &req, true);
+    assert!(matches!(
+        c.on_acquire_reply(t(1_400), &reply),
+        Decision::Admit(_)
+    ));
+    assert!(matches!(c.admit(t(1_499)), Decision::Admit(_)));
+    assert_eq!(c.admit(t(1_500)), Decision::Refresh);
+}
+
+#[test]
+fn one_probe_for_all_clients() {
+    let mut co = coordinator(spec());
+    let mut clients: Vec<LeaseClient> = (0..8).map(|i| client(&format!("c{i}"))).collect();
+    for c in clients.iter_mut() {
+        let _ = call(c, &mut co, 0, Outcome::Failure);
+    }
+    assert_eq!(co.breaker().state(), State::Open);
+    let mut probes = Vec::new();
+    for (i, c) in clients.iter_mut().enumerate() {
+        if c.admit(t(1_000)) == Decision::Refresh {
+            flush(c, &mut co, 1_000, true);
+        }
+        match c.admit(t(1_000)) {
+            Decision::Acquire => {
+                let req = c.acquire_request();
+                let reply = exchange(&mut co, 1_000, &req, true);
+                if let Decision::Admit(ticket) = c.on_acquire_reply(t(1_000), &reply) {
+                    assert!(ticket.is_probe());
+                    probes.push((i, ticket));
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(probes.len(), 1);
+    let (i, ticket) = probes[0];
+    assert!(clients[i].record(t(1_010), ticket, Outcome::Success));
+    flush(&mut clients[i], &mut co, 1_010, false);
+    assert_eq!(co.breaker().state(), State::Closed);
+    for c in clients.iter_mut() {
+        assert!(call(c, &mut co, 1_020, Outcome::Success).is_ok());
+    }
+}
+
+#[test]
+fn unreachable_coordinator_falls_back_and_counts_arrive_later_once() {
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    let _ = call(&mut c, &mut co, 0, Outcome::Success).unwrap();
+    while c.next_event().is_some() {}
+    assert_eq!(c.admit(t(600)), Decision::Refresh);
+    let lost = c.begin_flush(true).unwrap();
+    c.on_unreachable(t(600), true, "down".into());
+    assert!(matches!(c.next_event(), Some(ClientEvent::Fallback { .. })));
+    match c.admit(t(601)) {
+        Decision::Admit(ticket) => {
+            assert!(ticket.is_fallback());
+            let _ = c.record(t(601), ticket, Outcome::Success);
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut closed =
+        LeaseClient::with_session("b".into(), 1, LeaseOptions::new().with_fail_closed(true))
+            .unwrap();
+    closed.on_unreachable(t(0), false, "down".into());
+    assert!(matches!(closed.admit(t(1)), Decision::Reject(_)));
+    // The lost report did arrive; the resend carries it again with the same number.
+    let _ = exchange(&mut co, 600, &lost, false);
+    assert_eq!(c.admit(t(1_600)), Decision::Refresh);
+    flush(&mut c, &mut co, 1_600, true);
+    assert_eq!(c.next_event(), Some(ClientEvent::Recovered));
+    assert_eq!(c.unacknowledged(), 0);
+    assert_eq!(co.view(t(1_600)).stats.successes, 2);
+}
+
+#[test]
+fn the_local_breaker_trips_and_recovers_while_the_coordinator_is_unreachable() {
+    let opts = LeaseOptions::new()
+        .with_retry_unreachable_ms(100_000)
+        .with_fallback(
+            BreakerConfig::new()
+                .with_trip(TripRule::ConsecutiveFailures { threshold: 2 })
+                .with_open_duration_ms(1_000),
+        );
+    let mut c = LeaseClient::with_session("a".into(), 1, opts).unwrap();
+    c.on_unreachable(t(0), false, "down".into());
+    for now in [1, 2] {
+        let Decision::Admit(ticket) = c.admit(t(now)) else {
+            panic!()
+        };
+        let _ = c.record(t(now), ticket, Outcome::Failure);
+    }
+    assert!(matches!(c.admit(t(3)), Decision::Reject(_)));
+    // An ignored probe (a 400, a cancel) frees the slot: the next call probes again.
+    let Decision::Admit(probe) = c.admit(t(1_002)) else {
+        panic!()
+    };
+    let _ = c.record(t(1_002), probe, Outcome::Ignored);
+    let Decision::Admit(probe) = c.admit(t(1_003)) else {
+        panic!("locked shut after an ignored probe")
+    };
+    let _ = c.record(t(1_003), probe, Outcome::Success);
+    assert_eq!(c.local().state(), State::Closed);
+    // A probe that never reports frees its slot after the probe timeout (30 s by default).
+    for now in [2_000, 2_001] {
+        let Decision::Admit(ticket) = c.admit(t(now)) else {
+            panic!()
+        };
+        let _ = c.record(t(now), ticket, Outcome::Failure);
+    }
+    let Decision::Admit(_never_reported) = c.admit(t(3_001)) else {
+        panic!()
+    };
+    assert!(matches!(c.admit(t(3_002)), Decision::Reject(_)));
+    assert!(matches!(c.admit(t(33_001)), Decision::Admit(_)));
+}
+
+#[test]
+fn a_refused_batch_is_dropped_and_announced_never_resent() {
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    let _ = call(&mut c, &mut co, 0, Outcome::Success).unwrap();
+    let Decision::Admit(ticket) = c.admit(t(1)) else {
+        panic!()
+    };
+    assert!(c.record(t(1), ticket, Outcome::Failure));
+    let sent = c.begin_flush(false).unwrap();
+    assert_eq!(sent.batches.len(), 1);
+    // A coordinator that will not take it (an older version with smaller limits, say).
+    c.on_flush_refused(t(2), "object answered 413: body larger than 64 KiB");
+    // The batch held the waiting success and the failure.
+    assert_eq!(c.dropped(), 2);
+    assert!(c.next_event().into_iter().chain(core::iter::from_fn(|| c.next_event())).any(
+        |e| matches!(e, ClientEvent::Dropped { outcomes: 2, ref reason } if reason.contains("413"))
+    ));
+    assert_eq!(c.unacknowledged(), 0);
+    // Refused batches listed in a reply are dropped too.
+    let Decision::Admit(ticket) = c.admit(t(3)) else {
+        panic!()
+    };
+    assert!(c.record(t(3), ticket, Outcome::Failure));
+    let mut req = c.begin_flush(false).unwrap();
+    // (Altered on the way, so that this coordinator refuses it.)
+    req.batches[0].counts = vec![counts(0, 1, 0); 9];
+    let reply = exchange(&mut co, 3, &req, false);
+    assert_eq!(reply.refused.len(), 1);
+    c.on_flush_reply(t(3), &reply);
+    assert_eq!((c.dropped(), c.unacknowledged()), (3, 0));
+}
+
+#[test]
+fn batches_older_than_the_resend_window_are_dropped() {
+    let mut c = client("a");
+    c.on_unreachable(t(0), false, "down".into());
+    let Decision::Admit(ticket) = c.admit(t(1)) else {
+        panic!()
+    };
+    let _ = c.record(t(1), ticket, Outcome::Failure);
+    let _ = c.begin_flush(false).unwrap();
+    c.on_unreachable(t(2), true, "still down".into());
+    let _ = c.admit(t(400_000));
+    let req = c.begin_flush(true).unwrap();
+    assert!(req.batches.is_empty());
+    assert_eq!(c.dropped(), 1);
+}
+
+#[test]
+fn a_long_outage_at_high_volume_never_builds_a_report_the_coordinator_refuses() {
+    let mut co = coordinator(spec());
+    let mut c = LeaseClient::with_session(
+        "a".into(),
+        1,
+        LeaseOptions::new().with_retry_unreachable_ms(300_000),
+    )
+    .unwrap();
+    let _ = call(&mut c, &mut co, 0, Outcome::Success).unwrap();
+    c.on_unreachable(t(1), false, "down".into());
+    // 2 000 000 outcomes (a few failures among them) while the coordinator is unreachable.
+    for i in 0..2_000_000u64 {
+        let now = 2 + i / 10_000;
+        match c.admit(t(now)) {
+            Decision::Admit(ticket) => {
+                let outcome = if i % 100_000 == 0 {
+                    Outcome::Failure
+                } else {
+                    Outcome::Success
+                };
+                let _ = c.record(t(now), ticket, outcome);
+            }
+            Decision::Reject(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut sent = 0;
+    let mut now = 300_000;
+    while c.unacknowledged() > 0 && sent < 100 {
+        let _ = c.admit(t(now));
+        let req = c.begin_flush(true).unwrap();
+        let json = serde_json::to_string(&req).unwrap();
+        assert!(json.len() <= MAX_BODY_BYTES, "{} bytes", json.len());
+        assert!(req.batches.len() <= MAX_BATCHES);
+        let reply = exchange(&mut co, now, &req, false);
+        assert!(reply.refused.is_empty(), "{:?}", reply.refused);
+        c.on_flush_reply(t(now), &reply);
+        sent += 1;
+        now += 1;
+    }
+    assert_eq!(c.unacknowledged(), 0);
+    let stats = co.view(t(now)).stats;
+    let counted = stats.successes + stats.failures + stats.ignored;
+    assert_eq!(
+        counted + c.dropped(),
+        2_000_001,
+        "every outcome counted once or dropped"
+    );
+    assert!(
+        c.dropped() > 0,
+        "more than a client keeps: some were given up, and said so"
+    );
+}
