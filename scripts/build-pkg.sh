@@ -55,20 +55,6 @@ log "emitting declarations"
 node_modules/.bin/tsc -p js/tsconfig.json
 echo "export * from './types/index.js';" > "$OUT/dist/index.d.ts"
 
-# `breakwater/shared`: the client of the Worker's Durable Object breaker (js/shared.ts, plain
-# fetch, no wasm), when that file is present.
-shared=false
-if [ -f js/shared.ts ]; then
-  log "bundling breakwater/shared"
-  shared_esb=(node_modules/.bin/esbuild js/shared.ts --bundle --platform=neutral --target=es2022
-    --minify --legal-comments=none --log-level=warning)
-  "${shared_esb[@]}" --format=esm --outfile="$OUT/dist/shared.mjs"
-  "${shared_esb[@]}" --format=cjs --outfile="$OUT/dist/shared.cjs"
-  node_modules/.bin/tsc js/shared.ts --declaration --emitDeclarationOnly --outDir "$OUT/dist" \
-    --target es2022 --module esnext --moduleResolution bundler --strict --skipLibCheck --lib es2022,dom
-  shared=true
-fi
-
 # `breakwater/prometheus` and `breakwater/otel`: the metrics adapters (js/src/prometheus.ts,
 # js/src/otel.ts). They import only types from the main entry, so they bundle no wasm; the OTel one
 # takes the app's Meter and never imports @opentelemetry/api. Declarations come from tsc above.
@@ -81,34 +67,45 @@ for adapter in prometheus otel; do
   echo "export * from './types/$adapter.js';" > "$OUT/dist/$adapter.d.ts"
 done
 
-# `breakwater/store`: the breaker shared through Redis or another compare-and-set store
-# (js/store.ts). It imports the main entry as `breakwater` (the package itself: one copy of the wasm).
-store=false
-if [ -f js/store.ts ]; then
-  log "bundling breakwater/store"
-  store_esb=(node_modules/.bin/esbuild js/store.ts --bundle --platform=neutral --target=es2022
-    --minify --legal-comments=none --log-level=warning --external:breakwater)
-  "${store_esb[@]}" --format=esm --outfile="$OUT/dist/store.mjs"
-  "${store_esb[@]}" --format=cjs --outfile="$OUT/dist/store.cjs"
-  rm -rf target/store-types
-  node_modules/.bin/tsc -p js/tsconfig.store.json
-  cp target/store-types/store.d.ts "$OUT/dist/store.d.ts"
-  store=true
+# `breakwater/shared` and `breakwater/store`: the shared breaker. The core's lease client and
+# coordinator come as a second wasm module (feature wasm-shared, with the protocol's JSON), so
+# that the main entry does not carry them; its glue is loaded per runtime like the main one
+# (js/entry/shared-*). Both entries import the main entry as `breakwater` (one copy of the
+# breaker API, the errors and the classification); the store imports `breakwater/shared`.
+log "compiling the shared breaker's wasm (feature wasm-shared)"
+cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown --no-default-features \
+  --features wasm-shared --target-dir target/wasm-shared
+SHARED_WASM=target/wasm-shared/wasm32-unknown-unknown/wasm/breakwater.wasm
+mkdir -p "$OUT/node-shared" "$OUT/web-shared"
+"${bindgen[@]}" --target nodejs --out-name breakwater_shared --out-dir "$OUT/node-shared" "$SHARED_WASM"
+"${bindgen[@]}" --target bundler --out-name breakwater_shared --out-dir "$OUT/web-shared" "$SHARED_WASM"
+rm -f "$OUT/web-shared/breakwater_shared.js"
+echo '{"type":"commonjs"}' > "$OUT/node-shared/package.json"
+if [ -x node_modules/.bin/wasm-opt ]; then
+  for f in "$OUT/node-shared/breakwater_shared_bg.wasm" "$OUT/web-shared/breakwater_shared_bg.wasm"; do
+    node_modules/.bin/wasm-opt -Os --converge --strip-target-features --enable-bulk-memory \
+      --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
+      --enable-reference-types --enable-multivalue "$f" -o "$f"
+  done
 fi
+log "bundling breakwater/shared and breakwater/store"
+sub_esb=(node_modules/.bin/esbuild --bundle --platform=neutral --target=es2022 --minify
+  --legal-comments=none --log-level=warning --external:breakwater --external:breakwater/shared)
+"${sub_esb[@]}" js/src/shared/internal.ts --format=esm --outfile="$OUT/dist/shared-api.mjs"
+"${sub_esb[@]}" js/src/shared/internal.ts --format=cjs --outfile="$OUT/dist/shared-api.cjs"
+"${sub_esb[@]}" js/src/store.ts --format=esm --outfile="$OUT/dist/store.mjs"
+"${sub_esb[@]}" js/src/store.ts --format=cjs --outfile="$OUT/dist/store.cjs"
+node_modules/.bin/tsc -p js/tsconfig.shared.json
+echo "export * from './types/shared/index.js';" > "$OUT/dist/shared.d.ts"
+echo "export * from './types/store.js';" > "$OUT/dist/store.d.ts"
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 node -e '
   const fs = require("fs");
   const p = JSON.parse(fs.readFileSync("js/package.template.json", "utf8"));
   p.version = process.argv[1];
-  if (process.argv[3] === "true") {
-    p.exports["./shared"] = { types: "./dist/shared.d.ts", import: "./dist/shared.mjs", require: "./dist/shared.cjs" };
-  }
-  if (process.argv[4] === "true") {
-    p.exports["./store"] = { types: "./dist/store.d.ts", import: "./dist/store.mjs", require: "./dist/store.cjs" };
-  }
   fs.writeFileSync(process.argv[2], JSON.stringify(p, null, 2) + "\n");
-' "$version" "$OUT/package.json" "$shared" "$store"
+' "$version" "$OUT/package.json"
 [ -f js/README.md ] && cp js/README.md "$OUT/README.md"
 # wasm-bindgen / wasm-pack may leave a `.gitignore` with `*`, which would empty `npm pack`.
 find "$OUT" -name .gitignore -delete

@@ -2,17 +2,7 @@ import { glue, type WasmBreaker } from './glue.js';
 import { CircuitOpenError, TimeoutError, type RejectReason } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { checkKeys, create, fail, fn, num, obj } from './options.js';
-import {
-  classifyError,
-  FAILURE,
-  IGNORED,
-  isAbort,
-  isResponse,
-  statusOf,
-  SUCCESS,
-  classifyWith,
-  defaultClassifier,
-} from './classify.js';
+import { FAILURE, IGNORED, isResponse, SUCCESS, outcomeCode } from './classify.js';
 
 export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
@@ -139,6 +129,18 @@ export interface BreakerSnapshot {
   data: number[];
 }
 
+/**
+ * Validates breaker options (naming the option and value) and lays them out for the core: the
+ * configuration array the wasm boundaries read (`breaker_config` in src/wasm/mod.rs).
+ * @internal Used by `breakwater/shared` and `breakwater/store`.
+ */
+export function breakerConfig(options: CircuitBreakerOptions): Float64Array {
+  return build(options);
+}
+
+/** The configuration array of a breaker of this package (for `breakwater/shared`'s fallback). */
+export const CONFIG = Symbol.for('breakwater.config');
+
 /** Validates the options (naming the option and value) and lays them out for the core. */
 function build(options: CircuitBreakerOptions): Float64Array {
   const o = obj('options', options) ?? {};
@@ -237,6 +239,11 @@ export class CircuitBreaker {
     this.#w = create(glue().WasmBreaker.create, 0, this.#cfg);
     this.#fast = this.#cfg[0]! <= 1;
     this.#clean = this.#fast;
+  }
+
+  /** @internal The core configuration array this breaker runs under. */
+  get [CONFIG](): Float64Array {
+    return this.#cfg.slice();
   }
 
   /** Rebuilds a breaker from `toJSON()` output, under (possibly new) options. */
@@ -421,18 +428,9 @@ export class CircuitBreaker {
   }
 
   #outcome(e: unknown, resolved = false, signal?: AbortSignal): number {
-    if (resolved) {
-      const s = statusOf(e) ?? 200;
-      if (s < 400) return SUCCESS;
-    }
-    if (this.#isFailure !== undefined && !isAbort(e, signal)) {
-      const f = this.#isFailure(e);
-      if (f === true) return FAILURE;
-      if (f === false) return IGNORED;
-    }
-    const v = signal ? classifyWith(defaultClassifier(), e, signal) : classifyError(e);
-    return v.failure ? FAILURE : v.ignored ? IGNORED : SUCCESS;
+    return outcomeCode(e, resolved, signal, this.#isFailure);
   }
+
 
   /** Reports an outcome; `h` -1 for one without a permit (recordSuccess / recordFailure). */
   #settle(issuedAt: number, h: number, outcome: number, error: unknown): void {

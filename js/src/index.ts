@@ -38,5 +38,12 @@ export {
   type RetryOptions,
 } from './retry.js';
 export { BreakerRegistry } from './registry.js';
-export { classifyError, retryAfterMs, type ErrorClass, type Verdict } from './classify.js';
+export {
+  classifyError,
+  classifyOutcome,
+  retryAfterMs,
+  type CallOutcome,
+  type ErrorClass,
+  type Verdict,
+} from './classify.js';
 export type { Unsubscribe } from './events.js';

@@ -27,6 +27,8 @@
 
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]
 mod heap;
+#[cfg(feature = "wasm-shared")]
+mod shared;
 
 use alloc::string::String;
 use alloc::vec::Vec;

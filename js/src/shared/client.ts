@@ -1,0 +1,548 @@
+// `SharedCircuitBreaker`: a shell around the core's lease client (src/shared/client.rs, through
+// src/wasm/shared.rs). It reads the clock, carries the messages the core builds to the
+// coordinator and back (a Durable Object stub, the Worker's breaker service, or a store), runs
+// the guarded call, and tells listeners what the core reports. It decides nothing itself.
+import {
+  CircuitBreaker,
+  CircuitOpenError,
+  classifyOutcome,
+  breakerConfig,
+  CONFIG,
+  type BreakerState,
+  type CallOutcome,
+  type CircuitBreakerOptions,
+  type RejectReason,
+} from 'breakwater';
+import { sharedGlue, type WasmLeaseClient } from './glue.js';
+
+export type SharedState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
+export type SharedMode = 'automatic' | 'isolated' | 'disabled';
+export type Outcome = CallOutcome;
+export type SharedRejectReason = RejectReason;
+
+/** The bits of a Durable Object stub this client uses. */
+export interface StubLike {
+  fetch(input: string, init?: RequestInit): Promise<Response>;
+}
+
+/** The bits of a Durable Object namespace binding this client uses. */
+export interface NamespaceLike {
+  idFromName(name: string): unknown;
+  get(id: unknown): StubLike;
+  getByName?(name: string): StubLike;
+}
+
+/** A local breaker: a `CircuitBreaker` of this package (or a `LocalFallbackBreaker`). */
+export interface LocalBreakerLike {
+  isHealthy(): boolean;
+  recordSuccess(): void;
+  recordFailure(error?: unknown): void;
+}
+
+// ----- wire shapes (src/shared/protocol.rs), for transports written by hand -----
+
+export interface Counts {
+  generation: number | null;
+  successes: number;
+  failures: number;
+  ignored: number;
+}
+export interface ProbeReport {
+  generation: number;
+  id: number;
+  issued_at: number;
+  outcome: Outcome;
+}
+export interface Batch {
+  seq: number;
+  counts: Counts[];
+  probes: ProbeReport[];
+}
+export interface Lease {
+  state: SharedState;
+  mode: SharedMode;
+  generation: number;
+  lease_ms: number;
+  retry_after_ms: number;
+  now: number;
+}
+export interface Exchange {
+  client: string;
+  session?: number;
+  batches: Batch[];
+}
+export interface Reply {
+  lease: Lease;
+  permit?: { generation: number; probe: number | null; issued_at: number };
+  rejected?: { reason: 'open' | 'half_open_full' | 'isolated'; retry_after_ms: number };
+  acked: number[];
+  refused?: Array<{ seq: number; reason: string }>;
+}
+
+/**
+ * Where the shared state lives, when it is not a Durable Object: one exchange of the protocol,
+ * answered as the coordinator would. `breakwater/store` implements it over Redis.
+ */
+export interface SharedTransport {
+  exchange(op: 'acquire' | 'report', body: Exchange, signal?: AbortSignal): Promise<Reply>;
+}
+
+/**
+ * What a transport answers: `ok` with the reply's JSON, `refused` (the coordinator will refuse
+ * this request again: the client drops it), or `unreachable` (worth trying again later).
+ * @internal
+ */
+export type Answer =
+  | { kind: 'ok'; text: string }
+  | { kind: 'refused'; reason: string }
+  | { kind: 'unreachable'; reason: string };
+
+/** @internal A transport that carries the core's JSON as it is. */
+export type RawTransport = (op: 'acquire' | 'report', body: string, signal?: AbortSignal) => Promise<Answer>;
+
+/** The breaker service: the Worker's `/v1/acquire` and `/v1/report` routes over HTTPS. */
+export interface ServiceOptions {
+  /** The Worker's origin, e.g. `https://breakwater.example.workers.dev` (https, except on loopback). */
+  url: string;
+  /** The Worker's `SERVICE_TOKEN` secret. */
+  token: string;
+  /** Default: the global `fetch`. */
+  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
+}
+
+export interface SharedBreakerOptions {
+  /** The Durable Object namespace binding (`env.BREAKER`), possibly bound with `script_name`. */
+  shared?: NamespaceLike;
+  /** Instead of `shared`, from outside Cloudflare: the Worker's breaker service over HTTPS. */
+  service?: ServiceOptions;
+  /** Instead of `shared`: another place holding the state (see `breakwater/store`). */
+  transport?: SharedTransport;
+  /** Send waiting successes once this many outcomes wait. Default 1000 (at most 62 500). */
+  maxBatch?: number;
+  /** Reject every call while the coordinator is unreachable. Default false (the local breaker decides). */
+  failClosed?: boolean;
+  /** How long to stay on the local breaker before trying the coordinator again, ms. Default 1000 (at most 300 000). */
+  retryUnreachableMs?: number;
+  /** Abandon a request to the coordinator after this many ms (then fall back). Default 5000. */
+  requestTimeoutMs?: number;
+  /**
+   * The local breaker that decides while the coordinator is unreachable: a `CircuitBreaker`'s
+   * options, or a `CircuitBreaker` / `LocalFallbackBreaker` whose options to use. It runs in the
+   * core, beside the lease. Default: 5 consecutive failures open it for 30 s, then one probe.
+   */
+  fallback?: CircuitBreakerOptions | LocalBreakerLike;
+  /** How a result or error counts. Default: `classifyOutcome`, as `CircuitBreaker.execute` counts. */
+  classify?: (result: { ok: true; value: unknown } | { ok: false; error: unknown }) => Outcome;
+  /** The clock, ms since the epoch. Default `Date.now`. */
+  clock?: () => number;
+  /** This client's id (1–64 of `A-Za-z0-9-_`). Default: random. A session drawn at random at start keeps a restarted process that reuses its id apart from its former self. */
+  clientId?: string;
+}
+
+export interface ExecuteOptions {
+  /** Where to hand a report that need not delay this call (`(p) => ctx.waitUntil(p)`). */
+  waitUntil?: (promise: Promise<unknown>) => void;
+  /** Overrides the breaker's `classify` for this call. */
+  classify?: SharedBreakerOptions['classify'];
+}
+
+export type SharedEvent =
+  | { type: 'state'; breaker: string; from: SharedState | null; to: SharedState }
+  | { type: 'fallback'; breaker: string; reason: string }
+  | { type: 'recovered'; breaker: string }
+  | { type: 'dropped'; breaker: string; outcomes: number; reason: string };
+
+/** Stops a subscription; calling it twice is harmless. */
+export interface Unsubscribe {
+  (): void;
+  dispose(): void;
+}
+
+/** The error `execute` throws when the shared breaker refuses: the package's `CircuitOpenError`. */
+export const SharedCircuitOpenError = CircuitOpenError;
+export type SharedCircuitOpenError = CircuitOpenError;
+
+/**
+ * A consecutive-failures breaker for the shared client's fallback: `threshold` failures in a row
+ * open it for `openMs`, then one call probes. It is the package's `CircuitBreaker` (the core).
+ */
+export class LocalFallbackBreaker extends CircuitBreaker {
+  constructor(
+    readonly threshold = 5,
+    readonly openMs = 30_000,
+    readonly clock: () => number = Date.now,
+  ) {
+    super('local-fallback', { failureThreshold: threshold, resetTimeout: openMs, clock });
+  }
+}
+
+const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
+const CLIENT_RE = /^[A-Za-z0-9\-_]{1,64}$/;
+const STATES: Array<SharedState | null> = ['CLOSED', 'OPEN', 'HALF_OPEN'];
+const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated'];
+const OUTCOMES: Record<Outcome, number> = { success: 0, failure: 1, ignored: 2 };
+
+function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) {
+    throw new RangeError(`breakwater: invalid option "${field}": ${String(v)} (expected an integer in [1, ${max}])`);
+  }
+  return v;
+}
+
+/** The local breaker's configuration array. */
+function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number): Float64Array {
+  if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock });
+  const own = (fallback as { [CONFIG]?: Float64Array })[CONFIG];
+  if (own instanceof Float64Array) return own;
+  if (typeof (fallback as LocalBreakerLike).isHealthy === 'function') {
+    throw new TypeError(
+      'breakwater: invalid option "fallback": the local breaker runs in the core; give a CircuitBreaker, a LocalFallbackBreaker, or CircuitBreaker options',
+    );
+  }
+  return breakerConfig({ ...(fallback as CircuitBreakerOptions), clock });
+}
+
+function randomHex(): string {
+  const bytes = new Uint8Array(8);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function randomSession(): number {
+  const w = new Uint32Array(2);
+  crypto.getRandomValues(w);
+  return (w[0]! % 2 ** 21) * 2 ** 32 + w[1]!;
+}
+
+/** Bounds `p` by `ms`, and by the signal handed to the transport. */
+async function bounded<T>(ms: number, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ctl = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      ctl.abort();
+      reject(new Error(`no answer within ${ms} ms`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([run(ctl.signal), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A 200 is an answer, a 4xx a refusal (sending it again would be refused again), the rest unreachable. */
+async function answerOf(resp: Response, who: string): Promise<Answer> {
+  const text = await resp.text();
+  if (resp.status === 200) return { kind: 'ok', text };
+  const reason = `${who} answered ${resp.status}: ${text.slice(0, 200)}`;
+  return resp.status >= 400 && resp.status < 500 ? { kind: 'refused', reason } : { kind: 'unreachable', reason };
+}
+
+function objectTransport(name: string, ns: NamespaceLike): RawTransport {
+  return async (op, body, signal) => {
+    const stub = ns.getByName ? ns.getByName(name) : ns.get(ns.idFromName(name));
+    const init: RequestInit = { method: 'POST', headers: { 'content-type': 'application/json' }, body };
+    if (signal) init.signal = signal;
+    return answerOf(await stub.fetch(`https://breaker/${op}`, init), 'object');
+  };
+}
+
+function serviceTransport(name: string, service: ServiceOptions): RawTransport {
+  const base = service.url.replace(/\/+$/, '');
+  const send = service.fetch ?? ((input: string, init?: RequestInit) => fetch(input, init));
+  return async (op, body, signal) => {
+    const init: RequestInit = {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}` },
+      body,
+    };
+    if (signal) init.signal = signal;
+    return answerOf(await send(`${base}/v1/${op}?breaker=${encodeURIComponent(name)}`, init), 'breaker service');
+  };
+}
+
+/** A hand-written `SharedTransport` (parsed messages) as a raw one. */
+function objectShaped(t: SharedTransport): RawTransport {
+  return async (op, body, signal) => ({
+    kind: 'ok',
+    text: JSON.stringify(await t.exchange(op, JSON.parse(body) as Exchange, signal)),
+  });
+}
+
+/** `http:` only where the token cannot be overheard. */
+function checkServiceUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new TypeError(`breakwater: invalid option "service.url": ${JSON.stringify(url)} (expected an https:// URL)`);
+  }
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) || u.hostname.startsWith('127.');
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && loopback)) {
+    throw new TypeError(
+      `breakwater: invalid option "service.url": ${JSON.stringify(url)} (expected https://: the token must not travel in clear text; http:// is accepted on loopback only)`,
+    );
+  }
+}
+
+/**
+ * A circuit breaker shared by every isolate or instance: the state lives with a coordinator (a
+ * Durable Object, the Worker's breaker service, or a store), this client holds a lease on it.
+ * Keep one per breaker name per process (module scope).
+ */
+export class SharedCircuitBreaker {
+  readonly name: string;
+  readonly clientId: string;
+  #core: WasmLeaseClient;
+  #send: RawTransport;
+  #timeoutMs: number;
+  #classify: NonNullable<SharedBreakerOptions['classify']>;
+  #now: () => number;
+  #inFlight: Promise<void> | null = null;
+  #tickets: number[] = [];
+  #listeners: Array<(e: SharedEvent) => void> = [];
+
+  constructor(name: string, options: SharedBreakerOptions) {
+    if (typeof name !== 'string' || !NAME_RE.test(name)) {
+      throw new TypeError(
+        `breakwater: invalid breaker name ${JSON.stringify(name)}: 1 to 128 of ASCII letters, digits and - _ . : /`,
+      );
+    }
+    const o = options ?? ({} as SharedBreakerOptions);
+    const service = o.service;
+    let send: RawTransport;
+    if (typeof o.shared?.get === 'function') send = objectTransport(name, o.shared);
+    else if (service !== undefined) {
+      if (typeof service?.url !== 'string' || typeof service.token !== 'string' || service.token === '') {
+        throw new TypeError('breakwater: `service` needs `url` (https://...) and a non-empty `token`');
+      }
+      checkServiceUrl(service.url);
+      send = serviceTransport(name, service);
+    } else if (typeof o.transport?.exchange === 'function') send = objectShaped(o.transport);
+    else if (typeof (o as { rawTransport?: RawTransport }).rawTransport === 'function') {
+      send = (o as { rawTransport: RawTransport }).rawTransport;
+    } else {
+      throw new TypeError('breakwater: `shared` must be a Durable Object namespace binding (or give `service`)');
+    }
+    this.name = name;
+    this.#send = send;
+    this.#timeoutMs = positive(o.requestTimeoutMs, 'requestTimeoutMs', 5000);
+    this.#now = o.clock ?? Date.now;
+    if (typeof this.#now !== 'function') throw new TypeError('breakwater: invalid option "clock" (expected a function)');
+    this.#classify = o.classify ?? ((r) => classifyOutcome(r));
+    const id = o.clientId ?? `js-${randomHex()}`;
+    if (typeof id !== 'string' || !CLIENT_RE.test(id)) {
+      throw new TypeError(`breakwater: invalid option "clientId": ${JSON.stringify(id)} (expected 1 to 64 of A-Za-z0-9-_)`);
+    }
+    this.clientId = id;
+    const lease = new Float64Array([
+      positive(o.maxBatch, 'maxBatch', 1000, 62_500),
+      o.failClosed === true ? 1 : 0,
+      positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000),
+    ]);
+    const fallback = localConfig(o.fallback, this.#now);
+    const g = sharedGlue();
+    const core = g.WasmLeaseClient.create(id, randomSession(), lease, fallback);
+    if (core === undefined) {
+      const [field, expected] = g.check_lease(lease, fallback).split('|');
+      throw new RangeError(`breakwater: invalid ${field} (expected ${expected})`);
+    }
+    this.#core = core;
+  }
+
+  /** The state this client last learned from the coordinator (null before the first answer). */
+  get state(): SharedState | null {
+    return STATES[this.#info()[0]!] ?? null;
+  }
+  /** Whether the local breaker decides now (the coordinator did not answer). */
+  get inFallback(): boolean {
+    return this.#info()[1] === 1;
+  }
+  /** Requests sent to the coordinator so far. */
+  get objectRequests(): number {
+    return this.#info()[3]!;
+  }
+  /** Outcomes the coordinator has not acknowledged yet. */
+  get unacknowledged(): number {
+    return this.#info()[4]!;
+  }
+  /** Outcomes given up so far (refused, too old to resend, or beyond what a client keeps). */
+  get dropped(): number {
+    return this.#info()[5]!;
+  }
+
+  #info(): Float64Array {
+    return this.#core.info(this.#now());
+  }
+
+  /** Listens to state changes, fallbacks, recoveries and dropped outcomes. */
+  onEvent(listener: (e: SharedEvent) => void): Unsubscribe {
+    if (typeof listener !== 'function') throw new TypeError('breakwater: a listener must be a function');
+    this.#listeners = [...this.#listeners, listener];
+    const off = (() => {
+      this.#listeners = this.#listeners.filter((l) => l !== listener);
+    }) as Unsubscribe;
+    off.dispose = off;
+    return off;
+  }
+
+  /** Runs `fn` if admitted; throws a `CircuitOpenError` (`isCircuitOpenError`) if not. */
+  async execute<T>(fn: () => T | Promise<T>, opts: ExecuteOptions = {}): Promise<T> {
+    const ticket = await this.#admit();
+    const classify = opts.classify ?? this.#classify;
+    let value: T;
+    try {
+      value = await fn();
+    } catch (error) {
+      const done = this.#settle(ticket, safeClassify(classify, { ok: false, error }, 'failure'), opts.waitUntil);
+      if (!opts.waitUntil) await done;
+      throw error;
+    }
+    const done = this.#settle(ticket, safeClassify(classify, { ok: true, value }, 'success'), opts.waitUntil);
+    if (!opts.waitUntil) await done;
+    return value;
+  }
+
+  /** The `isHealthy()` pattern: may one call go ahead? Report it with `recordSuccess/Failure`. */
+  async isHealthy(): Promise<boolean> {
+    try {
+      this.#tickets.push(await this.#admit());
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  /** Reports a success of the oldest call let through by `isHealthy()`. */
+  recordSuccess(opts: ExecuteOptions = {}): Promise<void> {
+    return this.#settleUntracked('success', opts.waitUntil);
+  }
+  /** Reports a failure of the oldest call let through by `isHealthy()` (classified like `execute`'s errors when given one). */
+  recordFailure(error?: unknown, opts: ExecuteOptions = {}): Promise<void> {
+    const outcome = error === undefined ? 'failure' : safeClassify(this.#classify, { ok: false, error }, 'failure');
+    return this.#settleUntracked(outcome, opts.waitUntil);
+  }
+
+  /** Sends whatever waits and renews the lease. Resolves to whether the coordinator answered. */
+  async flush(): Promise<boolean> {
+    if (this.#inFlight) await this.#inFlight;
+    await this.#flush(true);
+    return !this.inFallback;
+  }
+
+  // ----- admission -----
+
+  async #admit(): Promise<number> {
+    for (let i = 0; i < 6; i++) {
+      const d = this.#core.admit(this.#now());
+      this.#drain();
+      if (d >= 0) return d;
+      if (d <= -4) throw this.#rejection(d);
+      if (d === -2) {
+        // The lease ran out: renew it, or wait for the report already renewing it.
+        await (this.#inFlight ?? this.#flush(true));
+        continue;
+      }
+      const answer = await this.#exchange('acquire', this.#core.acquire_request());
+      const now = this.#now();
+      if (answer.kind !== 'ok') {
+        this.#core.on_unreachable(now, false, answer.reason);
+        this.#drain();
+        continue;
+      }
+      const r = this.#core.on_acquire_reply(now, answer.text);
+      this.#drain();
+      if (r >= 0) return r;
+      if (r <= -4) throw this.#rejection(r);
+    }
+    throw new CircuitOpenError(this.name, this.state ?? 'OPEN', 'open', 1);
+  }
+
+  #rejection(code: number): CircuitOpenError {
+    const c = -code - 4;
+    const reason = REASONS[c % 4] ?? 'open';
+    const retryAfterMs = Math.max(1, (c - (c % 4)) / 4);
+    const state: BreakerState = reason === 'half-open-full' ? 'HALF_OPEN' : 'OPEN';
+    return new CircuitOpenError(this.name, state, reason, retryAfterMs);
+  }
+
+  // ----- outcomes and reports -----
+
+  #settle(ticket: number, outcome: Outcome, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
+    const due = this.#core.record(this.#now(), ticket, OUTCOMES[outcome]);
+    this.#drain();
+    if (!due) return Promise.resolve();
+    const p = this.#flush(false);
+    if (waitUntil) waitUntil(p);
+    return p;
+  }
+
+  #settleUntracked(outcome: Outcome, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
+    const ticket = this.#tickets.shift();
+    const now = this.#now();
+    const due =
+      ticket === undefined ? this.#core.record_untracked(now, OUTCOMES[outcome]) : this.#core.record(now, ticket, OUTCOMES[outcome]);
+    this.#drain();
+    if (!due) return Promise.resolve();
+    const p = this.#flush(false);
+    if (waitUntil) {
+      waitUntil(p);
+      return Promise.resolve();
+    }
+    return p;
+  }
+
+  /** One report at a time; a failure recorded meanwhile is sent right after. */
+  #flush(force: boolean): Promise<void> {
+    if (this.#inFlight) return this.#inFlight;
+    const body = this.#core.begin_flush(force);
+    if (body === undefined) return Promise.resolve();
+    const run = (async () => {
+      const answer = await this.#exchange('report', body);
+      const now = this.#now();
+      if (answer.kind === 'ok') this.#core.on_flush_reply(now, answer.text);
+      else if (answer.kind === 'refused') this.#core.on_flush_refused(now, answer.reason);
+      else this.#core.on_unreachable(now, true, answer.reason);
+      this.#inFlight = null;
+      this.#drain();
+      if (this.#core.flush_due(this.#now())) await this.#flush(false);
+    })();
+    this.#inFlight = run;
+    return run;
+  }
+
+  async #exchange(op: 'acquire' | 'report', body: string): Promise<Answer> {
+    try {
+      return await bounded(this.#timeoutMs, (signal) => this.#send(op, body, signal));
+    } catch (e) {
+      return { kind: 'unreachable', reason: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
+  #drain(): void {
+    for (let json = this.#core.next_event(); json !== undefined; json = this.#core.next_event()) {
+      const e = { ...(JSON.parse(json) as object), breaker: this.name } as SharedEvent;
+      for (const l of this.#listeners) {
+        try {
+          l(e);
+        } catch {
+          /* a throwing listener does not stop the others */
+        }
+      }
+    }
+  }
+}
+
+function safeClassify(
+  classify: NonNullable<SharedBreakerOptions['classify']>,
+  r: { ok: true; value: unknown } | { ok: false; error: unknown },
+  dflt: Outcome,
+): Outcome {
+  try {
+    const o = classify(r);
+    return o === 'success' || o === 'failure' || o === 'ignored' ? o : dflt;
+  } catch {
+    return dflt;
+  }
+}

@@ -1,0 +1,70 @@
+// The one module that touches the shared breaker's wasm-bindgen glue (`breakwater_shared.wasm`:
+// the core's lease client and coordinator, src/wasm/shared.rs). Each runtime's entry point
+// (js/entry/shared-*) loads the module its own way and hands the glue to `setSharedGlue`.
+
+/** The core's lease client. Encodings: see src/wasm/shared.rs. */
+export interface WasmLeaseClient {
+  /** A ticket handle (≥ 0), -1 acquire, -2 refresh, -3 try again, ≤ -4 a rejection. */
+  admit(now: number): number;
+  acquire_request(): string;
+  on_acquire_reply(now: number, reply: string): number;
+  /** Whether a report is due. */
+  record(now: number, ticket: number, outcome: number): boolean;
+  record_untracked(now: number, outcome: number): boolean;
+  flush_due(now: number): boolean;
+  begin_flush(force: boolean): string | undefined;
+  on_flush_reply(now: number, reply: string): boolean;
+  on_flush_refused(now: number, reason: string): void;
+  on_unreachable(now: number, wasFlush: boolean, reason: string): void;
+  next_event(): string | undefined;
+  /** [known state, in fallback, in flight, requests, unacknowledged, dropped, local state] */
+  info(now: number): Float64Array;
+  free(): void;
+}
+
+/** The core's coordinator, for stores that hold the shared state themselves (Redis). */
+export interface WasmCoordinator {
+  exchange(now: number, req: string, acquire: boolean): string;
+  isolate(now: number): void;
+  reset(now: number): void;
+  view(now: number): string;
+  changed(): boolean;
+  /** [from, to, at, …] of the last step. */
+  transitions(): Float64Array;
+  record(): string;
+  may_expire(): boolean;
+  free(): void;
+}
+
+export interface SharedGlue {
+  WasmLeaseClient: {
+    create(id: string, session: number, opts: Float64Array, fallback: Float64Array): WasmLeaseClient | undefined;
+  };
+  WasmCoordinator: {
+    create(name: string, spec: string, record: string | undefined, adopt: boolean): WasmCoordinator | undefined;
+  };
+  /** "" or "field|expected". */
+  check_lease(opts: Float64Array, fallback: Float64Array): string;
+  /** The settings JSON, or "!field|expected". */
+  spec_json(cfg: Float64Array, leaseMs: number): string;
+  /** "" or why. */
+  check_spec(spec: string): string;
+}
+
+let current: SharedGlue | undefined;
+
+/** Called once by the runtime's entry point with the initialised glue. */
+export function setSharedGlue(g: SharedGlue): void {
+  current = g;
+}
+
+export function sharedGlue(): SharedGlue {
+  if (current === undefined) {
+    throw new Error(
+      'breakwater: the shared breaker\'s WebAssembly module was never initialised. Import ' +
+        '"breakwater/shared" or "breakwater/store" through the package (not a file inside it), ' +
+        'so that your runtime loads its .wasm.',
+    );
+  }
+  return current;
+}

@@ -1,0 +1,5 @@
+// What the shared entry points import: the public API plus the glue hooks (`setSharedGlue` for
+// the entries, `sharedGlue` and the raw transport types for `breakwater/store`).
+export * from './index.js';
+export { setSharedGlue, sharedGlue } from './glue.js';
+export type { Answer, RawTransport } from './client.js';

@@ -1,0 +1,462 @@
+/**
+ * `breakwater/store`: one circuit breaker shared by every instance of an app (several Node
+ * servers, serverless instances, edge isolates) through a store such as Redis.
+ *
+ * The store holds the core coordinator's record (the breaker, the settings it runs under, the
+ * client sessions' batch numbers, the probes granted) under one key per breaker
+ * (`breakwater:<name>`). Every change is read → one step of the core's coordinator (in wasm, the
+ * same one the Durable Object runs) at the store's own time → write back if the version has not
+ * moved (an atomic compare-and-set: a small Lua script), again on conflict, a bounded number of
+ * times. The client is `breakwater/shared`'s `SharedCircuitBreaker` with this store as transport,
+ * so the lease works the same: CLOSED → admit locally and batch the outcomes; OPEN → reject
+ * locally until the retry-after; HALF_OPEN → ask the store for every admission, so exactly the
+ * configured number of probes run across all instances, and a probe that never reports (a
+ * function killed at its time-out) frees its slot after `probeTimeout`.
+ *
+ * Time is the store's: `TIME` inside the Redis script, so an instance whose clock is off moves
+ * nothing. Instances configured differently (a rolling deploy) never wipe the shared state: the
+ * breaker keeps the settings it was stored with, `inspect()` says so, and `reset()` from an
+ * instance installs its own. An OPEN or isolated breaker never expires.
+ *
+ * ```ts
+ * import { createClient } from 'redis';
+ * import { StoreCircuitBreaker, RedisStore, fromNodeRedis } from 'breakwater/store';
+ * const redis = await createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).connect();
+ * export const breaker = new StoreCircuitBreaker('anthropic', {
+ *   store: new RedisStore(fromNodeRedis(redis)),
+ *   breaker: { failureThreshold: 5, resetTimeout: 30_000 },
+ * });
+ * const reply = await breaker.execute(() => callTheModel());
+ * ```
+ * @packageDocumentation
+ */
+import { breakerConfig, type CircuitBreaker, type CircuitBreakerOptions } from 'breakwater';
+import {
+  SharedCircuitBreaker,
+  sharedGlue,
+  type Answer,
+  type RawTransport,
+  type SharedBreakerOptions,
+} from 'breakwater/shared';
+
+export {
+  SharedCircuitOpenError,
+  type SharedEvent,
+  type SharedState,
+  type SharedMode,
+  type Outcome,
+  type ExecuteOptions,
+  type LocalBreakerLike,
+  type Unsubscribe,
+} from 'breakwater/shared';
+
+// ----- the store -----
+
+/** A stored value and its version (1 for the first write). */
+export interface Versioned {
+  version: number;
+  value: string;
+  /** The store's clock when it was read (ms since the epoch), if the store has one. */
+  now?: number;
+}
+
+/**
+ * Where the records live: a read, and an atomic compare-and-set on the version. `RedisStore`
+ * implements it over any Redis client; `MemoryStore` in one process (tests, development).
+ */
+export interface BreakerStore {
+  /**
+   * The current record, or null when there is none. A store with a clock of its own also
+   * answers `{ version: 0, value: '', now }` when there is none, and sets `now`: the shared
+   * breaker then runs on that clock rather than on each instance's.
+   */
+  read(key: string): Promise<Versioned | null>;
+  /**
+   * Writes `value` as version `expected + 1` if the record's version is still `expected` (0: no
+   * record yet), expiring after `ttlMs` (0: never). Answers `{ ok: true }`, or
+   * `{ ok: false, current }` with what is there now.
+   */
+  compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult>;
+}
+
+export type CasResult = { ok: true } | { ok: false; current: Versioned | null };
+
+/** The one command the Redis store needs: `EVAL script numkeys key... arg...`. */
+export interface RedisEval {
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+}
+
+/** The stored value is `<version>|<record JSON>`, so the script can check the version cheaply. */
+const READ_SCRIPT = "local t = redis.call('TIME') return {t[1], t[2], redis.call('GET', KEYS[1]) or ''}";
+const CAS_SCRIPT = [
+  "local cur = redis.call('GET', KEYS[1])",
+  'local v = 0',
+  "if cur then v = tonumber(string.match(cur, '^(%d+)|')) or 0 end",
+  "if v ~= tonumber(ARGV[1]) then local t = redis.call('TIME') return {t[1], t[2], cur or ''} end",
+  "if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) else redis.call('SET', KEYS[1], ARGV[2]) end",
+  'return 1',
+].join('\n');
+
+function parseVersioned(raw: unknown, now?: number): Versioned | null {
+  if (raw === null || raw === undefined || raw === '') return now === undefined ? null : { version: 0, value: '', now };
+  const text = typeof raw === 'string' ? raw : String(raw);
+  const bar = text.indexOf('|');
+  const version = Number(text.slice(0, bar));
+  const v: Versioned =
+    // Not ours (or damaged): version 0, so that the next write replaces it (as the script agrees).
+    bar < 1 || !/^\d+$/.test(text.slice(0, bar)) || !Number.isSafeInteger(version)
+      ? { version: 0, value: text }
+      : { version, value: text.slice(bar + 1) };
+  if (now !== undefined) v.now = now;
+  return v;
+}
+
+/** `[seconds, microseconds, value]` from the scripts: the value and Redis's clock in ms. */
+function timed(raw: unknown): Versioned | null {
+  if (!Array.isArray(raw) || raw.length < 2) throw new Error('store: unexpected answer to the read script');
+  const now = Number(raw[0]) * 1000 + Math.floor(Number(raw[1]) / 1000);
+  if (!Number.isFinite(now)) throw new Error('store: unreadable TIME from Redis');
+  return parseVersioned(raw[2], now);
+}
+
+/** A `BreakerStore` on Redis: one string key per breaker, read and changed by Lua scripts. */
+export class RedisStore implements BreakerStore {
+  #redis: RedisEval;
+  constructor(redis: RedisEval) {
+    if (typeof redis?.eval !== 'function') {
+      throw new TypeError('breakwater: RedisStore needs an adapter: fromNodeRedis(client), fromIoredis(client) or fromUpstash(client)');
+    }
+    this.#redis = redis;
+  }
+  async read(key: string): Promise<Versioned | null> {
+    return timed(await this.#redis.eval(READ_SCRIPT, [key], []));
+  }
+  async compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult> {
+    const next = `${expected + 1}|${value}`;
+    const ttl = String(Math.max(0, Math.floor(ttlMs)));
+    const r = await this.#redis.eval(CAS_SCRIPT, [key], [String(expected), next, ttl]);
+    if (r === 1 || r === '1') return { ok: true };
+    return { ok: false, current: timed(r) };
+  }
+}
+
+/** The node `redis` client (v4, v5): `client.eval(script, { keys, arguments })`. */
+export function fromNodeRedis(client: {
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}): RedisEval {
+  return { eval: (script, keys, args) => client.eval(script, { keys, arguments: args }) };
+}
+
+/** `ioredis`: `redis.eval(script, numkeys, ...keys, ...args)`. */
+export function fromIoredis(client: { eval(script: string, numkeys: number, ...rest: string[]): Promise<unknown> }): RedisEval {
+  return { eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args) };
+}
+
+/** `@upstash/redis` (Vercel KV's REST client): `redis.eval(script, keys, args)`. */
+export function fromUpstash(client: { eval(script: string, keys: string[], args: unknown[]): Promise<unknown> }): RedisEval {
+  return { eval: (script, keys, args) => client.eval(script, keys, args) };
+}
+
+/** A `BreakerStore` in this process's memory, on `clock` (the store's clock): tests and development. */
+export class MemoryStore implements BreakerStore {
+  #data = new Map<string, { v: Versioned; expires: number }>();
+  constructor(private readonly clock: () => number = Date.now) {}
+  async read(key: string): Promise<Versioned | null> {
+    const now = this.clock();
+    const e = this.#data.get(key);
+    if (!e || e.expires <= now) return { version: 0, value: '', now };
+    return { ...e.v, now };
+  }
+  async compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult> {
+    const cur = await this.read(key);
+    if ((cur?.version ?? 0) !== expected) return { ok: false, current: cur };
+    const expires = ttlMs > 0 ? this.clock() + ttlMs : Infinity;
+    this.#data.set(key, { v: { version: expected + 1, value }, expires });
+    return { ok: true };
+  }
+}
+
+// ----- the view -----
+
+/** What the store keeps besides the core's snapshot (visible through `inspect()`). */
+export interface StoreCounters {
+  /** Outcomes applied, by kind (from leases, fallbacks and probes), stale ones included. */
+  successes: number;
+  failures: number;
+  ignored: number;
+  /** Outcomes of a generation that had passed: counted, never moving the state. */
+  stale: number;
+  probesGranted: number;
+  probeOutcomes: number;
+  /** Batches applied, and batches sent again after a lost answer (acknowledged, not counted). */
+  batches: number;
+  duplicateBatches: number;
+  /** Batches refused, and probe reports that matched no probe granted to that client. */
+  refusedBatches: number;
+  unmatchedProbeReports: number;
+  /** Compare-and-sets this process made that succeeded (writes of the record). */
+  writes: number;
+}
+
+/** What `inspect()` answers. */
+export interface StoreView {
+  name: string;
+  key: string;
+  version: number;
+  state: 'CLOSED' | 'OPEN' | 'HALF_OPEN';
+  mode: 'automatic' | 'isolated' | 'disabled';
+  generation: number;
+  openUntil: number | undefined;
+  probesInFlight: number;
+  counters: StoreCounters;
+  /** The core's own statistics (`CircuitBreaker.stats`). */
+  stats: Omit<CircuitBreaker['stats'], 'fallbacks'>;
+  /** Client sessions the record remembers. */
+  clients: number;
+  /** The fingerprint of the settings the shared breaker runs under. */
+  options: number;
+  /** When this instance's settings differ from the stored ones: `adopted` (the stored ones run; `reset()` installs this instance's). */
+  optionsMismatch?: { stored: number; configured: number; resolution: string };
+  /** Why the stored record was replaced by a fresh CLOSED breaker, if it was. */
+  restoreError?: string;
+}
+
+interface CoreView {
+  lease: { state: StoreView['state']; mode: StoreView['mode']; generation: number };
+  open_until: number | null;
+  probes_in_flight: number;
+  stats: StoreView['stats'];
+  counters: {
+    counted_outcomes: number;
+    probes_granted: number;
+    probe_outcomes: number;
+    batches: number;
+    duplicate_batches: number;
+    refused_batches: number;
+    unmatched_probe_reports: number;
+  };
+  restore_error: string | null;
+  options: number;
+  options_mismatch: { stored: number; configured: number; resolution: string } | null;
+  sessions: number;
+}
+
+// ----- the transport -----
+
+const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
+const PREFIX_RE = /^[A-Za-z0-9\-_.:/{}]{0,64}$/;
+
+interface Setup {
+  name: string;
+  key: string;
+  store: BreakerStore;
+  spec: string;
+  ttlMs: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  clock: () => number;
+}
+
+type Step = (co: ReturnType<ReturnType<typeof sharedGlue>['WasmCoordinator']['create']> & object, now: number) => string;
+
+/** Runs the coordinator's steps against the store: read → one step → compare-and-set. */
+class StoreTransport {
+  calls = 0;
+  conflicts = 0;
+  writes = 0;
+  #s: Setup;
+  constructor(s: Setup) {
+    this.#s = s;
+  }
+
+  raw: RawTransport = async (op, body) => {
+    const text = await this.run(false, (co, now) => co.exchange(now, body, op === 'acquire'));
+    return text.startsWith('{"error"') ? ({ kind: 'refused', reason: text } satisfies Answer) : { kind: 'ok', text };
+  };
+
+  async #call<T>(p: Promise<T>): Promise<T> {
+    this.calls += 1;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`store: no answer within ${this.#s.timeoutMs} ms`)), this.#s.timeoutMs);
+    });
+    try {
+      return await Promise.race([p, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** read → step → compare-and-set, again on conflict (with what the conflict returned). */
+  async run(readOnly: boolean, step: Step): Promise<string> {
+    const { store, key, name, spec } = this.#s;
+    let cur = await this.#call(store.read(key));
+    for (let attempt = 1; ; attempt++) {
+      const now = cur?.now ?? this.#s.clock();
+      const co = sharedGlue().WasmCoordinator.create(name, spec, cur?.value || undefined, true);
+      if (co === undefined) throw new Error('store: the settings were refused by the core');
+      let answer: string;
+      let record: string | undefined;
+      let ttl = 0;
+      try {
+        answer = step(co, now);
+        if (!readOnly && co.changed()) {
+          record = co.record();
+          ttl = co.may_expire() ? this.#s.ttlMs : 0;
+        }
+      } finally {
+        co.free();
+      }
+      if (record === undefined) return answer;
+      const r = await this.#call(store.compareAndSet(key, cur?.version ?? 0, record, ttl));
+      if (r.ok) {
+        this.writes += 1;
+        return answer;
+      }
+      this.conflicts += 1;
+      if (attempt >= this.#s.maxAttempts) {
+        throw new Error(`store: ${attempt} compare-and-set conflicts in a row on ${key}`);
+      }
+      cur = r.current;
+    }
+  }
+
+  async view(op: 'view' | 'isolate' | 'reset'): Promise<StoreView> {
+    let version = 0;
+    const text = await this.run(op === 'view', (co, now) => {
+      if (op === 'isolate') co.isolate(now);
+      if (op === 'reset') co.reset(now);
+      return co.view(now);
+    });
+    const cur = await this.#call(this.#s.store.read(this.#s.key));
+    version = cur?.version ?? 0;
+    const v = JSON.parse(text) as CoreView;
+    const view: StoreView = {
+      name: this.#s.name,
+      key: this.#s.key,
+      version,
+      state: v.lease.state,
+      mode: v.lease.mode,
+      generation: v.lease.generation,
+      openUntil: v.open_until ?? undefined,
+      probesInFlight: v.probes_in_flight,
+      counters: {
+        successes: v.stats.successes,
+        failures: v.stats.failures,
+        ignored: v.stats.ignored,
+        stale: v.stats.stale,
+        probesGranted: v.counters.probes_granted,
+        probeOutcomes: v.counters.probe_outcomes,
+        batches: v.counters.batches,
+        duplicateBatches: v.counters.duplicate_batches,
+        refusedBatches: v.counters.refused_batches,
+        unmatchedProbeReports: v.counters.unmatched_probe_reports,
+        writes: this.writes,
+      },
+      stats: v.stats,
+      clients: v.sessions,
+      options: v.options,
+    };
+    if (v.options_mismatch) view.optionsMismatch = v.options_mismatch;
+    if (v.restore_error) view.restoreError = v.restore_error;
+    return view;
+  }
+}
+
+// ----- the breaker -----
+
+export interface StoreBreakerOptions extends Omit<SharedBreakerOptions, 'shared' | 'transport' | 'service'> {
+  /** Where the state lives: `new RedisStore(fromNodeRedis(client))`, or your own `BreakerStore`. */
+  store: BreakerStore;
+  /** The shared breaker's options (`CircuitBreaker` options, without `clock`; no `slowCallRate`): the same in every instance. */
+  breaker?: Omit<CircuitBreakerOptions, 'clock'>;
+  /** Key prefix. Default `'breakwater:'` (the key is `breakwater:<name>`). */
+  prefix?: string;
+  /** How long a CLOSED lease lets an instance admit calls without asking the store, ms. Default 1000. */
+  leaseMs?: number;
+  /** A CLOSED record expires after this long without a write, ms (an OPEN or isolated one never does). Default 7 days. */
+  keyTtlMs?: number;
+  /** Compare-and-set attempts per change before giving up (then the local breaker decides). Default 32. */
+  maxCasAttempts?: number;
+  /** Bound of each store call, ms. Default 1000. (`requestTimeoutMs` bounds a whole exchange.) */
+  storeTimeoutMs?: number;
+}
+
+/**
+ * A circuit breaker whose state lives in a shared store (Redis): every instance of the app sees
+ * the same breaker. Keep one per name per process (module scope).
+ */
+export class StoreCircuitBreaker extends SharedCircuitBreaker {
+  readonly key: string;
+  #t: StoreTransport;
+
+  constructor(name: string, options: StoreBreakerOptions) {
+    if (typeof name !== 'string' || !NAME_RE.test(name)) {
+      throw new TypeError(
+        `breakwater: invalid breaker name ${JSON.stringify(name)}: 1 to 128 of ASCII letters, digits and - _ . : /`,
+      );
+    }
+    const o = options ?? ({} as StoreBreakerOptions);
+    const store = o.store;
+    if (typeof store?.read !== 'function' || typeof store?.compareAndSet !== 'function') {
+      throw new TypeError('breakwater: `store` must be a BreakerStore (e.g. new RedisStore(fromNodeRedis(client)))');
+    }
+    const prefix = o.prefix ?? 'breakwater:';
+    if (typeof prefix !== 'string' || !PREFIX_RE.test(prefix)) {
+      throw new TypeError('breakwater: `prefix` must be 0 to 64 of ASCII letters, digits and - _ . : / { }');
+    }
+    const int = (v: unknown, field: string, dflt: number, min: number): number => {
+      if (v === undefined) return dflt;
+      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
+        throw new RangeError(`breakwater: invalid option "${field}": ${String(v)} (expected an integer >= ${min})`);
+      }
+      return v;
+    };
+    const clock = o.clock ?? Date.now;
+    const breaker = { ...(o.breaker ?? {}) };
+    const specJson = sharedGlue().spec_json(breakerConfig(breaker), int(o.leaseMs, 'leaseMs', 1000, 1));
+    if (specJson.startsWith('!')) {
+      const [field, why] = specJson.slice(1).split('|');
+      throw new RangeError(`breakwater: invalid ${field === 'spec' ? 'breaker options' : field}: ${why}`);
+    }
+    const t = new StoreTransport({
+      name,
+      key: prefix + name,
+      store,
+      spec: specJson,
+      ttlMs: int(o.keyTtlMs, 'keyTtlMs', 7 * 24 * 3600 * 1000, 1000),
+      maxAttempts: int(o.maxCasAttempts, 'maxCasAttempts', 32, 1),
+      timeoutMs: int(o.storeTimeoutMs, 'storeTimeoutMs', 1000, 1),
+      clock,
+    });
+    const { store: _s, breaker: _b, prefix: _p, leaseMs: _l, keyTtlMs: _k, maxCasAttempts: _m, storeTimeoutMs: _st, ...rest } = o;
+    super(name, {
+      ...rest,
+      fallback: o.fallback ?? breaker,
+      rawTransport: t.raw,
+    } as SharedBreakerOptions);
+    this.key = prefix + name;
+    this.#t = t;
+  }
+
+  /** Store round trips so far (reads and compare-and-sets). */
+  get storeCalls(): number {
+    return this.#t.calls;
+  }
+  /** Compare-and-sets that found the version moved (and were retried). */
+  get casConflicts(): number {
+    return this.#t.conflicts;
+  }
+  /** Forces the shared breaker OPEN until `reset()`, for every instance (at their next lease). Never expires. */
+  isolate(): Promise<StoreView> {
+    return this.#t.view('isolate');
+  }
+  /** Back to CLOSED with empty counters, for every instance; installs this instance's settings. */
+  reset(): Promise<StoreView> {
+    return this.#t.view('reset');
+  }
+  /** The shared state as stored (reads only). */
+  inspect(): Promise<StoreView> {
+    return this.#t.view('view');
+  }
+}

@@ -1,0 +1,351 @@
+// The shared breaker's boundary (feature `wasm-shared`): handles on the core's lease client and
+// coordinator for `breakwater/shared` and `breakwater/store`, so that JavaScript carries
+// messages and never decides anything. Built as its own module (`breakwater_shared.wasm`), which
+// only those entries load: the protocol's JSON would otherwise weigh on every app.
+//
+// Encodings (owned by js/src/shared/*.ts):
+// - Decision (`admit`, `on_acquire_reply`): a ticket handle ≥ 0 (admit); -1 acquire; -2 refresh;
+//   -3 try again (an answer was unreadable: the client now counts the coordinator unreachable);
+//   ≤ -4: a rejection, `-(4 + retry_after_ms × 4 + reason)`, reason 0 open, 1 half-open full,
+//   2 isolated.
+// - Outcome: 0 success, 1 failure, 2 ignored. State: 0 CLOSED, 1 OPEN, 2 HALF_OPEN, -1 unknown.
+// - Tickets live in a ring of `TICKETS` slots inside the client: a handle whose slot was reused
+//   (more than `TICKETS` calls started since) reports as an outcome without a ticket.
+// - Messages are the protocol's JSON, passed as strings in both directions.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use wasm_bindgen::prelude::*;
+
+use crate::breaker::{Outcome, RejectReason, State};
+use crate::clock::Timestamp;
+use crate::shared::protocol::{ErrorReply, Exchange, ExchangeReply};
+use crate::shared::{
+    ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, OnMismatch, SharedSpec, Step,
+    Ticket,
+};
+
+const TICKETS: usize = 4_096;
+
+fn ts(now: f64) -> Timestamp {
+    Timestamp::from_f64_millis(now)
+}
+
+fn outcome(code: u32) -> Outcome {
+    match code {
+        0 => Outcome::Success,
+        1 => Outcome::Failure,
+        _ => Outcome::Ignored,
+    }
+}
+
+fn state_code(s: Option<State>) -> f64 {
+    match s {
+        None => -1.0,
+        Some(State::Closed) => 0.0,
+        Some(State::Open) => 1.0,
+        Some(State::HalfOpen) => 2.0,
+    }
+}
+
+fn lease_options(opts: &[f64], fallback: &[f64]) -> Result<LeaseOptions, String> {
+    let at = |i: usize| opts.get(i).copied().unwrap_or(f64::NAN);
+    let config = super::breaker_config(fallback).map_err(|(f, e)| format!("fallback.{f}|{e}"))?;
+    let o = LeaseOptions::new()
+        .with_max_batch(super::int32(at(0)))
+        .with_fail_closed(at(1) != 0.0)
+        .with_retry_unreachable_ms(super::int(at(2)))
+        .with_fallback(config);
+    o.validate()
+        .map_err(|e| format!("{}|{}", e.field, e.expected))?;
+    Ok(o)
+}
+
+// "" when `opts` (`[max_batch, fail_closed, retry_unreachable_ms]`) and the local breaker's
+// `fallback` configuration are valid, else `"field|expected"`.
+#[wasm_bindgen]
+pub fn check_lease(opts: &[f64], fallback: &[f64]) -> String {
+    lease_options(opts, fallback).err().unwrap_or_default()
+}
+
+// The settings JSON (`{"breaker": …, "lease_ms": …}`) for a breaker configuration array (the
+// main boundary's layout) and a lease, or `"!field|expected"`.
+#[wasm_bindgen]
+pub fn spec_json(cfg: &[f64], lease_ms: f64) -> String {
+    let spec = match super::breaker_config(cfg) {
+        Ok(c) => SharedSpec::new(c).with_lease_ms(super::int(lease_ms)),
+        Err((f, e)) => return format!("!{f}|{e}"),
+    };
+    if let Err(e) = spec.validate() {
+        return format!("!spec|{e}");
+    }
+    serde_json::to_string(&spec).unwrap_or_default()
+}
+
+#[wasm_bindgen]
+pub struct WasmLeaseClient {
+    inner: LeaseClient,
+    tickets: Vec<(u64, Ticket)>,
+    next: u64,
+}
+
+#[wasm_bindgen]
+impl WasmLeaseClient {
+    // A client, or `undefined` when the options are invalid (`check_lease` says why).
+    pub fn create(
+        id: &str,
+        session: f64,
+        opts: &[f64],
+        fallback: &[f64],
+    ) -> Option<WasmLeaseClient> {
+        let o = lease_options(opts, fallback).ok()?;
+        let inner = LeaseClient::with_session(id.into(), super::int(session), o).ok()?;
+        Some(WasmLeaseClient {
+            inner,
+            tickets: Vec::new(),
+            next: 0,
+        })
+    }
+
+    fn decision(&mut self, d: Decision) -> f64 {
+        match d {
+            Decision::Admit(t) => {
+                let handle = self.next;
+                self.next += 1;
+                let slot = (handle % TICKETS as u64) as usize;
+                if let Some(s) = self.tickets.get_mut(slot) {
+                    *s = (handle, t);
+                } else {
+                    self.tickets.push((handle, t));
+                }
+                handle as f64
+            }
+            Decision::Acquire => -1.0,
+            Decision::Refresh => -2.0,
+            Decision::Reject(r) => {
+                let reason = match r.reason {
+                    RejectReason::Open => 0,
+                    RejectReason::HalfOpenFull => 1,
+                    RejectReason::Isolated => 2,
+                };
+                -(4.0 + (r.retry_after_ms.min(1 << 48) * 4 + reason) as f64)
+            }
+        }
+    }
+
+    pub fn admit(&mut self, now: f64) -> f64 {
+        let d = self.inner.admit(ts(now));
+        self.decision(d)
+    }
+
+    pub fn acquire_request(&mut self) -> String {
+        serde_json::to_string(&self.inner.acquire_request()).unwrap_or_default()
+    }
+
+    pub fn on_acquire_reply(&mut self, now: f64, reply: &str) -> f64 {
+        match serde_json::from_str::<ExchangeReply>(reply) {
+            Ok(r) => {
+                let d = self.inner.on_acquire_reply(ts(now), &r);
+                self.decision(d)
+            }
+            Err(e) => {
+                self.inner
+                    .on_unreachable(ts(now), false, format!("unreadable answer: {e}"));
+                -3.0
+            }
+        }
+    }
+
+    // Returns whether a report is due.
+    pub fn record(&mut self, now: f64, ticket: f64, outcome_code: u32) -> bool {
+        let handle = super::int(ticket);
+        let slot = (handle % TICKETS as u64) as usize;
+        match self.tickets.get(slot) {
+            Some(&(h, t)) if h == handle && handle < self.next => {
+                // Reported once: the slot no longer answers to this handle.
+                if let Some(s) = self.tickets.get_mut(slot) {
+                    s.0 = u64::MAX;
+                }
+                self.inner.record(ts(now), t, outcome(outcome_code))
+            }
+            _ => self.inner.record_untracked(ts(now), outcome(outcome_code)),
+        }
+    }
+
+    pub fn record_untracked(&mut self, now: f64, outcome_code: u32) -> bool {
+        self.inner.record_untracked(ts(now), outcome(outcome_code))
+    }
+
+    pub fn flush_due(&self, now: f64) -> bool {
+        self.inner.flush_due(ts(now))
+    }
+
+    pub fn begin_flush(&mut self, force: bool) -> Option<String> {
+        let req = self.inner.begin_flush(force)?;
+        Some(serde_json::to_string(&req).unwrap_or_default())
+    }
+
+    // False when the answer was unreadable (the client then counts the coordinator unreachable).
+    pub fn on_flush_reply(&mut self, now: f64, reply: &str) -> bool {
+        match serde_json::from_str::<ExchangeReply>(reply) {
+            Ok(r) => {
+                self.inner.on_flush_reply(ts(now), &r);
+                true
+            }
+            Err(e) => {
+                self.inner
+                    .on_unreachable(ts(now), true, format!("unreadable answer: {e}"));
+                false
+            }
+        }
+    }
+
+    pub fn on_flush_refused(&mut self, now: f64, reason: &str) {
+        self.inner.on_flush_refused(ts(now), reason);
+    }
+
+    pub fn on_unreachable(&mut self, now: f64, was_flush: bool, reason: &str) {
+        self.inner.on_unreachable(ts(now), was_flush, reason.into());
+    }
+
+    // The next event as JSON: `{"type":"state","from":…,"to":…}`, `{"type":"fallback","reason":…}`,
+    // `{"type":"recovered"}`, `{"type":"dropped","outcomes":…,"reason":…}`.
+    pub fn next_event(&mut self) -> Option<String> {
+        let e = self.inner.next_event()?;
+        let json = match e {
+            ClientEvent::StateChanged { from, to } => serde_json::json!({
+                "type": "state",
+                "from": from.map(State::as_str),
+                "to": to.as_str(),
+            }),
+            ClientEvent::Fallback { reason } => {
+                serde_json::json!({ "type": "fallback", "reason": reason })
+            }
+            ClientEvent::Recovered => serde_json::json!({ "type": "recovered" }),
+            ClientEvent::Dropped { outcomes, reason } => serde_json::json!({
+                "type": "dropped",
+                "outcomes": outcomes,
+                "reason": reason,
+            }),
+        };
+        serde_json::to_string(&json).ok()
+    }
+
+    // [known state, in fallback, report in flight, requests, unacknowledged, dropped, local
+    // breaker's state at `now`]
+    pub fn info(&self, now: f64) -> Vec<f64> {
+        let c = &self.inner;
+        alloc::vec![
+            state_code(c.known_state()),
+            c.in_fallback() as u8 as f64,
+            c.in_flight() as u8 as f64,
+            c.requests() as f64,
+            c.unacknowledged() as f64,
+            c.dropped() as f64,
+            state_code(Some(c.local().state_at(ts(now)))),
+        ]
+    }
+}
+
+#[wasm_bindgen]
+pub struct WasmCoordinator {
+    inner: Coordinator,
+    step: Step,
+}
+
+fn error_json(code: &str, message: &str) -> String {
+    serde_json::to_string(&ErrorReply {
+        error: code.into(),
+        message: message.into(),
+    })
+    .unwrap_or_default()
+}
+
+// "" when the settings JSON is valid, else why.
+#[wasm_bindgen]
+pub fn check_spec(spec: &str) -> String {
+    match serde_json::from_str::<SharedSpec>(spec) {
+        Ok(s) => s.validate().err().unwrap_or_default(),
+        Err(e) => format!("invalid settings: {e}"),
+    }
+}
+
+#[wasm_bindgen]
+impl WasmCoordinator {
+    // The coordinator for a stored record (`undefined` or "" when there is none), running under
+    // `spec` (JSON; `undefined` when invalid: `check_spec` says why). `adopt`: with settings that
+    // differ from the record's, keep the record's (else install these).
+    pub fn create(
+        name: &str,
+        spec: &str,
+        record: Option<String>,
+        adopt: bool,
+    ) -> Option<WasmCoordinator> {
+        let spec = serde_json::from_str::<SharedSpec>(spec).ok()?;
+        let record = record.filter(|r| !r.is_empty());
+        let policy = if adopt {
+            OnMismatch::Adopt
+        } else {
+            OnMismatch::Install
+        };
+        let inner = Coordinator::load_json(name, spec, record.as_deref(), policy).ok()?;
+        Some(WasmCoordinator {
+            inner,
+            step: Step::default(),
+        })
+    }
+
+    // `/acquire` (true) or `/report`: the reply JSON, or `{"error":"bad_request",…}`.
+    pub fn exchange(&mut self, now: f64, req: &str, acquire: bool) -> String {
+        let req = match serde_json::from_str::<Exchange>(req) {
+            Ok(r) => r,
+            Err(e) => return error_json("bad_request", &format!("invalid JSON: {e}")),
+        };
+        match self.inner.exchange(ts(now), &req, acquire) {
+            Ok((reply, step)) => {
+                self.step = step;
+                serde_json::to_string(&reply).unwrap_or_default()
+            }
+            Err(e) => error_json("bad_request", &e.0),
+        }
+    }
+
+    pub fn isolate(&mut self, now: f64) {
+        self.step = self.inner.isolate(ts(now));
+    }
+
+    pub fn reset(&mut self, now: f64) {
+        self.step = self.inner.reset(ts(now));
+    }
+
+    pub fn view(&mut self, now: f64) -> String {
+        serde_json::to_string(&self.inner.view(ts(now))).unwrap_or_default()
+    }
+
+    // Whether the last step must be persisted.
+    pub fn changed(&self) -> bool {
+        self.step.changed || self.inner.restore_error().is_some()
+    }
+
+    // The last step's transitions as `[from, to, at, …]` (state codes, ms).
+    pub fn transitions(&self) -> Vec<f64> {
+        let mut out = Vec::new();
+        for t in &self.step.transitions {
+            out.push(state_code(Some(t.from)));
+            out.push(state_code(Some(t.to)));
+            out.push(t.at.0 as f64);
+        }
+        out
+    }
+
+    pub fn record(&self) -> String {
+        self.inner.record_json().unwrap_or_default()
+    }
+
+    // Whether the record may expire (a CLOSED, automatic breaker with no probe outstanding).
+    pub fn may_expire(&self) -> bool {
+        self.inner.may_expire()
+    }
+}
