@@ -326,8 +326,10 @@ impl Coordinator {
                     acked.push(batch.seq);
                 }
                 Verdict::Duplicate => {
+                    // Rare (an answer was lost) and worth seeing in the record.
                     self.counters.duplicate_batches =
                         self.counters.duplicate_batches.saturating_add(1);
+                    step.changed = true;
                     acked.push(batch.seq);
                 }
                 Verdict::Unverified => {

@@ -1,0 +1,177 @@
+// The ways the store once let an outage through, each tried against the packed package: a probe
+// that never reports (a serverless function killed at its time-out), a probe's outcome settling
+// another probe, an instance whose clock is 10 minutes fast, a rolling deploy with two settings
+// side by side, an isolation outliving the key's expiry, a failing Response counted as a success.
+// Most run on MemoryStore with an injected clock (the store's clock); the lost probe and the
+// rolling deploy also run on the real redis-server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createClient } from 'redis';
+import { isCircuitOpenError } from 'breakwater';
+import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis } from 'breakwater/store';
+import { redisUrl } from './helpers.mjs';
+
+let redis;
+let seq = 0;
+const uniq = (what) => `${what}-${process.pid}-${++seq}`;
+before(async () => {
+  redis = createClient({ url: redisUrl() });
+  redis.on('error', () => {});
+  await redis.connect();
+});
+after(async () => {
+  await redis?.close?.();
+});
+
+const ok = () => 'ok';
+const boom = () => {
+  throw Object.assign(new Error('upstream 529'), { status: 529 });
+};
+const BREAKER = { failureThreshold: 2, resetTimeout: 1_000, probeTimeout: 5_000 };
+
+/** Five instances of one app sharing `store`, on `clock` (each may be off by `skew[i]`). */
+function instances(name, store, clock, { skew = [0, 0, 0, 0, 0], breaker = BREAKER } = {}) {
+  return skew.map(
+    (s, i) => new StoreCircuitBreaker(name, { store, clock: () => clock() + s, clientId: `i${i}`, breaker, leaseMs: 100 }),
+  );
+}
+
+async function trip(b) {
+  for (let i = 0; i < 2; i++) await assert.rejects(b.execute(boom));
+}
+
+for (const where of ['memory', 'redis']) {
+  test(`${where}: a probe that never reports lets nobody else through until its lease ends, then exactly one`, async () => {
+    let now = 1_800_000_000_000;
+    const clock = () => now;
+    const store = where === 'memory' ? new MemoryStore(clock) : new RedisStore(fromNodeRedis(redis));
+    const name = uniq('lost-probe');
+    const [killed, ...others] = instances(name, store, clock);
+    await trip(killed);
+    const wait = where === 'memory' ? (ms) => (now += ms) : (ms) => new Promise((r) => setTimeout(r, ms));
+    if (where === 'redis') {
+      // Redis's own clock decides here; make the open period and the probe lease short.
+      await killed.reset();
+    }
+    const fast = { failureThreshold: 2, resetTimeout: 200, probeTimeout: 400 };
+    const [k2, ...o2] = where === 'redis' ? instances(name, store, clock, { breaker: fast }) : [killed, ...others];
+    if (where === 'redis') {
+      await k2.reset();
+      await trip(k2);
+    }
+    await wait(where === 'memory' ? 1_000 : 250);
+    // The function holding the probe is killed: it never reports.
+    assert.equal(await k2.isHealthy(), true);
+    const upstream = { calls: 0 };
+    const reach = async () => {
+      upstream.calls++;
+      return 'ok';
+    };
+    for (const b of o2) {
+      const e = await b.execute(reach).catch((e) => e);
+      assert.ok(isCircuitOpenError(e), 'rejected while the probe holds its lease');
+      assert.equal(e.reason, 'half-open-full');
+    }
+    assert.equal(upstream.calls, 0);
+    await wait(where === 'memory' ? 5_000 : 450);
+    // The lease ran out: one instance probes, the others are still refused, and its success closes.
+    const results = await Promise.all(o2.map((b) => b.execute(reach).then(() => 'ok', (e) => e.reason)));
+    assert.equal(results.filter((r) => r === 'ok').length >= 1, true);
+    const view = await o2[0].inspect();
+    assert.equal(view.state, 'CLOSED');
+    assert.equal(view.counters.probesGranted, 2);
+    assert.equal(upstream.calls, results.filter((r) => r === 'ok').length);
+  });
+}
+
+test('a probe reports for itself: with two probes, a failed one is not lost when the other succeeds', async () => {
+  let now = 1_800_000_000_000;
+  const clock = () => now;
+  const store = new MemoryStore(clock);
+  const breaker = { ...BREAKER, halfOpenMaxProbes: 2, halfOpenSuccessThreshold: 2 };
+  const [a, b, c] = instances(uniq('two-probes'), store, clock, { breaker });
+  await trip(a);
+  now += 1_000;
+  assert.equal(await a.isHealthy(), true);
+  assert.equal(await b.isHealthy(), true);
+  assert.equal(await c.isHealthy(), false, 'two probe slots, both taken');
+  await b.recordFailure(Object.assign(new Error('529'), { status: 529 }));
+  await a.recordSuccess();
+  const view = await c.inspect();
+  assert.equal(view.state, 'OPEN', "b's failed probe reopened the breaker; a's success does not close it");
+  assert.equal(view.counters.unmatchedProbeReports, 1);
+});
+
+test('an instance whose clock is 10 minutes fast does not keep the others out', async () => {
+  let now = 1_800_000_000_000;
+  const clock = () => now;
+  const store = new MemoryStore(clock);
+  const [fast, normal] = instances(uniq('skew'), store, clock, { skew: [600_000, 0] });
+  await trip(fast);
+  now += 1_000;
+  // The store's clock says the open period is over, whatever the fast instance's says.
+  assert.equal(await normal.execute(ok), 'ok');
+  assert.equal((await normal.inspect()).state, 'CLOSED');
+});
+
+test('rolling deploy: old and new settings side by side lose nothing, and the new ones take over on reset', async () => {
+  for (const where of ['memory', 'redis']) {
+    let now = 1_800_000_000_000;
+    const clock = () => now;
+    const store = where === 'memory' ? new MemoryStore(clock) : new RedisStore(fromNodeRedis(redis));
+    const name = uniq('deploy');
+    const old = new StoreCircuitBreaker(name, { store, clock, clientId: 'old', breaker: { failureThreshold: 3, resetTimeout: 60_000 } });
+    const neu = new StoreCircuitBreaker(name, { store, clock, clientId: 'new', breaker: { failureThreshold: 10, resetTimeout: 5_000 } });
+    for (let i = 0; i < 3; i++) await assert.rejects(old.execute(boom));
+    let v = await neu.inspect();
+    assert.equal(v.state, 'OPEN', `${where}: the new instance does not wipe the trip`);
+    assert.equal(v.optionsMismatch?.resolution, 'adopted');
+    await assert.rejects(neu.execute(ok), (e) => isCircuitOpenError(e));
+    // Both keep reporting; the record keeps one client table.
+    v = await old.inspect();
+    assert.equal(v.counters.failures, 3);
+    assert.equal(v.clients, 1);
+    v = await neu.reset();
+    assert.equal(v.state, 'CLOSED');
+    assert.equal(v.optionsMismatch, undefined);
+    assert.notEqual(v.options, (await old.inspect()).options === v.options ? -1 : v.options);
+    for (let i = 0; i < 3; i++) await assert.rejects(neu.execute(boom));
+    assert.equal((await old.inspect()).state, 'CLOSED', `${where}: 3 failures no longer trip under the new settings`);
+  }
+});
+
+test('an isolation never expires with the key; a CLOSED record does', async () => {
+  const store = new RedisStore(fromNodeRedis(redis));
+  const name = uniq('isolated');
+  const b = new StoreCircuitBreaker(name, { store, keyTtlMs: 1_000 });
+  await b.execute(boom).catch(() => {});
+  assert.ok((await redis.pTTL(`breakwater:${name}`)) > 0, 'CLOSED: expires');
+  await b.isolate();
+  assert.equal(await redis.pTTL(`breakwater:${name}`), -1, 'isolated: no expiry');
+  await b.reset();
+  assert.ok((await redis.pTTL(`breakwater:${name}`)) > 0);
+});
+
+test('a failing Response counts as a failure, a 400 is ignored, as with CircuitBreaker.execute', async () => {
+  let now = 1_800_000_000_000;
+  const store = new MemoryStore(() => now);
+  const b = new StoreCircuitBreaker(uniq('response'), { store, clock: () => now, breaker: BREAKER });
+  const reply = (status) => () => new Response('x', { status });
+  await b.execute(reply(400));
+  await b.execute(reply(400));
+  assert.equal((await b.inspect()).state, 'CLOSED');
+  await b.execute(reply(503));
+  await b.execute(reply(503));
+  const v = await b.inspect();
+  assert.equal(v.state, 'OPEN');
+  assert.deepEqual([v.stats.failures, v.stats.ignored], [2, 2]);
+});
+
+test('options the shared mode cannot honour are refused with the option named', () => {
+  const store = new MemoryStore();
+  assert.throws(
+    () => new StoreCircuitBreaker('slow', { store, breaker: { slowCallRate: { threshold: 50, slowCallMs: 1000 } } }),
+    /slow_call_rate/,
+  );
+  assert.throws(() => new StoreCircuitBreaker('long', { store, breaker: { resetTimeout: 2 ** 52 } }), /open_duration_ms/);
+});
