@@ -1,0 +1,119 @@
+//! What every route shares: JSON answers, the bearer-token check, bounded bodies, `BREAKERS`.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+
+use worker::{Env, Headers, Request, Response, Result};
+
+use crate::worker::config::{check_breakers, parse_breakers, Breakers};
+use crate::worker::protocol::{ErrorReply, MAX_BODY_BYTES};
+
+/// A JSON answer.
+pub fn json_response(status: u16, body: String) -> Result<Response> {
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    Ok(Response::ok(body)?
+        .with_status(status)
+        .with_headers(headers))
+}
+
+/// A JSON error answer: `{"error": code, "message": message}`.
+pub fn error_response(status: u16, code: &str, message: &str) -> Result<Response> {
+    let body = serde_json::to_string(&ErrorReply {
+        error: code.to_string(),
+        message: message.to_string(),
+    })
+    .unwrap_or_else(|_| String::from("{\"error\":\"internal\",\"message\":\"\"}"));
+    json_response(status, body)
+}
+
+/// `404 not_found`: what a route that is off, or that does not exist, answers.
+pub(super) fn not_found() -> Result<Response> {
+    error_response(404, "not_found", "no such route")
+}
+
+/// `401 unauthorized` with `WWW-Authenticate: Bearer`.
+pub(super) fn unauthorized() -> Result<Response> {
+    let headers = Headers::new();
+    headers.set("www-authenticate", "Bearer")?;
+    Ok(
+        error_response(401, "unauthorized", "a valid bearer token is required")?
+            .with_headers(headers),
+    )
+}
+
+/// The configured breakers (`BREAKERS`, a JSON object or a string holding one).
+pub fn load_breakers(env: &Env) -> core::result::Result<Breakers, String> {
+    if let Ok(var) = env.var("BREAKERS") {
+        return parse_breakers(&var.to_string());
+    }
+    match env.object_var::<Breakers>("BREAKERS") {
+        Ok(map) => {
+            check_breakers(&map)?;
+            Ok(map)
+        }
+        Err(e) => Err(format!("BREAKERS is missing or not valid: {e}")),
+    }
+}
+
+/// Compares two byte strings in time that depends only on their lengths' maximum, not on where
+/// they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().max(b.len());
+    let mut diff = (a.len() ^ b.len()) as u64;
+    for i in 0..n {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= u64::from(x ^ y);
+    }
+    core::hint::black_box(diff) == 0
+}
+
+/// The secret `name` if it is set and not empty, and whether the request carries it as a bearer
+/// token (constant-time comparison). `None`: the routes it guards are off.
+pub(super) fn bearer(req: &Request, env: &Env, name: &str) -> Option<bool> {
+    let secret = env.secret(name).ok()?.to_string();
+    if secret.is_empty() {
+        return None;
+    }
+    let given = req
+        .headers()
+        .get("authorization")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let token = given.strip_prefix("Bearer ").unwrap_or("");
+    Some(constant_time_eq(token.as_bytes(), secret.as_bytes()))
+}
+
+/// The request's body as text, at most [`MAX_BODY_BYTES`]; `Ok(None)`: it is larger.
+pub(super) async fn read_body(req: &mut Request) -> Result<Option<String>> {
+    let declared = req
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Ok(None);
+    }
+    let body = req.text().await?;
+    if body.len() > MAX_BODY_BYTES {
+        return Ok(None);
+    }
+    Ok(Some(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn constant_time_eq_compares_whole_strings() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"x"));
+        assert!(constant_time_eq(b"", b""));
+    }
+}
