@@ -17,8 +17,9 @@ bash scripts/setup.sh worker
 log "unit tests (native): protocol, engine, lease"
 cargo test --quiet --features worker --lib worker::
 
-log "building the Worker (worker-build --release --features worker)"
-bash scripts/build-worker.sh >/tmp/breakwater-build-worker.log 2>&1 || {
+# The app Workers of the tests are the Rust demo app (/app/*): build it in.
+log "building the Worker (worker-build --release --features worker,demo)"
+bash scripts/build-worker.sh --features worker,demo >/tmp/breakwater-build-worker.log 2>&1 || {
   tail -40 /tmp/breakwater-build-worker.log >&2
   log "worker build failed"
   exit 1

@@ -10,13 +10,15 @@
 //!   `Authorization: Bearer <SERVICE_TOKEN>` (a secret, compared in constant time, distinct from
 //!   `ADMIN_TOKEN`: a client can report, not isolate or reset); without the secret these routes do
 //!   not exist (404). Names are looked up in `BREAKERS`; bodies are bounded as the object's.
-//! - `/app/*`: a small demonstration app guarding calls to `DEMO_UPSTREAM` through
-//!   [`SharedBreaker`] (`DEMO_MODE = "shared"`, the default) or a
-//!   per-isolate [`Breaker`] (`DEMO_MODE = "local"`), for the end-to-end tests and measurements.
-//!   Off unless `DEMO_UPSTREAM` is set.
+//! - `/app/*`, only with the Cargo feature `demo`: a small demonstration app guarding calls to
+//!   `DEMO_UPSTREAM` through [`SharedBreaker`](crate::worker::SharedBreaker)
+//!   (`DEMO_MODE = "shared"`, the default) or a per-isolate [`Breaker`](crate::Breaker)
+//!   (`DEMO_MODE = "local"`), for the end-to-end tests, measurements and the live demo. Off
+//!   unless `DEMO_UPSTREAM` is set; without the feature (the deployed Worker), a 404.
 //! - Anything else: 404.
 
 mod admin;
+#[cfg(feature = "demo")]
 mod demo;
 mod http;
 mod service;
@@ -95,6 +97,7 @@ async fn route(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     match parts.as_slice() {
         ["metrics"] | ["admin", ..] => admin::admin(req, &env, &parts).await,
         ["v1", op @ ("acquire" | "report")] => service::service(req, &env, op).await,
+        #[cfg(feature = "demo")]
         ["app", ..] => demo::app(req, &env, &parts).await,
         _ => http::not_found(),
     }
