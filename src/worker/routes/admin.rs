@@ -9,8 +9,8 @@ use worker::{Env, Headers, Method, Request, RequestInit, Response, Result};
 
 use super::http::{bearer, error_response, json_response, load_breakers, not_found, unauthorized};
 use super::BINDING;
-use crate::breaker::State;
 use crate::facade::validate_name;
+use crate::metrics::{render_series, Buckets, Families, Series};
 use crate::worker::config::Breakers;
 use crate::worker::protocol::{StateView, INCIDENT_BOUNDS_S};
 
@@ -77,92 +77,32 @@ pub(super) async fn admin(req: Request, env: &Env, parts: &[&str]) -> Result<Res
     }
 }
 
-/// The objects' state in the Prometheus text format, with the series names of
-/// `breakwater::metrics` (counts since each object's record began): `breakwater_state`,
-/// `breakwater_opened_total`, `breakwater_calls_total`, `breakwater_incident_seconds`, plus
-/// `breakwater_probes_granted_total`. `breakwater_fallbacks_total`, `breakwater_retries` and
-/// `breakwater_retry_delay_seconds` are not here: fallbacks and retries happen in the callers
-/// (the `SharedCircuitBreaker` client, `withRetry`), which the object never sees; expose them
-/// from the callers (`breakwater/prometheus`, or `BreakerMetrics` in Rust).
+/// The objects' state in the Prometheus text format, written by [`crate::metrics`] with the
+/// families an object has ([`Families::OBJECT`], counts since each object's record began):
+/// `breakwater_state`, `breakwater_opened_total`, `breakwater_calls_total`,
+/// `breakwater_incident_seconds`, plus `breakwater_probes_granted_total`.
+/// `breakwater_fallbacks_total`, `breakwater_retries` and `breakwater_retry_delay_seconds` are
+/// not here: fallbacks and retries happen in the callers (the `SharedCircuitBreaker` client,
+/// `withRetry`), which the object never sees; expose them from the callers
+/// (`breakwater/prometheus`, or `BreakerMetrics` in Rust).
 pub fn render_prometheus(views: &[StateView]) -> String {
-    use core::fmt::Write;
+    let bounds = INCIDENT_BOUNDS_S.map(|b| b as f64);
+    let series = views.iter().map(|v| {
+        let incidents = &v.counters.incidents;
+        let (counts, above) = incidents.split_at(bounds.len().min(incidents.len()));
+        let buckets = Buckets {
+            bounds: &bounds,
+            counts,
+            overflow: above.iter().fold(0u64, |a, n| a.saturating_add(*n)),
+            sum: v.counters.incident_ms as f64 / 1_000.0,
+        };
+        let mut s = Series::from_stats(v.lease.state, &v.stats, buckets);
+        s.probes_granted = Some(v.counters.probes_granted);
+        (v.name.as_str(), s)
+    });
     let mut out = String::new();
-    let _ = writeln!(out, "# TYPE breakwater_state gauge");
-    for v in views {
-        for (state, label) in [
-            (State::Closed, "closed"),
-            (State::Open, "open"),
-            (State::HalfOpen, "half_open"),
-        ] {
-            let on = u8::from(v.lease.state == state);
-            let _ = writeln!(
-                out,
-                "breakwater_state{{breaker=\"{}\",state=\"{label}\"}} {on}",
-                v.name
-            );
-        }
-    }
-    let _ = writeln!(out, "# TYPE breakwater_opened_total counter");
-    for v in views {
-        let _ = writeln!(
-            out,
-            "breakwater_opened_total{{breaker=\"{}\"}} {}",
-            v.name, v.stats.opened
-        );
-    }
-    let _ = writeln!(out, "# TYPE breakwater_calls_total counter");
-    for v in views {
-        for (result, n) in [
-            ("success", v.stats.successes),
-            ("failure", v.stats.failures),
-            ("ignored", v.stats.ignored),
-            ("rejected", v.stats.rejected),
-        ] {
-            let _ = writeln!(
-                out,
-                "breakwater_calls_total{{breaker=\"{}\",result=\"{result}\"}} {n}",
-                v.name
-            );
-        }
-    }
-    let _ = writeln!(out, "# TYPE breakwater_incident_seconds histogram");
-    for v in views {
-        let c = &v.counters;
-        let mut acc = 0u64;
-        for (bound, n) in INCIDENT_BOUNDS_S.iter().zip(c.incidents.iter()) {
-            acc = acc.saturating_add(*n);
-            let _ = writeln!(
-                out,
-                "breakwater_incident_seconds_bucket{{breaker=\"{}\",le=\"{bound}\"}} {acc}",
-                v.name
-            );
-        }
-        let count = c.incidents.iter().fold(0u64, |a, n| a.saturating_add(*n));
-        let _ = writeln!(
-            out,
-            "breakwater_incident_seconds_bucket{{breaker=\"{}\",le=\"+Inf\"}} {count}",
-            v.name
-        );
-        let _ = writeln!(
-            out,
-            "breakwater_incident_seconds_sum{{breaker=\"{}\"}} {}",
-            v.name,
-            c.incident_ms as f64 / 1_000.0
-        );
-        let _ = writeln!(
-            out,
-            "breakwater_incident_seconds_count{{breaker=\"{}\"}} {count}",
-            v.name
-        );
-    }
-    let _ = writeln!(out, "# TYPE breakwater_probes_granted_total counter");
-    for v in views {
-        let _ = writeln!(
-            out,
-            "breakwater_probes_granted_total{{breaker=\"{}\"}} {}",
-            v.name, v.counters.probes_granted
-        );
-    }
+    // Writing into a String cannot fail.
+    let _ = render_series(Families::OBJECT, series, &mut out);
     out
 }
 
@@ -191,4 +131,103 @@ async fn object_call(env: &Env, name: &str, op: &str, method: Method) -> Result<
     let mut resp = stub.fetch_with_request(req).await?;
     let status = resp.status_code();
     Ok((status, resp.text().await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_prometheus;
+    use crate::worker::protocol::StateView;
+
+    fn view(name: &str, state: &str, opened: u64, incidents: [u64; 11], ms: u64) -> StateView {
+        serde_json::from_value(serde_json::json!({
+            "name": name,
+            "lease": {"state": state, "mode": "automatic", "generation": 3, "lease_ms": 1000,
+                      "retry_after_ms": 0, "now": 5},
+            "opened_at": null, "open_until": null, "probes_in_flight": 0,
+            "stats": {"admitted": 10, "rejected": 4, "successes": 7, "failures": 3, "ignored": 2,
+                      "opened": opened},
+            "counters": {"incidents": incidents, "incident_ms": ms,
+                         "probes_granted": if opened > 0 { 5 } else { 0 }},
+            "restore_error": null
+        }))
+        .unwrap()
+    }
+
+    /// The text the Worker wrote with its own writer before it rendered through
+    /// `crate::metrics`, byte for byte (one incident of 1–5 s and one above 3600 s).
+    #[test]
+    fn renders_the_object_series_as_before() {
+        let views = [
+            view(
+                "anthropic",
+                "OPEN",
+                2,
+                [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                3_700_250,
+            ),
+            view("openai:gpt-4.1/chat", "HALF_OPEN", 0, [0; 11], 0),
+        ];
+        assert_eq!(render_prometheus(&views), EXPECTED);
+        assert_eq!(render_prometheus(&[]), EXPECTED_EMPTY);
+    }
+
+    const EXPECTED: &str = "\
+# TYPE breakwater_state gauge
+breakwater_state{breaker=\"anthropic\",state=\"closed\"} 0
+breakwater_state{breaker=\"anthropic\",state=\"open\"} 1
+breakwater_state{breaker=\"anthropic\",state=\"half_open\"} 0
+breakwater_state{breaker=\"openai:gpt-4.1/chat\",state=\"closed\"} 0
+breakwater_state{breaker=\"openai:gpt-4.1/chat\",state=\"open\"} 0
+breakwater_state{breaker=\"openai:gpt-4.1/chat\",state=\"half_open\"} 1
+# TYPE breakwater_opened_total counter
+breakwater_opened_total{breaker=\"anthropic\"} 2
+breakwater_opened_total{breaker=\"openai:gpt-4.1/chat\"} 0
+# TYPE breakwater_calls_total counter
+breakwater_calls_total{breaker=\"anthropic\",result=\"success\"} 7
+breakwater_calls_total{breaker=\"anthropic\",result=\"failure\"} 3
+breakwater_calls_total{breaker=\"anthropic\",result=\"ignored\"} 2
+breakwater_calls_total{breaker=\"anthropic\",result=\"rejected\"} 4
+breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"success\"} 7
+breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"failure\"} 3
+breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"ignored\"} 2
+breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"rejected\"} 4
+# TYPE breakwater_incident_seconds histogram
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"1\"} 0
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"5\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"10\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"30\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"60\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"120\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"300\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"600\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"1800\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"3600\"} 1
+breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"+Inf\"} 2
+breakwater_incident_seconds_sum{breaker=\"anthropic\"} 3700.25
+breakwater_incident_seconds_count{breaker=\"anthropic\"} 2
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"1\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"5\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"10\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"30\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"60\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"120\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"300\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"600\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"1800\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"3600\"} 0
+breakwater_incident_seconds_bucket{breaker=\"openai:gpt-4.1/chat\",le=\"+Inf\"} 0
+breakwater_incident_seconds_sum{breaker=\"openai:gpt-4.1/chat\"} 0
+breakwater_incident_seconds_count{breaker=\"openai:gpt-4.1/chat\"} 0
+# TYPE breakwater_probes_granted_total counter
+breakwater_probes_granted_total{breaker=\"anthropic\"} 5
+breakwater_probes_granted_total{breaker=\"openai:gpt-4.1/chat\"} 0
+";
+
+    const EXPECTED_EMPTY: &str = "\
+# TYPE breakwater_state gauge
+# TYPE breakwater_opened_total counter
+# TYPE breakwater_calls_total counter
+# TYPE breakwater_incident_seconds histogram
+# TYPE breakwater_probes_granted_total counter
+";
 }
