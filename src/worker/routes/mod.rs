@@ -3,7 +3,10 @@
 //! - `GET /metrics`, `GET /admin/breakers/<name>`, `POST /admin/breakers/<name>/isolate`,
 //!   `POST /admin/breakers/<name>/reset`: need `Authorization: Bearer <ADMIN_TOKEN>` (a secret,
 //!   compared in constant time). Without the secret these routes do not exist (404). Names are
-//!   looked up in `BREAKERS`; an unconfigured name is a 404 and no object is touched.
+//!   looked up in `BREAKERS`; an unconfigured name is a 404 and no object is touched. The name is
+//!   the rest of the path after `/admin/breakers/`, percent-decoded, so names with `/` work as
+//!   they are or with `%2F`; only `POST` strips a final `/isolate` or `/reset` (`GET
+//!   /admin/breakers/a/reset` views the breaker `a/reset`).
 //! - `POST /v1/acquire?breaker=<name>`, `POST /v1/report?breaker=<name>`: the object's protocol
 //!   (see `protocol.rs`) over HTTPS, for clients outside Cloudflare (a Next.js app on Vercel, any
 //!   runtime with `fetch`: `breakwater/shared` with `service: { url, token }`). Need
@@ -24,7 +27,6 @@ mod http;
 mod service;
 
 use alloc::string::ToString;
-use alloc::vec::Vec;
 
 use worker::{Context, Env, Request, Response, Result};
 
@@ -91,14 +93,101 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     }
 }
 
+/// What a request's path asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route<'a> {
+    /// `/metrics`.
+    Metrics,
+    /// `/admin/breakers/<rest>`: the rest of the path as it came (percent-encoded), which names
+    /// a breaker and may end in `/isolate` or `/reset`.
+    Breaker(&'a str),
+    /// Any other path under `/admin`: not found, once the token is checked.
+    OtherAdmin,
+    /// `/v1/acquire` or `/v1/report`.
+    Service(&'a str),
+    /// `/app` and below: the demonstration app.
+    #[cfg(feature = "demo")]
+    App,
+    /// Anything else.
+    NotFound,
+}
+
+impl<'a> Route<'a> {
+    fn of(path: &'a str) -> Self {
+        let path = path.trim_start_matches('/');
+        if path == "metrics" {
+            return Route::Metrics;
+        }
+        if let Some(rest) = path.strip_prefix("admin/breakers/") {
+            return Route::Breaker(rest);
+        }
+        if path == "admin" || path.starts_with("admin/") {
+            return Route::OtherAdmin;
+        }
+        if let Some(op @ ("acquire" | "report")) = path.strip_prefix("v1/") {
+            return Route::Service(op);
+        }
+        #[cfg(feature = "demo")]
+        if path == "app" || path.starts_with("app/") {
+            return Route::App;
+        }
+        Route::NotFound
+    }
+}
+
 async fn route(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let path = req.path();
-    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    match parts.as_slice() {
-        ["metrics"] | ["admin", ..] => admin::admin(req, &env, &parts).await,
-        ["v1", op @ ("acquire" | "report")] => service::service(req, &env, op).await,
+    match Route::of(&path) {
+        Route::Metrics => admin::admin(req, &env, admin::Path::Metrics).await,
+        Route::Breaker(rest) => admin::admin(req, &env, admin::Path::Breaker(rest)).await,
+        Route::OtherAdmin => admin::admin(req, &env, admin::Path::Other).await,
+        Route::Service(op) => service::service(req, &env, op).await,
         #[cfg(feature = "demo")]
-        ["app", ..] => demo::app(req, &env, &parts).await,
-        _ => http::not_found(),
+        Route::App => {
+            let parts: alloc::vec::Vec<&str> = path.trim_start_matches('/').split('/').collect();
+            demo::app(req, &env, &parts).await
+        }
+        Route::NotFound => http::not_found(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Route;
+
+    #[test]
+    fn paths_map_to_routes() {
+        assert_eq!(Route::of("/metrics"), Route::Metrics);
+        assert_eq!(Route::of("/metrics/"), Route::NotFound);
+        assert_eq!(Route::of("/admin/breakers/a"), Route::Breaker("a"));
+        assert_eq!(
+            Route::of("/admin/breakers/openai:gpt-4.1/chat/reset"),
+            Route::Breaker("openai:gpt-4.1/chat/reset")
+        );
+        assert_eq!(Route::of("/admin/breakers/a%2Fb"), Route::Breaker("a%2Fb"));
+        assert_eq!(Route::of("/admin/breakers/"), Route::Breaker(""));
+        assert_eq!(Route::of("/admin/breakers"), Route::OtherAdmin);
+        assert_eq!(Route::of("/admin"), Route::OtherAdmin);
+        assert_eq!(Route::of("/administrator"), Route::NotFound);
+        assert_eq!(Route::of("/v1/acquire"), Route::Service("acquire"));
+        assert_eq!(Route::of("/v1/report"), Route::Service("report"));
+        assert_eq!(Route::of("/v1/steal"), Route::NotFound);
+        assert_eq!(Route::of("/"), Route::NotFound);
+    }
+
+    #[cfg(feature = "demo")]
+    #[test]
+    fn the_demo_app_is_routed_with_the_feature() {
+        assert_eq!(Route::of("/app/call"), Route::App);
+        assert_eq!(Route::of("/app"), Route::App);
+        assert_eq!(Route::of("/apple"), Route::NotFound);
+    }
+
+    #[cfg(not(feature = "demo"))]
+    #[test]
+    fn without_the_demo_feature_app_paths_are_not_found() {
+        for path in ["/app", "/app/call", "/app/stats", "/app/bench"] {
+            assert_eq!(Route::of(path), Route::NotFound, "{path}");
+        }
     }
 }
