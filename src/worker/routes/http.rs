@@ -82,8 +82,19 @@ pub(super) fn bearer(req: &Request, env: &Env, name: &str) -> Option<bool> {
         .ok()
         .flatten()
         .unwrap_or_default();
-    let token = given.strip_prefix("Bearer ").unwrap_or("");
+    let token = bearer_token(&given).unwrap_or("");
     Some(constant_time_eq(token.as_bytes(), secret.as_bytes()))
+}
+
+/// The token of an `Authorization: Bearer <token>` header value. The scheme is matched without
+/// regard to case and may be followed by several spaces (RFC 7235 `credentials`); `None` for
+/// another scheme.
+pub(super) fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, token) = header.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    Some(token.trim_start_matches(' '))
 }
 
 /// The request's body as text, at most [`MAX_BODY_BYTES`]; `Ok(None)`: it is larger.
@@ -106,7 +117,24 @@ pub(super) async fn read_body(req: &mut Request) -> Result<Option<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::constant_time_eq;
+    use super::{bearer_token, constant_time_eq};
+
+    #[test]
+    fn the_bearer_scheme_is_matched_without_case() {
+        for header in [
+            "Bearer t0k",
+            "bearer t0k",
+            "BEARER t0k",
+            "bEaReR t0k",
+            "Bearer   t0k",
+        ] {
+            assert_eq!(bearer_token(header), Some("t0k"), "{header}");
+        }
+        for header in ["Basic t0k", "Bearert0k", "t0k", "", "Bearer", "Bearer- t0k"] {
+            assert_eq!(bearer_token(header), None, "{header}");
+        }
+        assert_eq!(bearer_token("Bearer "), Some(""));
+    }
 
     #[test]
     fn constant_time_eq_compares_whole_strings() {

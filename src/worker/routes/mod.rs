@@ -19,6 +19,9 @@
 //!   (`DEMO_MODE = "local"`), for the end-to-end tests, measurements and the live demo. Off
 //!   unless `DEMO_UPSTREAM` is set; without the feature (the deployed Worker), a 404.
 //! - Anything else: 404.
+//!
+//! The `Authorization` scheme is matched without regard to case (RFC 7235): `bearer <token>`
+//! works as well as `Bearer <token>`.
 
 mod admin;
 #[cfg(feature = "demo")]
