@@ -2,7 +2,12 @@
 
 use alloc::format;
 use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
+use worker::js_sys::{Reflect, Uint8Array};
+use worker::wasm_bindgen::{JsCast, JsValue};
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::web_sys::ReadableStreamDefaultReader;
 use worker::{Env, Headers, Request, Response, Result};
 
 use crate::worker::config::{check_breakers, parse_breakers, Breakers};
@@ -98,6 +103,12 @@ pub(super) fn bearer_token(header: &str) -> Option<&str> {
 }
 
 /// The request's body as text, at most [`MAX_BODY_BYTES`]; `Ok(None)`: it is larger.
+///
+/// A declared `content-length` above the limit is refused before anything is read. Otherwise
+/// the body is read as a stream, chunk by chunk, and reading stops (the stream is cancelled) as
+/// soon as more than the limit has arrived, so a chunked body without a length is never
+/// buffered whole. The bytes are decoded as UTF-8, invalid sequences replaced (as `text()`
+/// does).
 pub(super) async fn read_body(req: &mut Request) -> Result<Option<String>> {
     let declared = req
         .headers()
@@ -108,16 +119,90 @@ pub(super) async fn read_body(req: &mut Request) -> Result<Option<String>> {
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Ok(None);
     }
-    let body = req.text().await?;
-    if body.len() > MAX_BODY_BYTES {
-        return Ok(None);
+    let Some(stream) = req.inner().body() else {
+        return Ok(Some(String::new()));
+    };
+    let mut body = BoundedBody::new(MAX_BODY_BYTES);
+    let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    loop {
+        let step = JsFuture::from(reader.read()).await?;
+        let done = Reflect::get(&step, &JsValue::from_str("done"))?;
+        if done.as_bool().unwrap_or(true) {
+            break;
+        }
+        let chunk = Uint8Array::new(&Reflect::get(&step, &JsValue::from_str("value"))?);
+        let fits = body.push_with(chunk.length() as usize, |into| chunk.copy_to(into));
+        if !fits {
+            // Stop the sender; the answer does not wait for the cancellation.
+            let _ = reader.cancel();
+            return Ok(None);
+        }
     }
-    Ok(Some(body))
+    Ok(Some(body.into_text()))
+}
+
+/// Bytes collected up to a limit.
+pub(super) struct BoundedBody {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl BoundedBody {
+    pub(super) fn new(limit: usize) -> Self {
+        BoundedBody {
+            bytes: Vec::new(),
+            limit,
+        }
+    }
+
+    /// Appends a chunk of `len` bytes, written by `fill` into the space made for it; `false`
+    /// (and nothing appended) if the total would exceed the limit.
+    pub(super) fn push_with(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        let start = self.bytes.len();
+        match start.checked_add(len) {
+            Some(end) if end <= self.limit => {
+                self.bytes.resize(end, 0);
+                if let Some(space) = self.bytes.get_mut(start..end) {
+                    fill(space);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The bytes as text (invalid UTF-8 replaced).
+    pub(super) fn into_text(self) -> String {
+        match String::from_utf8(self.bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{bearer_token, constant_time_eq};
+    use super::{bearer_token, constant_time_eq, BoundedBody};
+
+    #[test]
+    fn a_bounded_body_stops_at_the_limit() {
+        let mut body = BoundedBody::new(10);
+        assert!(body.push_with(4, |b| b.copy_from_slice(b"abcd")));
+        assert!(body.push_with(6, |b| b.copy_from_slice(b"efghij")));
+        // One byte more than the limit: refused, nothing appended, the fill never runs.
+        assert!(!body.push_with(1, |_| panic!("filled past the limit")));
+        assert!(!body.push_with(usize::MAX, |_| panic!("filled past the limit")));
+        assert!(body.push_with(0, |_| {}));
+        assert_eq!(body.into_text(), "abcdefghij");
+
+        let mut body = BoundedBody::new(10);
+        assert!(!body.push_with(11, |_| panic!("filled past the limit")));
+        assert_eq!(body.into_text(), "");
+
+        let mut body = BoundedBody::new(10);
+        assert!(body.push_with(3, |b| b.copy_from_slice(&[b'a', 0xFF, b'b'])));
+        assert_eq!(body.into_text(), "a\u{FFFD}b");
+    }
 
     #[test]
     fn the_bearer_scheme_is_matched_without_case() {
