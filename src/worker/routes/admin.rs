@@ -34,8 +34,10 @@ pub(super) async fn admin(req: Request, env: &Env, path: Path<'_>) -> Result<Res
     let breakers = match load_breakers(env) {
         Ok(b) => b,
         Err(e) => {
+            // The caller holds the admin token: tell it what is wrong (the field and value),
+            // not only the log.
             worker::console_error!("breakwater: {e}");
-            return error_response(500, "misconfigured", "BREAKERS is not valid");
+            return error_response(500, "misconfigured", &e);
         }
     };
     let method = req.method();

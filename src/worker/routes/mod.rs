@@ -20,6 +20,10 @@
 //!   unless `DEMO_UPSTREAM` is set; without the feature (the deployed Worker), a 404.
 //! - Anything else: 404.
 //!
+//! When `BREAKERS` cannot be parsed, the admin routes answer (after the token) 500
+//! `misconfigured` with the reason, which names the field and value; the service routes answer
+//! a generic message and log the reason.
+//!
 //! The `Authorization` scheme is matched without regard to case (RFC 7235): `bearer <token>`
 //! works as well as `Bearer <token>`.
 

@@ -38,6 +38,7 @@ pub(super) async fn service(mut req: Request, env: &Env, op: &str) -> Result<Res
     let breakers = match load_breakers(env) {
         Ok(b) => b,
         Err(e) => {
+            // A service client is not an operator: the reason goes to the log only.
             worker::console_error!("breakwater: {e}");
             return error_response(500, "misconfigured", "BREAKERS is not valid");
         }
