@@ -1,5 +1,5 @@
 // The live demo's "no breaker" app Worker: calls the provider directly, with nothing in front of
-// it, and answers like the Rust demo app's `/app/call` (src/worker/routes.rs) so the demo can
+// it, and answers like the Rust demo app's `/app/call` (src/worker/routes/demo.rs) so the demo can
 // drive every strategy the same way.
 const json = (body) => new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json' } });
 

@@ -10,7 +10,8 @@
 // them with `breakwater-sim plot`).
 //
 // Usage: node demo/live.mjs [--short] [--out DIR] [--isolates N] [--rate R]
-// Needs build/index.js (scripts/build-worker.sh) and tests/worker's npm packages (miniflare).
+// Needs build/index.js with the demo app (scripts/build-worker.sh --features worker,demo) and
+// tests/worker's npm packages (miniflare).
 // Stops every server it started, on success, on error and on SIGINT/SIGTERM.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -379,7 +380,12 @@ function secondLine(runs, providers, i) {
 // ----- main -----
 
 async function main() {
-  if (!fs.existsSync(WORKER_SCRIPT)) throw new Error(`${WORKER_SCRIPT} is missing: run scripts/build-worker.sh`);
+  const rebuild = 'run scripts/build-worker.sh --features worker,demo';
+  if (!fs.existsSync(WORKER_SCRIPT)) throw new Error(`${WORKER_SCRIPT} is missing: ${rebuild}`);
+  // The app Workers are the Rust demo app (/app/*), built in only with the feature `demo`.
+  if (!fs.readFileSync(path.join(path.dirname(WORKER_SCRIPT), 'index_bg.wasm')).includes('DEMO_UPSTREAM')) {
+    throw new Error(`${WORKER_SCRIPT} was built without the demo app (/app/*): ${rebuild}`);
+  }
   const Miniflare = await loadMiniflare();
   const { users, list } = arrivals();
   const secs = (ms) => `${ms / 1000} s`;

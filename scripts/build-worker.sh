@@ -2,9 +2,14 @@
 # Builds the Cloudflare Worker variant (feature `worker`) into build/index.js + build/index_bg.wasm
 # with worker-build, using only local tools: worker-build would otherwise download wasm-bindgen
 # and wasm-opt from GitHub and esbuild from npm at build time.
+# Without arguments it builds the Worker to deploy (what `wrangler deploy` runs). The tests and
+# the live demo add the demonstration app under /app/*: `scripts/build-worker.sh --features
+# worker,demo` (worker-build passes every argument after its own on to `cargo build`, where a
+# second --features adds to the first).
 # Needs: worker-build 0.8.7, wasm-bindgen-cli equal to Cargo.lock's wasm-bindgen, and the npm
 # packages of tests/worker (binaryen, esbuild): scripts/test-worker.sh --setup-only installs them.
-# Usage: scripts/build-worker.sh [extra cargo args]   (also wrangler.toml's [build] command)
+# Usage: scripts/build-worker.sh [extra cargo args, e.g. --features worker,demo]
+#   (without arguments: wrangler.toml's [build] command)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -43,11 +43,14 @@ cargo build --quiet --release --features sim --bin breakwater-sim
 SIM=target/release/breakwater-sim
 
 if [ "$live" = 1 ]; then
-  # The Worker: rebuilt when a source it is built from is newer than the build.
+  # The Worker with the demonstration app (feature `demo`, /app/*): rebuilt when a source it is
+  # built from is newer than the build, or when the build there lacks the app (the Worker to
+  # deploy, from a plain scripts/build-worker.sh, does not have it).
   if [ ! -f build/index.js ] || [ ! -f build/index_bg.wasm ] ||
+    ! grep -qa DEMO_UPSTREAM build/index_bg.wasm ||
     [ -n "$(find src Cargo.toml Cargo.lock -newer build/index_bg.wasm -not -path 'src/sim*' -not -path 'src/bin*' -print -quit)" ]; then
-    log "building the Worker (scripts/build-worker.sh)"
-    bash scripts/build-worker.sh >"$out/build-worker.log" 2>&1 || {
+    log "building the Worker (scripts/build-worker.sh --features worker,demo)"
+    bash scripts/build-worker.sh --features worker,demo >"$out/build-worker.log" 2>&1 || {
       tail -40 "$out/build-worker.log" >&2
       log "the Worker build failed (log: $out/build-worker.log)"
       exit 1

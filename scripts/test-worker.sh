@@ -17,8 +17,9 @@ bash scripts/setup.sh worker
 log "unit tests (native): protocol, engine, lease"
 cargo test --quiet --features worker --lib worker::
 
-log "building the Worker (worker-build --release --features worker)"
-bash scripts/build-worker.sh >/tmp/breakwater-build-worker.log 2>&1 || {
+# The app Workers of the tests are the Rust demo app (/app/*): build it in.
+log "building the Worker (worker-build --release --features worker,demo)"
+bash scripts/build-worker.sh --features worker,demo >/tmp/breakwater-build-worker.log 2>&1 || {
   tail -40 /tmp/breakwater-build-worker.log >&2
   log "worker build failed"
   exit 1
@@ -31,7 +32,7 @@ node_modules/.bin/esbuild apps/js-app.ts --bundle --format=esm --platform=neutra
   --outfile=.build/js-app.mjs --log-level=warning
 
 files=("$@")
-[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs measure.test.mjs)
+[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs measure.test.mjs)
 export WRANGLER_SEND_METRICS=false
 rm -rf .tmp
 status=0

@@ -17,10 +17,16 @@
 //! | `breakwater_fallbacks_total` | counter | calls answered by a fallback (alert when above ~5 % of calls) |
 //! | `breakwater_retries` | histogram | retries per guarded call (a p50 above 0: the provider is degraded) |
 //! | `breakwater_retry_delay_seconds` | histogram | waiting that retries added to a call |
+//! | `breakwater_probes_granted_total` | counter | half-open probe permits a shared breaker's object granted (the Worker's `/metrics`) |
+//!
+//! [`render_prometheus`] writes what [`BreakerMetrics`] counted. [`render_series`] writes the
+//! same series from plain numbers ([`Series`]), for a host that counts elsewhere: the Worker's
+//! `/metrics` renders its objects' state, `Stats` and counters through it, with the families
+//! an object has ([`Families::OBJECT`]).
 
 use core::fmt::{self, Write};
 
-use crate::breaker::{Admission, Outcome, State, Transition};
+use crate::breaker::{Admission, Outcome, State, Stats, Transition};
 use crate::clock::Timestamp;
 
 /// A fixed-bucket histogram (cumulative buckets are computed when rendering).
@@ -81,24 +87,56 @@ impl<const N: usize> Histogram<N> {
             })
     }
 
+    /// Its data as [`Buckets`], for [`Series`].
+    pub fn buckets(&self) -> Buckets<'_> {
+        Buckets {
+            bounds: &self.bounds,
+            counts: &self.counts,
+            overflow: self.overflow,
+            sum: self.sum,
+        }
+    }
+}
+
+/// A histogram's data as plain numbers: upper bounds (ascending), the values counted in each
+/// bucket (not cumulative), those above the last bound, and their sum. Bounds and counts are
+/// paired in order; the cumulative `_bucket` series and `_count` are computed when rendering.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Buckets<'a> {
+    /// Upper bounds, ascending.
+    pub bounds: &'a [f64],
+    /// Values in each bucket (at most the bound, above the previous one).
+    pub counts: &'a [u64],
+    /// Values above the last bound.
+    pub overflow: u64,
+    /// Sum of every value.
+    pub sum: f64,
+}
+
+impl Buckets<'_> {
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.counts
+            .iter()
+            .fold(self.overflow, |acc, &c| acc.saturating_add(c))
+    }
+
     fn render(&self, out: &mut impl Write, name: &str, breaker: &EscapedLabel<'_>) -> fmt::Result {
-        for (bound, count) in self.cumulative() {
+        let mut acc = 0u64;
+        for (bound, count) in self.bounds.iter().zip(self.counts.iter()) {
+            acc = acc.saturating_add(*count);
             writeln!(
                 out,
-                "{name}_bucket{{breaker=\"{breaker}\",le=\"{bound}\"}} {count}"
+                "{name}_bucket{{breaker=\"{breaker}\",le=\"{bound}\"}} {acc}"
             )?;
         }
+        let count = self.count();
         writeln!(
             out,
-            "{name}_bucket{{breaker=\"{breaker}\",le=\"+Inf\"}} {}",
-            self.count()
+            "{name}_bucket{{breaker=\"{breaker}\",le=\"+Inf\"}} {count}"
         )?;
         writeln!(out, "{name}_sum{{breaker=\"{breaker}\"}} {}", self.sum)?;
-        writeln!(
-            out,
-            "{name}_count{{breaker=\"{breaker}\"}} {}",
-            self.count()
-        )
+        writeln!(out, "{name}_count{{breaker=\"{breaker}\"}} {count}")
     }
 }
 
@@ -239,6 +277,119 @@ where
     I: IntoIterator<Item = (&'a str, &'a BreakerMetrics)>,
     I::IntoIter: Clone,
 {
+    let all = breakers.into_iter().map(|(name, m)| (name, m.series()));
+    render_series(Families::HOST, all, out)
+}
+
+impl BreakerMetrics {
+    /// These counts as [`Series`], every family included.
+    pub fn series(&self) -> Series<'_> {
+        Series {
+            state: self.state,
+            opened: self.opened,
+            successes: self.successes,
+            failures: self.failures,
+            ignored: self.ignored,
+            rejected: self.rejected,
+            fallbacks: Some(self.fallbacks),
+            incidents: self.incidents.buckets(),
+            retries: Some(self.retries.buckets()),
+            retry_delay: Some(self.retry_delay.buckets()),
+            probes_granted: None,
+        }
+    }
+}
+
+/// One breaker's series as plain numbers, whoever counted them: [`BreakerMetrics`] in a Rust
+/// host, or a shared breaker's Durable Object (its `Stats`, state and counters). Rendered by
+/// [`render_series`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Series<'a> {
+    /// `breakwater_state`: the current state.
+    pub state: State,
+    /// `breakwater_opened_total`.
+    pub opened: u64,
+    /// `breakwater_calls_total{result="success"}`.
+    pub successes: u64,
+    /// `breakwater_calls_total{result="failure"}`.
+    pub failures: u64,
+    /// `breakwater_calls_total{result="ignored"}`.
+    pub ignored: u64,
+    /// `breakwater_calls_total{result="rejected"}`.
+    pub rejected: u64,
+    /// `breakwater_fallbacks_total`, where the renderer's host serves fallbacks.
+    pub fallbacks: Option<u64>,
+    /// `breakwater_incident_seconds`.
+    pub incidents: Buckets<'a>,
+    /// `breakwater_retries`, where the host retries.
+    pub retries: Option<Buckets<'a>>,
+    /// `breakwater_retry_delay_seconds`, where the host retries.
+    pub retry_delay: Option<Buckets<'a>>,
+    /// `breakwater_probes_granted_total`, where the breaker grants probe permits to others (a
+    /// shared breaker's object).
+    pub probes_granted: Option<u64>,
+}
+
+impl<'a> Series<'a> {
+    /// The series of a breaker in `state` with these running totals and incidents; the optional
+    /// families are left out (set them on the result).
+    pub fn from_stats(state: State, stats: &Stats, incidents: Buckets<'a>) -> Self {
+        Series {
+            state,
+            opened: stats.opened,
+            successes: stats.successes,
+            failures: stats.failures,
+            ignored: stats.ignored,
+            rejected: stats.rejected,
+            fallbacks: None,
+            incidents,
+            retries: None,
+            retry_delay: None,
+            probes_granted: None,
+        }
+    }
+}
+
+/// Which optional metric families an exposition declares. `breakwater_state`,
+/// `breakwater_opened_total`, `breakwater_calls_total` and `breakwater_incident_seconds` are
+/// always declared; a breaker whose [`Series`] lacks a declared optional family has no sample
+/// in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Families {
+    /// `breakwater_fallbacks_total`.
+    pub fallbacks: bool,
+    /// `breakwater_retries` and `breakwater_retry_delay_seconds`.
+    pub retries: bool,
+    /// `breakwater_probes_granted_total`.
+    pub probes_granted: bool,
+}
+
+impl Families {
+    /// What a host that runs the calls counts ([`BreakerMetrics`]): fallbacks and retries.
+    pub const HOST: Families = Families {
+        fallbacks: true,
+        retries: true,
+        probes_granted: false,
+    };
+    /// What a shared breaker's object counts: probe permits granted. Fallbacks and retries
+    /// happen in its clients, which the object never sees.
+    pub const OBJECT: Families = Families {
+        fallbacks: false,
+        retries: false,
+        probes_granted: true,
+    };
+}
+
+/// Renders the series of several breakers in the Prometheus text exposition format (version
+/// 0.0.4), one `# TYPE` line per declared family, in this order: `breakwater_state`,
+/// `breakwater_opened_total`, `breakwater_calls_total`, `breakwater_fallbacks_total`,
+/// `breakwater_incident_seconds`, `breakwater_retries`, `breakwater_retry_delay_seconds`,
+/// `breakwater_probes_granted_total`. Names are escaped as in [`render_prometheus`].
+pub fn render_series<'a, I>(families: Families, breakers: I, out: &mut impl Write) -> fmt::Result
+where
+    I: IntoIterator<Item = (&'a str, Series<'a>)>,
+    I::IntoIter: Clone,
+{
     let all = breakers.into_iter();
     writeln!(out, "# TYPE breakwater_state gauge")?;
     for (name, m) in all.clone() {
@@ -279,29 +430,45 @@ where
             )?;
         }
     }
-    writeln!(out, "# TYPE breakwater_fallbacks_total counter")?;
-    for (name, m) in all.clone() {
-        let name = EscapedLabel(name);
-        writeln!(
-            out,
-            "breakwater_fallbacks_total{{breaker=\"{name}\"}} {}",
-            m.fallbacks
-        )?;
+    if families.fallbacks {
+        writeln!(out, "# TYPE breakwater_fallbacks_total counter")?;
+        for (name, m) in all.clone() {
+            if let Some(n) = m.fallbacks {
+                let name = EscapedLabel(name);
+                writeln!(out, "breakwater_fallbacks_total{{breaker=\"{name}\"}} {n}")?;
+            }
+        }
     }
     writeln!(out, "# TYPE breakwater_incident_seconds histogram")?;
     for (name, m) in all.clone() {
         m.incidents
             .render(out, "breakwater_incident_seconds", &EscapedLabel(name))?;
     }
-    writeln!(out, "# TYPE breakwater_retries histogram")?;
-    for (name, m) in all.clone() {
-        m.retries
-            .render(out, "breakwater_retries", &EscapedLabel(name))?;
+    if families.retries {
+        writeln!(out, "# TYPE breakwater_retries histogram")?;
+        for (name, m) in all.clone() {
+            if let Some(h) = m.retries {
+                h.render(out, "breakwater_retries", &EscapedLabel(name))?;
+            }
+        }
+        writeln!(out, "# TYPE breakwater_retry_delay_seconds histogram")?;
+        for (name, m) in all.clone() {
+            if let Some(h) = m.retry_delay {
+                h.render(out, "breakwater_retry_delay_seconds", &EscapedLabel(name))?;
+            }
+        }
     }
-    writeln!(out, "# TYPE breakwater_retry_delay_seconds histogram")?;
-    for (name, m) in all {
-        m.retry_delay
-            .render(out, "breakwater_retry_delay_seconds", &EscapedLabel(name))?;
+    if families.probes_granted {
+        writeln!(out, "# TYPE breakwater_probes_granted_total counter")?;
+        for (name, m) in all {
+            if let Some(n) = m.probes_granted {
+                let name = EscapedLabel(name);
+                writeln!(
+                    out,
+                    "breakwater_probes_granted_total{{breaker=\"{name}\"}} {n}"
+                )?;
+            }
+        }
     }
     Ok(())
 }
@@ -320,5 +487,86 @@ impl fmt::Display for EscapedLabel<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+    use alloc::vec::Vec;
+
+    fn families(text: &str) -> Vec<&str> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .collect()
+    }
+
+    #[test]
+    fn object_families_are_state_calls_incidents_and_probes() {
+        let stats = Stats {
+            successes: 7,
+            failures: 3,
+            ignored: 2,
+            rejected: 4,
+            opened: 1,
+            ..Stats::default()
+        };
+        let bounds = [1.0, 5.0];
+        let counts = [0, 2];
+        let mut series = Series::from_stats(
+            State::HalfOpen,
+            &stats,
+            Buckets {
+                bounds: &bounds,
+                counts: &counts,
+                overflow: 1,
+                sum: 12.5,
+            },
+        );
+        series.probes_granted = Some(9);
+        let mut text = String::new();
+        render_series(Families::OBJECT, [("a/b", series)], &mut text).unwrap();
+        assert_eq!(
+            families(&text),
+            [
+                "breakwater_state gauge",
+                "breakwater_opened_total counter",
+                "breakwater_calls_total counter",
+                "breakwater_incident_seconds histogram",
+                "breakwater_probes_granted_total counter",
+            ]
+        );
+        for line in [
+            "breakwater_state{breaker=\"a/b\",state=\"half_open\"} 1",
+            "breakwater_opened_total{breaker=\"a/b\"} 1",
+            "breakwater_calls_total{breaker=\"a/b\",result=\"rejected\"} 4",
+            "breakwater_incident_seconds_bucket{breaker=\"a/b\",le=\"5\"} 2",
+            "breakwater_incident_seconds_bucket{breaker=\"a/b\",le=\"+Inf\"} 3",
+            "breakwater_incident_seconds_sum{breaker=\"a/b\"} 12.5",
+            "breakwater_incident_seconds_count{breaker=\"a/b\"} 3",
+            "breakwater_probes_granted_total{breaker=\"a/b\"} 9",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_declared_family_a_breaker_lacks_has_no_sample() {
+        let host = BreakerMetrics::new();
+        let stats = Stats::default();
+        let none = Series::from_stats(State::Closed, &stats, host.incidents.buckets());
+        let mut text = String::new();
+        render_series(
+            Families::HOST,
+            [("host", host.series()), ("object", none)],
+            &mut text,
+        )
+        .unwrap();
+        assert_eq!(families(&text).len(), 7);
+        assert!(text.contains("breakwater_fallbacks_total{breaker=\"host\"} 0"));
+        assert!(!text.contains("breakwater_fallbacks_total{breaker=\"object\"}"));
+        assert!(!text.contains("breakwater_retries_count{breaker=\"object\"}"));
+        assert!(text.contains("breakwater_incident_seconds_count{breaker=\"object\"} 0"));
     }
 }

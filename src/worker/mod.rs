@@ -9,8 +9,10 @@
 //!   lazily on the first request after an eviction or restart (a record it cannot restore: start
 //!   CLOSED, log, show the reason in `/state`);
 //! - a fetch handler ([`routes`]): `/metrics` and `/admin/breakers/<name>[/isolate|/reset]` behind
-//!   a bearer token from the `ADMIN_TOKEN` secret (off without it), and a demonstration app under
-//!   `/app/*` that is off unless `DEMO_UPSTREAM` is set.
+//!   a bearer token from the `ADMIN_TOKEN` secret (off without it), the breaker service
+//!   `/v1/acquire|report` behind the `SERVICE_TOKEN` secret, and, only when built with the
+//!   feature `demo` (the tests and the live demo), a demonstration app under `/app/*` that is off
+//!   unless `DEMO_UPSTREAM` is set.
 //!
 //! Breaker names come only from the `BREAKERS` variable ([`config`]), are validated with
 //! [`validate_name`](crate::validate_name), and an object refuses a name not configured there.

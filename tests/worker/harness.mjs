@@ -67,7 +67,20 @@ export function objectWorker({ breakers, adminToken = ADMIN_TOKEN } = {}) {
   };
 }
 
+/** Fails fast unless build/ holds the Worker built with the demo app (/app/*, feature `demo`). */
+let demoChecked = false;
+export function requireDemoBuild() {
+  if (demoChecked) return;
+  const wasm = fs.readFileSync(path.join(path.dirname(WORKER_SCRIPT), 'index_bg.wasm'));
+  if (!wasm.includes('DEMO_UPSTREAM')) {
+    throw new Error(`${WORKER_SCRIPT} was built without the demo app (/app/*): scripts/build-worker.sh --features worker,demo`);
+  }
+  demoChecked = true;
+}
+
+/** A Rust app Worker: the Worker's demo app (/app/*) guarding calls to `upstream`. */
 export function rustApp(name, { upstream, breaker, breakers, mode = 'shared', failClosed = false, scriptName = 'breakwater' }) {
+  requireDemoBuild();
   return {
     name,
     modules: true,
