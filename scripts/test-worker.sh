@@ -26,10 +26,15 @@ bash scripts/build-worker.sh --features worker,demo >/tmp/breakwater-build-worke
 }
 ls -l build/index.js build/index_bg.wasm >&2
 
-log "bundling the JavaScript app Worker (js/shared.ts)"
+log "building the npm package and bundling the JavaScript app Worker (breakwater/shared)"
+bash scripts/build-pkg.sh
 cd tests/worker
+# The app imports the package as a user would; esbuild resolves it through its exports map with
+# the workerd condition, and copies the two .wasm modules next to the bundle.
+mkdir -p node_modules && ln -sfn ../../../pkg node_modules/breakwater
+rm -rf .build && mkdir -p .build
 node_modules/.bin/esbuild apps/js-app.ts --bundle --format=esm --platform=neutral --target=es2022 \
-  --outfile=.build/js-app.mjs --log-level=warning
+  --conditions=workerd,worker --loader:.wasm=copy --outfile=.build/js-app.mjs --log-level=warning
 
 files=("$@")
 [ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs measure.test.mjs)

@@ -105,6 +105,7 @@ export function jsApp(name, { upstream, breaker, mode = 'shared', failClosed = f
     modules: true,
     scriptPath: JS_APP,
     modulesRoot: path.dirname(JS_APP),
+    modulesRules: wasmRules,
     compatibilityDate: COMPAT_DATE,
     bindings: {
       UPSTREAM: upstream,

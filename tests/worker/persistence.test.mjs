@@ -67,20 +67,27 @@ test('an OPEN state and its reopen time survive a restart on persisted storage',
   env = undefined;
 });
 
-test('a stored snapshot that no longer fits the configuration: start CLOSED, say why, keep serving', async () => {
-  // Redeployed with another trip rule: the stored window does not fit it.
+test('a redeploy with another trip rule carries the state over: still OPEN, the new settings in force, and says so', async () => {
+  // Redeployed with another trip rule mid-outage: the stored window does not fit it, but the
+  // outage does not end because of a deploy.
   const changed = {
     ...BREAKERS,
-    persisted: { lease_ms: 200, breaker: { trip: { failures_in_window: { threshold: 3, window_ms: 60000 } } } },
+    persisted: { ...BREAKERS.persisted, breaker: { ...BREAKERS.persisted.breaker, trip: { failures_in_window: { threshold: 3, window_ms: 60000 } } } },
   };
   env = await runtime(changed);
   const view = (await admin(env.mf, '/admin/breakers/persisted')).body;
-  assert.equal(view.lease.state, 'CLOSED');
-  assert.match(view.restore_error, /cannot be restored/);
+  assert.equal(view.restore_error, null);
+  assert.equal(view.lease.state, 'OPEN');
+  assert.ok(view.open_until > Date.now() + 500_000, 'the reopen time carried over');
+  assert.equal(view.options_mismatch.resolution, 'installed');
+  assert.notEqual(view.options_mismatch.stored, view.options_mismatch.configured);
+  assert.equal(view.options, view.options_mismatch.configured);
+  const count = upstream.state.count;
   for (const name of ['js-app', 'rust-app']) {
     const { body } = await call(await env.app(name));
-    assert.equal(body.result, 'ok', `${name}: ${JSON.stringify(body)}`);
+    assert.equal(body.result, 'rejected', `${name}: ${JSON.stringify(body)}`);
   }
+  assert.equal(upstream.state.count, count, 'nobody called the upstream');
   await env.mf.dispose();
   env = undefined;
 });

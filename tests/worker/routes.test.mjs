@@ -202,7 +202,7 @@ test('BREAKERS that cannot be parsed: the admin routes say why, the service rout
     const r = await send(misconfigured, route, { authorization: `Bearer ${ADMIN_TOKEN}` });
     assert.equal(r.status, 500, route);
     assert.equal(r.body.error, 'misconfigured');
-    assert.match(r.body.message, /BREAKERS\["a"\]\.lease_ms: 0/, route);
+    assert.match(r.body.message, /BREAKERS\["a"\]: invalid `lease_ms`: 0/, route);
   }
   // Not before the token is checked.
   const anonymous = await send(misconfigured, '/admin/breakers/a');

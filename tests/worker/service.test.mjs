@@ -3,12 +3,8 @@
 // (`service: { url, token }`), as a Next.js app on Vercel or any runtime with fetch would.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
-import { objectWorker, start, admin, sleep, ROOT } from './harness.mjs';
+import { objectWorker, start, admin, sleep } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SERVICE_TOKEN = 'test-service-token-abcdef0123';
 const BREAKERS = {
   llm: { lease_ms: 200, breaker: { trip: { consecutive_failures: { threshold: 3 } }, open_duration_ms: 300 } },
@@ -19,9 +15,8 @@ let mf;
 let url;
 let Shared;
 before(async () => {
-  const out = path.join(HERE, '.build/shared-client.mjs');
-  await build({ entryPoints: [path.join(ROOT, 'js/shared.ts')], bundle: true, format: 'esm', platform: 'neutral', target: 'es2022', outfile: out, logLevel: 'warning' });
-  Shared = await import(pathToFileURL(out).href);
+  // The package as a Node app installs it (scripts/test-worker.sh links the built pkg/).
+  Shared = await import('breakwater/shared');
   const w = objectWorker({ breakers: BREAKERS });
   w.bindings.SERVICE_TOKEN = SERVICE_TOKEN;
   ({ mf } = await start([w]));

@@ -1,8 +1,8 @@
 // A JavaScript app Worker for the end-to-end tests: guards calls to a fake upstream with the
-// shared breaker (js/shared.ts) through a Durable Object binding to the Rust Worker's
+// shared breaker (breakwater/shared, from the built package) through a Durable Object binding to the Rust Worker's
 // BreakerObject (`scriptName`), or with a per-isolate local breaker (MODE = "local").
 // Bundled by esbuild into tests/worker/.build/js-app.mjs.
-import { LocalFallbackBreaker, SharedCircuitBreaker, type NamespaceLike } from '../../../js/shared.ts';
+import { LocalFallbackBreaker, SharedCircuitBreaker, type NamespaceLike } from 'breakwater/shared';
 
 interface Env {
   BREAKER: NamespaceLike;
