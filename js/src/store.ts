@@ -161,15 +161,19 @@ export function fromUpstash(client: { eval(script: string, keys: string[], args:
 export class MemoryStore implements BreakerStore {
   #data = new Map<string, { v: Versioned; expires: number }>();
   constructor(private readonly clock: () => number = Date.now) {}
-  async read(key: string): Promise<Versioned | null> {
+  #get(key: string): Versioned {
     const now = this.clock();
     const e = this.#data.get(key);
     if (!e || e.expires <= now) return { version: 0, value: '', now };
     return { ...e.v, now };
   }
+  async read(key: string): Promise<Versioned | null> {
+    return this.#get(key);
+  }
   async compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult> {
-    const cur = await this.read(key);
-    if ((cur?.version ?? 0) !== expected) return { ok: false, current: cur };
+    // Checked and written in one synchronous step: nothing can slip in between.
+    const cur = this.#get(key);
+    if (cur.version !== expected) return { ok: false, current: cur };
     const expires = ttlMs > 0 ? this.clock() + ttlMs : Infinity;
     this.#data.set(key, { v: { version: expected + 1, value }, expires });
     return { ok: true };
