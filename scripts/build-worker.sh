@@ -27,6 +27,10 @@ have=$("$WASM_BINDGEN_BIN" --version | awk '{ print $2 }')
 [ -x "$WASM_OPT_BIN" ] || fail "wasm-opt missing at $WASM_OPT_BIN (npm ci in tests/worker)"
 [ -x "$ESBUILD_BIN" ] || fail "esbuild missing at $ESBUILD_BIN (npm ci in tests/worker)"
 
+# BREAKERS is checked before anything is built (this is also what `wrangler deploy --dry-run`
+# runs): a mistake is named here, not at the first request.
+cargo run --quiet --features worker-config --bin breakwater-worker-config -- check wrangler.toml
+
 # Its own target directory: the size-optimised profile below would otherwise invalidate the
 # shared target/release cache of the other builds (and wait on their lock).
 export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-z}"

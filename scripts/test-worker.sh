@@ -14,8 +14,23 @@ log() { printf '[test-worker] %s\n' "$*" >&2; }
 bash scripts/setup.sh worker
 [ "${1:-}" = "--setup-only" ] && exit 0
 
-log "unit tests (native): protocol, engine, lease"
+log "unit tests (native): configuration, routes"
 cargo test --quiet --features worker --lib worker::
+
+log "the BREAKERS check command: wrangler.toml passes, mistakes are named with exit status 2"
+cargo run --quiet --features worker-config --bin breakwater-worker-config -- check wrangler.toml >/dev/null
+bad=$(mktemp)
+printf '[vars]\nBREAKERS = \x27{"a": {"lease_ms": 0}}\x27\n' >"$bad"
+if out=$(cargo run --quiet --features worker-config --bin breakwater-worker-config -- check "$bad" 2>&1); then
+  log "a bad BREAKERS passed the check"; exit 1
+fi
+grep -q 'BREAKERS\["a"\]: invalid `lease_ms`: 0' <<<"$out" || { log "unexpected message: $out"; exit 1; }
+printf '[vars]\nBREAKERS = { a = { breaker = { trip = { slow_call_rate = { threshold_percent = 50.0, slow_call_ms = 100, minimum_calls = 5, window = { calls = 10 } } } } } }\n' >"$bad"
+if out=$(cargo run --quiet --features worker-config --bin breakwater-worker-config -- check "$bad" 2>&1); then
+  log "a slow-call rule passed the check"; exit 1
+fi
+grep -q 'slow_call_rate' <<<"$out" || { log "unexpected message: $out"; exit 1; }
+rm -f "$bad"
 
 # The app Workers of the tests are the Rust demo app (/app/*): build it in.
 log "building the Worker (worker-build --release --features worker,demo)"

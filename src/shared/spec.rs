@@ -159,6 +159,30 @@ impl SharedSpec {
     }
 }
 
+/// Every shared breaker a host serves, by name (the Worker's `BREAKERS`).
+pub type Breakers = alloc::collections::BTreeMap<String, SharedSpec>;
+
+/// Parses and checks a `BREAKERS` JSON object: every name valid, every configuration valid (see
+/// [`check_breakers`]). The error names the breaker, the field and the value.
+#[cfg(feature = "json")]
+pub fn parse_breakers(json: &str) -> Result<Breakers, String> {
+    let map: Breakers =
+        serde_json::from_str(json).map_err(|e| format!("BREAKERS is not valid: {e}"))?;
+    check_breakers(&map)?;
+    Ok(map)
+}
+
+/// Checks an already parsed `BREAKERS` map: names, configurations, leases, and what the shared
+/// mode cannot honour (a slow-call rule: reports carry no durations).
+pub fn check_breakers(map: &Breakers) -> Result<(), String> {
+    for (name, spec) in map {
+        crate::validate_name(name).map_err(|e| format!("BREAKERS: {e}"))?;
+        spec.validate()
+            .map_err(|e| format!("BREAKERS[{name:?}]: {e}"))?;
+    }
+    Ok(())
+}
+
 /// FNV-1a, 64 bits: small, stable across builds and platforms.
 struct Fnv(u64);
 

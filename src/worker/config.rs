@@ -11,39 +11,13 @@
 //! Only these names ever become Durable Objects: the Worker's routes look names up here, and
 //! the object refuses any name it does not find here, so nobody can create objects at will.
 
-use crate::facade::validate_name;
-use alloc::collections::BTreeMap;
-use alloc::format;
-use alloc::string::String;
-
-pub use crate::shared::spec::{DEFAULT_LEASE_MS, MAX_LEASE_MS};
+pub use crate::shared::spec::{
+    check_breakers, parse_breakers, Breakers, DEFAULT_LEASE_MS, MAX_LEASE_MS,
+};
 
 /// One breaker's settings: the core's [`SharedSpec`](crate::shared::SharedSpec) (`breaker` and
 /// `lease_ms`, every field optional).
 pub type BreakerSpec = crate::shared::SharedSpec;
-
-/// Every configured breaker, by name.
-pub type Breakers = BTreeMap<String, BreakerSpec>;
-
-/// Parses and checks the `BREAKERS` JSON: every name valid, every configuration valid, every
-/// lease in `1..=3_600_000` ms.
-pub fn parse_breakers(json: &str) -> Result<Breakers, String> {
-    let map: Breakers =
-        serde_json::from_str(json).map_err(|e| format!("BREAKERS is not valid: {e}"))?;
-    check_breakers(&map)?;
-    Ok(map)
-}
-
-/// Checks an already parsed `BREAKERS` map: names, configurations, leases, and what the shared
-/// mode cannot honour (a slow-call rule: reports carry no durations).
-pub fn check_breakers(map: &Breakers) -> Result<(), String> {
-    for (name, spec) in map {
-        validate_name(name).map_err(|e| format!("BREAKERS: {e}"))?;
-        spec.validate()
-            .map_err(|e| format!("BREAKERS[{name:?}]: {e}"))?;
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {
