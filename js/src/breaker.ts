@@ -2,7 +2,7 @@ import { glue, type WasmBreaker } from './glue.js';
 import { CircuitOpenError, TimeoutError, type RejectReason } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { checkKeys, create, fail, fn, num, obj } from './options.js';
-import { FAILURE, IGNORED, isResponse, SUCCESS, outcomeCode } from './classify.js';
+import { FAILURE, IGNORED, SUCCESS, outcomeCode } from './classify.js';
 
 export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
@@ -130,19 +130,12 @@ export interface BreakerSnapshot {
 }
 
 /**
- * Validates breaker options (naming the option and value) and lays them out for the core: the
- * configuration array the wasm boundaries read (`breaker_config` in src/wasm/mod.rs).
- * @internal Used by `breakwater/shared` and `breakwater/store`.
+ * Validates the options (naming the option and value) and lays them out for the core: the
+ * configuration array the wasm boundaries read (`breaker_config` in src/wasm/mod.rs). Also used
+ * by `breakwater/shared` and `breakwater/store` (as `breakerConfig`).
+ * @internal
  */
-export function breakerConfig(options: CircuitBreakerOptions): Float64Array {
-  return build(options);
-}
-
-/** The configuration array of a breaker of this package (for `breakwater/shared`'s fallback). */
-export const CONFIG = Symbol.for('breakwater.config');
-
-/** Validates the options (naming the option and value) and lays them out for the core. */
-function build(options: CircuitBreakerOptions): Float64Array {
+export function build(options: CircuitBreakerOptions): Float64Array {
   const o = obj('options', options) ?? {};
   checkKeys('CircuitBreaker options', o, KEYS);
   const cfg = new Float64Array(14);
@@ -239,11 +232,6 @@ export class CircuitBreaker {
     this.#w = create(glue().WasmBreaker.create, 0, this.#cfg);
     this.#fast = this.#cfg[0]! <= 1;
     this.#clean = this.#fast;
-  }
-
-  /** @internal The core configuration array this breaker runs under. */
-  get [CONFIG](): Float64Array {
-    return this.#cfg.slice();
   }
 
   /** Rebuilds a breaker from `toJSON()` output, under (possibly new) options. */
@@ -357,7 +345,7 @@ export class CircuitBreaker {
       this.#settle(now, h, this.#outcome(e), e);
       throw e;
     }
-    this.#settle(now, h, isResponse(v) ? this.#outcome(v, true) : SUCCESS, undefined);
+    this.#settle(now, h, this.#outcome(v, true), undefined);
     return v;
   }
 
@@ -404,7 +392,7 @@ export class CircuitBreaker {
         return;
       }
       Promise.resolve(p).then(
-        (v) => finish(isResponse(v) ? this.#outcome(v, true) : SUCCESS, true, v),
+        (v) => finish(this.#outcome(v, true), true, v),
         (e) => finish(this.#outcome(e, false, signal), false, e),
       );
     });

@@ -178,16 +178,15 @@ export function classifyWith(c: WasmRetry, err: unknown, signal?: AbortSignal): 
   };
 }
 
-/** How a call ended, as every breaker of this package counts it. */
-export type CallOutcome = 'success' | 'failure' | 'ignored';
-
 /**
- * The one rule every breaker here uses to count a call (`CircuitBreaker.execute`,
- * `SharedCircuitBreaker`, `StoreCircuitBreaker`): a resolved value is a success, unless it is a
+ * The one rule every breaker here uses to count a call (`CircuitBreaker.execute`, and
+ * `classifyOutcome` for `SharedCircuitBreaker` and `StoreCircuitBreaker`): a resolved value is a
+ * success, unless it is a
  * fetch `Response` with a status of 400 or more, which is classified like a thrown error; a
  * thrown error is classified by `classifyError` (429, 5xx, time-outs and network errors fail; a
  * 400 or a cancelled call says nothing about the upstream). `isFailure`, when it answers, decides
  * for anything but a cancel.
+ * @internal
  */
 export function outcomeCode(
   result: unknown,
@@ -206,15 +205,6 @@ export function outcomeCode(
   }
   const v = signal ? classifyWith(defaultClassifier(), result, signal) : classifyError(result);
   return v.failure ? FAILURE : v.ignored ? IGNORED : SUCCESS;
-}
-
-/** `outcomeCode` for a settled call, by name. */
-export function classifyOutcome(
-  result: { ok: true; value: unknown } | { ok: false; error: unknown },
-  signal?: AbortSignal,
-): CallOutcome {
-  const code = result.ok ? outcomeCode(result.value, true, signal) : outcomeCode(result.error, false, signal);
-  return code === FAILURE ? 'failure' : code === IGNORED ? 'ignored' : 'success';
 }
 
 /** Classifies an error the way breakers and `withRetry` do by default. */

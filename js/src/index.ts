@@ -38,12 +38,5 @@ export {
   type RetryOptions,
 } from './retry.js';
 export { BreakerRegistry } from './registry.js';
-export {
-  classifyError,
-  classifyOutcome,
-  retryAfterMs,
-  type CallOutcome,
-  type ErrorClass,
-  type Verdict,
-} from './classify.js';
+export { classifyError, retryAfterMs, type ErrorClass, type Verdict } from './classify.js';
 export type { Unsubscribe } from './events.js';

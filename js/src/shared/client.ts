@@ -5,15 +5,30 @@
 import {
   CircuitBreaker,
   CircuitOpenError,
-  classifyOutcome,
   breakerConfig,
-  CONFIG,
+  outcomeCode,
   type BreakerState,
-  type CallOutcome,
   type CircuitBreakerOptions,
   type RejectReason,
 } from 'breakwater';
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
+
+/** How a call ended, as every breaker of this package counts it. */
+export type CallOutcome = 'success' | 'failure' | 'ignored';
+
+/**
+ * How `CircuitBreaker.execute` counts a settled call, by name; the default `classify` of the
+ * shared breakers. A resolved value is a success, unless it is a fetch `Response` with a status
+ * of 400 or more, classified like the error it stands for: 429, 5xx, time-outs and network
+ * errors fail; a 400 or a cancelled call says nothing about the upstream (ignored).
+ */
+export function classifyOutcome(
+  result: { ok: true; value: unknown } | { ok: false; error: unknown },
+  signal?: AbortSignal,
+): CallOutcome {
+  const code = result.ok ? outcomeCode(result.value, true, signal) : outcomeCode(result.error, false, signal);
+  return code === 1 ? 'failure' : code === 2 ? 'ignored' : 'success';
+}
 
 export type SharedState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 export type SharedMode = 'automatic' | 'isolated' | 'disabled';
@@ -32,7 +47,7 @@ export interface NamespaceLike {
   getByName?(name: string): StubLike;
 }
 
-/** A local breaker: a `CircuitBreaker` of this package (or a `LocalFallbackBreaker`). */
+/** A local breaker's shape (a `LocalFallbackBreaker` is one). */
 export interface LocalBreakerLike {
   isHealthy(): boolean;
   recordSuccess(): void;
@@ -126,9 +141,9 @@ export interface SharedBreakerOptions {
   /** Abandon a request to the coordinator after this many ms (then fall back). Default 5000. */
   requestTimeoutMs?: number;
   /**
-   * The local breaker that decides while the coordinator is unreachable: a `CircuitBreaker`'s
-   * options, or a `CircuitBreaker` / `LocalFallbackBreaker` whose options to use. It runs in the
-   * core, beside the lease. Default: 5 consecutive failures open it for 30 s, then one probe.
+   * The local breaker that decides while the coordinator is unreachable: `CircuitBreaker`
+   * options, or a `LocalFallbackBreaker` whose settings to use. It runs in the core, beside the
+   * lease. Default: 5 consecutive failures open it for 30 s, then one probe.
    */
   fallback?: CircuitBreakerOptions | LocalBreakerLike;
   /** How a result or error counts. Default: `classifyOutcome`, as `CircuitBreaker.execute` counts. */
@@ -193,11 +208,12 @@ function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE
 /** The local breaker's configuration array. */
 function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number): Float64Array {
   if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock });
-  const own = (fallback as { [CONFIG]?: Float64Array })[CONFIG];
-  if (own instanceof Float64Array) return own;
+  if (fallback instanceof LocalFallbackBreaker) {
+    return breakerConfig({ failureThreshold: fallback.threshold, resetTimeout: fallback.openMs, clock });
+  }
   if (typeof (fallback as LocalBreakerLike).isHealthy === 'function') {
     throw new TypeError(
-      'breakwater: invalid option "fallback": the local breaker runs in the core; give a CircuitBreaker, a LocalFallbackBreaker, or CircuitBreaker options',
+      'breakwater: invalid option "fallback": the local breaker runs in the core, beside the lease; give its CircuitBreaker options (e.g. { failureThreshold: 5, resetTimeout: 30000 }) or a LocalFallbackBreaker',
     );
   }
   return breakerConfig({ ...(fallback as CircuitBreakerOptions), clock });

@@ -19,6 +19,8 @@
 export {
   SharedCircuitBreaker,
   SharedCircuitOpenError,
+  classifyOutcome,
+  type CallOutcome,
   LocalFallbackBreaker,
   type Batch,
   type Counts,
