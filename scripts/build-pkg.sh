@@ -23,26 +23,34 @@ WASM=target/wasm32-unknown-unknown/wasm/breakwater.wasm
 
 OUT=pkg
 rm -rf "$OUT"
-mkdir -p "$OUT/node" "$OUT/web" "$OUT/dist"
-bindgen=(wasm-bindgen --remove-name-section --remove-producers-section --no-typescript)
-"${bindgen[@]}" --target nodejs --out-dir "$OUT/node" "$WASM"
-"${bindgen[@]}" --target bundler --out-dir "$OUT/web" "$WASM"
-# The bundler target's own entry relies on wasm ESM integration; our entry points replace it.
-rm -f "$OUT/web/breakwater.js"
-echo '{"type":"commonjs"}' > "$OUT/node/package.json"
+mkdir -p "$OUT/dist"
 
-# binaryen's wasm-opt (npm package binaryen@132; Debian's is too old for this output).
-if [ -x node_modules/.bin/wasm-opt ]; then
-  for f in "$OUT/node/breakwater_bg.wasm" "$OUT/web/breakwater_bg.wasm"; do
-    # -Os gzips a little smaller than -Oz here; --converge and dropping the target_features
-    # section shave a few hundred bytes more.
-    node_modules/.bin/wasm-opt -Os --converge --strip-target-features --enable-bulk-memory \
-      --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
-      --enable-reference-types --enable-multivalue "$f" -o "$f"
-  done
-else
-  log "node_modules/.bin/wasm-opt missing: shipping the wasm unoptimised"
-fi
+# wasm-bindgen glue for Node (`nodejs` target, in $OUT/<node dir>) and for everything else
+# (`bundler` target, loaded by our own entry points, in $OUT/<web dir>), then binaryen's wasm-opt
+# (npm package binaryen@132; Debian's is too old for this output).
+# Usage: emit WASM NAME NODE_DIR WEB_DIR
+emit() {
+  local wasm=$1 name=$2 node_dir=$3 web_dir=$4
+  local bindgen=(wasm-bindgen --remove-name-section --remove-producers-section --no-typescript --out-name "$name")
+  mkdir -p "$OUT/$node_dir" "$OUT/$web_dir"
+  "${bindgen[@]}" --target nodejs --out-dir "$OUT/$node_dir" "$wasm"
+  "${bindgen[@]}" --target bundler --out-dir "$OUT/$web_dir" "$wasm"
+  # The bundler target's own entry relies on wasm ESM integration; our entry points replace it.
+  rm -f "$OUT/$web_dir/$name.js"
+  echo '{"type":"commonjs"}' > "$OUT/$node_dir/package.json"
+  if [ -x node_modules/.bin/wasm-opt ]; then
+    for f in "$OUT/$node_dir/${name}_bg.wasm" "$OUT/$web_dir/${name}_bg.wasm"; do
+      # -Os gzips a little smaller than -Oz here; --converge and dropping the target_features
+      # section shave a few hundred bytes more.
+      node_modules/.bin/wasm-opt -Os --converge --strip-target-features --enable-bulk-memory \
+        --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
+        --enable-reference-types --enable-multivalue "$f" -o "$f"
+    done
+  else
+    log "node_modules/.bin/wasm-opt missing: shipping $name unoptimised"
+  fi
+}
+emit "$WASM" breakwater node web
 
 log "bundling the TypeScript layer"
 esb=(node_modules/.bin/esbuild js/src/internal.ts --bundle --platform=neutral --target=es2022
@@ -75,19 +83,7 @@ done
 log "compiling the shared breaker's wasm (feature wasm-shared)"
 cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown --no-default-features \
   --features wasm-shared --target-dir target/wasm-shared
-SHARED_WASM=target/wasm-shared/wasm32-unknown-unknown/wasm/breakwater.wasm
-mkdir -p "$OUT/node-shared" "$OUT/web-shared"
-"${bindgen[@]}" --target nodejs --out-name breakwater_shared --out-dir "$OUT/node-shared" "$SHARED_WASM"
-"${bindgen[@]}" --target bundler --out-name breakwater_shared --out-dir "$OUT/web-shared" "$SHARED_WASM"
-rm -f "$OUT/web-shared/breakwater_shared.js"
-echo '{"type":"commonjs"}' > "$OUT/node-shared/package.json"
-if [ -x node_modules/.bin/wasm-opt ]; then
-  for f in "$OUT/node-shared/breakwater_shared_bg.wasm" "$OUT/web-shared/breakwater_shared_bg.wasm"; do
-    node_modules/.bin/wasm-opt -Os --converge --strip-target-features --enable-bulk-memory \
-      --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals \
-      --enable-reference-types --enable-multivalue "$f" -o "$f"
-  done
-fi
+emit target/wasm-shared/wasm32-unknown-unknown/wasm/breakwater.wasm breakwater_shared node-shared web-shared
 log "bundling breakwater/shared and breakwater/store"
 sub_esb=(node_modules/.bin/esbuild --bundle --platform=neutral --target=es2022 --minify
   --legal-comments=none --log-level=warning --external:breakwater --external:breakwater/shared)
