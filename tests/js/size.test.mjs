@@ -29,3 +29,20 @@ for (const [name, files] of Object.entries(chains)) {
     assert.ok(total <= CEILING, `${total} bytes > ${CEILING}`);
   });
 }
+
+// The shared breaker's entries bring a second wasm module (the core's coordinator and lease
+// client, with the protocol's JSON) on top of the main entry they import.
+const SHARED_CEILING = 128 * 1024;
+const sharedChains = {
+  'breakwater/shared (node)': ['dist/shared-node.mjs', 'dist/shared-api.mjs', 'node-shared/breakwater_shared.js', 'node-shared/breakwater_shared_bg.wasm'],
+  'breakwater/shared (workerd)': ['dist/shared-workerd.mjs', 'dist/instantiate-shared.mjs', 'dist/shared-api.mjs', 'web-shared/breakwater_shared_bg.js', 'web-shared/breakwater_shared_bg.wasm'],
+  'breakwater/store (on top of breakwater/shared)': ['dist/store.mjs'],
+};
+for (const [name, files] of Object.entries(sharedChains)) {
+  test(`gzip size of what ${name} adds stays under ${SHARED_CEILING / 1024} KB`, (t) => {
+    const total = gz(files);
+    const wasm = gz(files.filter((f) => f.endsWith('.wasm')));
+    t.diagnostic(`${name}: ${(total / 1024).toFixed(1)} KB gzip (wasm ${(wasm / 1024).toFixed(1)} KB, JS ${((total - wasm) / 1024).toFixed(1)} KB)`);
+    assert.ok(total <= SHARED_CEILING, `${total} bytes > ${SHARED_CEILING}`);
+  });
+}
