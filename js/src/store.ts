@@ -274,7 +274,7 @@ class StoreTransport {
   }
 
   raw: RawTransport = async (op, body) => {
-    const text = await this.run(false, (co, now) => co.exchange(now, body, op === 'acquire'));
+    const { text } = await this.run(false, (co, now) => co.exchange(now, body, op === 'acquire'));
     return text.startsWith('{"error"') ? ({ kind: 'refused', reason: text } satisfies Answer) : { kind: 'ok', text };
   };
 
@@ -291,8 +291,11 @@ class StoreTransport {
     }
   }
 
-  /** read → step → compare-and-set, again on conflict (with what the conflict returned). */
-  async run(readOnly: boolean, step: Step): Promise<string> {
+  /**
+   * read → step → compare-and-set, again on conflict (with what the conflict returned). Answers
+   * the step's answer and the record's version after it.
+   */
+  async run(readOnly: boolean, step: Step): Promise<{ text: string; version: number }> {
     const { store, key, name, spec } = this.#s;
     let cur = await this.#call(store.read(key));
     for (let attempt = 1; ; attempt++) {
@@ -311,11 +314,12 @@ class StoreTransport {
       } finally {
         co.free();
       }
-      if (record === undefined) return answer;
-      const r = await this.#call(store.compareAndSet(key, cur?.version ?? 0, record, ttl));
+      const version = cur?.version ?? 0;
+      if (record === undefined) return { text: answer, version };
+      const r = await this.#call(store.compareAndSet(key, version, record, ttl));
       if (r.ok) {
         this.writes += 1;
-        return answer;
+        return { text: answer, version: version + 1 };
       }
       this.conflicts += 1;
       if (attempt >= this.#s.maxAttempts) {
@@ -326,14 +330,11 @@ class StoreTransport {
   }
 
   async view(op: 'view' | 'isolate' | 'reset'): Promise<StoreView> {
-    let version = 0;
-    const text = await this.run(op === 'view', (co, now) => {
+    const { text, version } = await this.run(op === 'view', (co, now) => {
       if (op === 'isolate') co.isolate(now);
       if (op === 'reset') co.reset(now);
       return co.view(now);
     });
-    const cur = await this.#call(this.#s.store.read(this.#s.key));
-    version = cur?.version ?? 0;
     const v = JSON.parse(text) as CoreView;
     const view: StoreView = {
       name: this.#s.name,

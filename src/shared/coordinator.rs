@@ -389,28 +389,12 @@ impl Coordinator {
 
     /// `/isolate`: forced OPEN until reset, for every client at its next lease. Never expires.
     pub fn isolate(&mut self, now: Timestamp) -> Step {
-        let now = Timestamp(clamp(now));
-        let mut step = Step {
-            changed: true,
-            ..Step::default()
-        };
-        self.counters.requests = self.counters.requests.saturating_add(1);
-        if let Some(t) = self.breaker.isolate(now) {
-            self.note(t, &mut step);
-        }
-        self.forget_old_grants();
-        step
+        self.by_hand(now, |b, now| b.isolate(now))
     }
 
     /// `/reset`: CLOSED with clean counters; a host whose settings were not in force installs
     /// them now.
     pub fn reset(&mut self, now: Timestamp) -> Step {
-        let now = Timestamp(clamp(now));
-        let mut step = Step {
-            changed: true,
-            ..Step::default()
-        };
-        self.counters.requests = self.counters.requests.saturating_add(1);
         if self.spec.fingerprint() != self.configured.fingerprint() {
             if let Ok(b) = carry_over(self.configured.breaker, self.breaker.snapshot()) {
                 self.breaker = b;
@@ -418,7 +402,22 @@ impl Coordinator {
                 self.mismatch = None;
             }
         }
-        if let Some(t) = self.breaker.reset(now) {
+        self.by_hand(now, |b, now| b.reset(now))
+    }
+
+    /// An operator's change: always persisted.
+    fn by_hand(
+        &mut self,
+        now: Timestamp,
+        change: impl FnOnce(&mut Breaker, Timestamp) -> Option<Transition>,
+    ) -> Step {
+        let now = Timestamp(clamp(now));
+        let mut step = Step {
+            changed: true,
+            ..Step::default()
+        };
+        self.counters.requests = self.counters.requests.saturating_add(1);
+        if let Some(t) = change(&mut self.breaker, now) {
             self.note(t, &mut step);
         }
         self.forget_old_grants();

@@ -6,18 +6,14 @@
 // rolling deploy also run on the real redis-server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createClient } from 'redis';
 import { isCircuitOpenError } from 'breakwater';
 import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis } from 'breakwater/store';
-import { redisUrl } from './helpers.mjs';
+import { connectRedis, namer } from './helpers.mjs';
 
 let redis;
-let seq = 0;
-const uniq = (what) => `${what}-${process.pid}-${++seq}`;
+const uniq = namer();
 before(async () => {
-  redis = createClient({ url: redisUrl() });
-  redis.on('error', () => {});
-  await redis.connect();
+  redis = await connectRedis();
 });
 after(async () => {
   await redis?.close?.();

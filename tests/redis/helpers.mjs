@@ -150,3 +150,18 @@ export async function startWorkers(n, init) {
     },
   };
 }
+
+/** A node-redis client connected to the test command's redis-server (errors are the tests' to see). */
+export async function connectRedis() {
+  const { createClient } = await import('redis');
+  const client = createClient({ url: redisUrl() });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+/** Breaker names unique to this process and call: `what-<pid>-<n>`. */
+export function namer() {
+  let n = 0;
+  return (what) => `${what}-${process.pid}-${++n}`;
+}

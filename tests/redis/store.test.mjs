@@ -4,18 +4,14 @@
 // ignored probes, and the adapters' call shapes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createClient } from 'redis';
 import { isCircuitOpenError } from 'breakwater';
 import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis, fromIoredis, fromUpstash } from 'breakwater/store';
-import { redisUrl, sleep, until } from './helpers.mjs';
+import { connectRedis, namer, sleep, until } from './helpers.mjs';
 
 let redis;
-let seq = 0;
-const uniq = (what) => `${what}-${process.pid}-${++seq}`;
+const uniq = namer();
 before(async () => {
-  redis = createClient({ url: redisUrl() });
-  redis.on('error', () => {});
-  await redis.connect();
+  redis = await connectRedis();
 });
 after(async () => {
   await redis?.close?.();
