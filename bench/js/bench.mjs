@@ -139,9 +139,24 @@ const drain = async (stream) => {
   while (!(await reader.read()).done) n++;
   return n;
 };
+/** The floor: the least a guard can do, one ReadableStream re-emitting another's chunks. */
+const wrap = (stream) => {
+  const reader = stream.getReader();
+  return new ReadableStream(
+    {
+      async pull(c) {
+        const r = await reader.read();
+        if (r.done) c.close();
+        else c.enqueue(r.value);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+};
 group(`a streamed answer of ${CHUNKS} chunks`, () => {
   summary(() => {
     bench('stream: bare (object chunks)', async () => do_not_optimize(await drain(partsStream())));
+    bench('stream: minimal pull wrapper (object chunks)', async () => do_not_optimize(await drain(wrap(partsStream()))));
     bench('stream: breaker.stream (object chunks)', async () => do_not_optimize(await drain(await streamer.stream(partsStream))));
     bench('stream: bare (SSE bytes)', async () => do_not_optimize(await drain(sseResponse().body)));
     bench('stream: breaker.stream (SSE bytes)', async () => do_not_optimize(await drain(await streamer.stream(sseResponse))));
@@ -168,6 +183,9 @@ console.log(`execute: baseline ${m('execute: baseline build (no metrics code)')}
 console.log(`withRetry: baseline ${m('withRetry: baseline build')}, this build ${m('withRetry: this build')}, with observer ${m('withRetry: this build, metrics observer')}`);
 const perChunk = (kind) => (avg[`stream: breaker.stream (${kind})`] - avg[`stream: bare (${kind})`]) / CHUNKS;
 console.log('\n--- streams (medians) ---');
+console.log(
+  `floor: a minimal pull wrapper adds ${fmt((avg['stream: minimal pull wrapper (object chunks)'] - avg['stream: bare (object chunks)']) / CHUNKS)} per chunk`,
+);
 for (const kind of ['object chunks', 'SSE bytes']) {
   console.log(
     `${kind}: bare ${fmt(avg[`stream: bare (${kind})`] / CHUNKS)} per chunk, breaker.stream adds ${fmt(perChunk(kind))} per chunk ` +
