@@ -101,6 +101,9 @@ function sseSplitter(): (text: string, out: SseEvent[]) => void {
     const lines = (rest + text).split(/\r\n|\n|\r(?!$)/);
     // The last piece is an unfinished line (or a lone CR that a LF may follow).
     rest = lines.pop()!;
+    // A line without end (a broken or hostile upstream) is not kept growing: past 1 MiB it is
+    // let go (the bytes still pass through; only their meaning is not read).
+    if (rest.length > 1 << 20) rest = '';
     for (const line of lines) {
       if (line === '') {
         if (data.length > 0) out.push({ event, data: data.join('\n') });

@@ -418,3 +418,26 @@ test('event streams are read across any chunking: CRLF split between chunks, com
   assert.equal(raw, body + '[contingency]');
   assert.deepEqual(counts(b), { admitted: 1, successes: 0, failures: 1, ignored: 0 });
 });
+
+test('FallbackChain over shared breakers: an isolated store breaker is skipped, the next one called with a context', async () => {
+  const store = new MemoryStore();
+  const opus = new StoreCircuitBreaker('c-store-opus', { store });
+  const sonnet = new StoreCircuitBreaker('c-store-sonnet', { store });
+  await opus.isolate();
+  let opusCalls = 0;
+  const chain = new FallbackChain([
+    { breaker: opus, call: ({ signal }) => (opusCalls++, `opus ${signal === undefined}`) },
+    { breaker: sonnet, call: ({ signal }) => `sonnet ${signal === undefined}` },
+  ]);
+  assert.deepEqual(await chain.execute(), { value: 'sonnet true', tier: 1, name: 'c-store-sonnet' });
+  assert.equal(opusCalls, 0);
+  cues.push({ parts: [START, delta('from sonnet'), STOP] });
+  const streamed = new FallbackChain([
+    { breaker: opus, call },
+    { breaker: sonnet, call },
+  ]);
+  const r = await streamed.stream();
+  assert.equal(r.name, 'c-store-sonnet');
+  assert.equal(deltas(await text(r.value)), 'from sonnet');
+  assert.equal(requests, 1);
+});
