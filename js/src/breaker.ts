@@ -3,6 +3,7 @@ import { CircuitOpenError, TimeoutError, type RejectReason } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { checkKeys, create, fail, fn, num, obj } from './options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from './classify.js';
+import { guardStream, type StreamOptions, type StreamSource } from './stream.js';
 
 export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
@@ -373,8 +374,9 @@ export class CircuitBreaker {
         else reject(value);
       };
       const onAbort = () => {
+        // A cancel is ignored; an abort for a time-out (AbortSignal.timeout, an SDK's) fails.
         inner.abort(signal!.reason);
-        finish(IGNORED, false, signal!.reason);
+        finish(this.#outcome(signal!.reason, false, signal), false, signal!.reason);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs !== undefined) {
@@ -396,6 +398,41 @@ export class CircuitBreaker {
         (e) => finish(this.#outcome(e, false, signal), false, e),
       );
     });
+  }
+
+  /**
+   * Runs a streaming call (an LLM answer over SSE, say) if the breaker admits it, and counts the
+   * whole stream as one call, settled when it ends: completed → success; cut, an error event in
+   * the stream, `idleTimeoutMs` between chunks, `firstChunkTimeoutMs` before the first content, or
+   * no content at all → failure; the reader cancelling or `signal` aborting → ignored.
+   * Resolves once the first content chunk arrived; before that it rejects (with
+   * `CircuitOpenError`, the upstream's error, a `TimeoutError` or a `StreamError`), so
+   * `withRetry` and fallbacks apply. After it nothing is retried: a failure ends the stream with
+   * what was sent plus what `onInterrupted(error)` returns. The slow-call rule sees the time to
+   * first content (or the whole stream with `measure: 'total'`).
+   */
+  stream(
+    fn: (context: CallContext) => Response | Promise<Response>,
+    options?: StreamOptions<Uint8Array>,
+  ): Promise<ReadableStream<Uint8Array>>;
+  stream<T>(
+    fn: (context: CallContext) => ReadableStream<T> | AsyncIterable<T> | Promise<ReadableStream<T> | AsyncIterable<T>>,
+    options?: StreamOptions<T>,
+  ): Promise<ReadableStream<T>>;
+  stream<T>(
+    fn: (context: CallContext) => StreamSource<T> | Promise<StreamSource<T>>,
+    options?: StreamOptions<T>,
+  ): Promise<ReadableStream<T>> {
+    if (options?.signal?.aborted) return Promise.reject(options.signal.reason);
+    const h = this.#acquire(this.#now());
+    if (h < 0) return this.#rejected(-h);
+    return guardStream(
+      fn,
+      options,
+      () => this.#now(),
+      (outcome, error, durationMs) => this.#settle(Math.max(1, this.#now() - durationMs), h, outcome, error),
+      (e, signal) => this.#outcome(e, false, signal),
+    );
   }
 
   /** `code` is `retryAfterMs × 4 + reason`. */

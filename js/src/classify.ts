@@ -104,8 +104,7 @@ export function parseRetryAfterMs(value: string): number {
 export function retryAfterOf(err: unknown, now: number): number {
   if (isCircuitOpenError(err)) return err.retryAfterMs;
   if (typeof err !== 'object' || err === null) return -1;
-  const e = err as { headers?: unknown; response?: { headers?: unknown } };
-  for (const headers of [e.headers, e.response?.headers]) {
+  for (const headers of headersOf(err)) {
     const ms = header(headers, 'retry-after-ms');
     const v = ms === undefined ? -1 : parseRetryAfterMs(ms);
     if (v >= 0) return v;
@@ -113,7 +112,49 @@ export function retryAfterOf(err: unknown, now: number): number {
     const w = ra === undefined ? -1 : parseRetryAfter(ra, now);
     if (w >= 0) return w;
   }
+  return retryDelayOf(err);
+}
+
+/** Where errors keep response headers: `headers`, `responseHeaders` (AI SDK), `response.headers`. */
+function headersOf(err: object): unknown[] {
+  const e = err as { headers?: unknown; responseHeaders?: unknown; response?: { headers?: unknown } };
+  return [e.headers, e.responseHeaders, e.response?.headers];
+}
+
+const RETRY_DELAY = /"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"/;
+
+/**
+ * Google's `RetryInfo.retryDelay` (`"30s"`, `"1.5s"`) in an error's body (Gemini sends it with
+ * 429 RESOURCE_EXHAUSTED), in ms rounded up; -1 when there is none. Read from `responseBody`,
+ * `body`, `data`, `error` or the message, where SDKs put the body.
+ */
+function retryDelayOf(err: object): number {
+  const e = err as { responseBody?: unknown; body?: unknown; data?: unknown; error?: unknown; message?: unknown };
+  for (const b of [e.responseBody, e.body, e.data, e.error, e.message]) {
+    let text: string | undefined;
+    if (typeof b === 'string') text = b;
+    else if (typeof b === 'object' && b !== null) {
+      try {
+        text = JSON.stringify(b);
+      } catch {
+        /* a cyclic body: no delay in it */
+      }
+    }
+    const m = text !== undefined && text.length < 65_536 ? RETRY_DELAY.exec(text) : null;
+    if (m) return Math.min(Math.ceil(Number(m[1]) * 1000), MAX_MS);
+  }
   return -1;
+}
+
+/** `x-should-retry: true|false` (OpenAI, Anthropic): the server's word on retrying, or undefined. */
+function shouldRetryOf(err: unknown): boolean | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  for (const headers of headersOf(err)) {
+    const v = header(headers, 'x-should-retry')?.trim().toLowerCase();
+    if (v === 'true') return true;
+    if (v === 'false') return false;
+  }
+  return undefined;
 }
 
 const QUOTA = ['insufficient_quota', 'billing_hard_limit_reached', 'quota_exceeded'];
@@ -135,6 +176,11 @@ export function codeOf(err: unknown): number {
     if (c === 'overloaded_error') code = 2;
   }
   return code;
+}
+
+/** A time-out's abort: `AbortSignal.timeout`'s `TimeoutError`, or breakwater's. */
+function isTimeoutReason(reason: unknown): boolean {
+  return isTimeoutError(reason) || (typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError');
 }
 
 export function isAbort(err: unknown, signal?: AbortSignal): boolean {
@@ -161,17 +207,19 @@ export function defaultClassifier(): WasmRetry {
 export function classifyWith(c: WasmRetry, err: unknown, signal?: AbortSignal): Verdict {
   let status: number | undefined;
   let flags = 0;
-  if (isAbort(err, signal)) flags = 4;
-  else if (isTimeoutError(err)) flags = 2;
+  // An abort for a time-out (the SDK's, `AbortSignal.timeout`'s) is the upstream's slowness.
+  if (isAbort(err, signal)) flags = isTimeoutReason(signal!.reason) ? 2 : 4;
+  else if (isTimeoutReason(err)) flags = 2;
   else if (isCircuitOpenError(err)) {
     // Another breaker refused: retry later, but this says nothing about our upstream.
     return { class: 'rate-limited', retryable: true, failure: false, ignored: true, status };
   } else status = statusOf(err);
   const v = c.classify(status ?? 0, flags === 0 ? codeOf(err) : 0, flags);
   const outcome = v >> 5;
+  const should = flags === 0 ? shouldRetryOf(err) : undefined;
   return {
     class: CLASSES[v & 15] ?? 'network',
-    retryable: (v & 16) !== 0,
+    retryable: should ?? (v & 16) !== 0,
     failure: outcome === FAILURE,
     ignored: outcome === IGNORED,
     status,
@@ -198,7 +246,7 @@ export function outcomeCode(
     const s = isResponse(result) ? result.status : 200;
     if (s < 400) return SUCCESS;
   }
-  if (isFailure !== undefined && !isAbort(result, signal)) {
+  if (isFailure !== undefined && !(isAbort(result, signal) && !isTimeoutReason(signal!.reason))) {
     const f = isFailure(result);
     if (f === true) return FAILURE;
     if (f === false) return IGNORED;

@@ -38,5 +38,14 @@ export {
   type RetryOptions,
 } from './retry.js';
 export { BreakerRegistry } from './registry.js';
+export { StreamError, type SseEvent, type StreamOptions, type StreamSource } from './stream.js';
+export {
+  FallbackChain,
+  type ChainBreaker,
+  type ChainResult,
+  type FallbackChainOptions,
+  type Tier,
+  type TierEvent,
+} from './chain.js';
 export { classifyError, retryAfterMs, type ErrorClass, type Verdict } from './classify.js';
 export type { Unsubscribe } from './events.js';

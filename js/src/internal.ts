@@ -3,3 +3,4 @@ export * from './index.js';
 export { setGlue } from './glue.js';
 export { build as breakerConfig } from './breaker.js';
 export { outcomeCode } from './classify.js';
+export { guardStream } from './stream.js';

@@ -6,7 +6,10 @@ import {
   CircuitBreaker,
   CircuitOpenError,
   breakerConfig,
+  guardStream,
   outcomeCode,
+  type StreamOptions,
+  type StreamSource,
   type BreakerState,
   type CircuitBreakerOptions,
   type RejectReason,
@@ -161,6 +164,9 @@ export interface ExecuteOptions {
   classify?: SharedBreakerOptions['classify'];
 }
 
+/** `stream`'s options: the guard's, plus where to hand the report and how to count. */
+export interface SharedStreamOptions<T> extends StreamOptions<T>, ExecuteOptions {}
+
 export type SharedEvent =
   | { type: 'state'; breaker: string; from: SharedState | null; to: SharedState }
   | { type: 'fallback'; breaker: string; reason: string }
@@ -196,6 +202,7 @@ const CLIENT_RE = /^[A-Za-z0-9\-_]{1,64}$/;
 const STATES: Array<SharedState | null> = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated'];
 const OUTCOMES: Record<Outcome, number> = { success: 0, failure: 1, ignored: 2 };
+const OUTCOME_NAMES: Outcome[] = ['success', 'failure', 'ignored'];
 
 function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return dflt;
@@ -419,6 +426,38 @@ export class SharedCircuitBreaker {
     const done = this.#settle(ticket, safeClassify(classify, { ok: true, value }, 'success'), opts.waitUntil);
     if (!opts.waitUntil) await done;
     return value;
+  }
+
+  /**
+   * Runs a streaming call if admitted and counts the whole stream as one outcome, settled when it
+   * ends: exactly as `CircuitBreaker.stream` (the same guard), with this breaker's admission,
+   * `classify` and reports. Rejects before the first content chunk; never after.
+   */
+  stream(
+    fn: (context: { signal: AbortSignal }) => Response | Promise<Response>,
+    opts?: SharedStreamOptions<Uint8Array>,
+  ): Promise<ReadableStream<Uint8Array>>;
+  stream<T>(
+    fn: (context: { signal: AbortSignal }) => ReadableStream<T> | AsyncIterable<T> | Promise<ReadableStream<T> | AsyncIterable<T>>,
+    opts?: SharedStreamOptions<T>,
+  ): Promise<ReadableStream<T>>;
+  async stream<T>(
+    fn: (context: { signal: AbortSignal }) => StreamSource<T> | Promise<StreamSource<T>>,
+    opts: SharedStreamOptions<T> = {},
+  ): Promise<ReadableStream<T>> {
+    const { waitUntil, classify = this.#classify, ...options } = opts ?? {};
+    if (options.signal?.aborted) throw options.signal.reason;
+    const ticket = await this.#admit();
+    return guardStream(
+      fn,
+      options,
+      this.#now,
+      (outcome) => {
+        const done = this.#settle(ticket, OUTCOME_NAMES[outcome] ?? 'failure', waitUntil);
+        if (!waitUntil) void done.catch(() => {});
+      },
+      (error) => OUTCOMES[safeClassify(classify, { ok: false, error }, 'failure')],
+    );
   }
 
   /** The `isHealthy()` pattern: may one call go ahead? Report it with `recordSuccess/Failure`. */

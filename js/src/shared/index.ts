@@ -38,6 +38,7 @@ export {
   type SharedMode,
   type SharedRejectReason,
   type SharedState,
+  type SharedStreamOptions,
   type SharedTransport,
   type StubLike,
   type Unsubscribe,

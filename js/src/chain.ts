@@ -1,0 +1,167 @@
+// A fallback chain: tiers tried in order, each behind its own breaker. A tier whose breaker is
+// OPEN refuses at once (no call, no latency) and the next one is asked; an upstream failure moves
+// on too; a client error stops the chain (it would fail on every tier). The breakers decide; the
+// chain only walks.
+import { CircuitOpenError, isCircuitOpenError } from './errors.js';
+import { Emitter, type Unsubscribe } from './events.js';
+import { checkKeys, fail, fn as optFn, obj } from './options.js';
+import { classifyError, isResponse, statusOf } from './classify.js';
+import type { CallContext, ExecuteOptions } from './breaker.js';
+import type { StreamOptions, StreamSource } from './stream.js';
+
+/** What a tier's breaker must offer: `CircuitBreaker`, `SharedCircuitBreaker` and `StoreCircuitBreaker` do. */
+export interface ChainBreaker {
+  readonly name: string;
+  execute(fn: (context: CallContext) => unknown, options?: never): Promise<unknown>;
+  stream(fn: (context: CallContext) => unknown, options?: never): Promise<ReadableStream<unknown>>;
+}
+
+export interface Tier<T> {
+  /** The breaker that guards this tier's upstream. */
+  breaker: ChainBreaker;
+  /** The call: its value for `execute()`; a stream source (a `Response`, a `ReadableStream`, an async iterable) for `stream()`. */
+  call: (context: CallContext) => T | Promise<T>;
+  /** Named in results and events. Default: the breaker's name. */
+  name?: string;
+}
+
+export interface FallbackChainOptions {
+  /** Named in the `CircuitOpenError` thrown when every tier refused. Default `"fallback-chain"`. */
+  name?: string;
+  /**
+   * Whether an error moves on to the next tier. Default: yes for upstream failures, refusals and
+   * provider-specific client errors (401, 403, 404: another provider's key and model may work);
+   * no for a request error that would fail everywhere (400, 413, 422) and for a cancelled call.
+   */
+  fallThrough?: (error: unknown) => boolean;
+}
+
+export interface ChainResult<T> {
+  value: T;
+  /** The index of the tier that answered. */
+  tier: number;
+  name: string;
+}
+
+export interface TierEvent {
+  chain: string;
+  tier: number;
+  name: string;
+  /** `answered`: this tier's value is returned; `skipped`: its breaker refused; `failed`: it was called and failed. */
+  outcome: 'answered' | 'skipped' | 'failed';
+  error?: unknown;
+}
+
+const STOP = [400, 413, 422];
+
+/** A failing fetch `Response` a breaker resolved with (it counted it), as an error for the chain. */
+class FailedResponse extends Error {
+  constructor(readonly status: number, readonly headers: unknown) {
+    super(`the upstream answered ${status}`);
+    this.name = 'FailedResponse';
+  }
+}
+
+/**
+ * Tries tiers in order (a primary model, then a backup...), each behind its breaker, and answers
+ * with the first that succeeds. Keep one per route at module scope, like the breakers.
+ */
+export class FallbackChain<T = unknown> {
+  readonly name: string;
+  #tiers: Array<Required<Tier<T>>>;
+  #fallThrough: ((error: unknown) => boolean) | undefined;
+  #events = new Emitter<TierEvent>();
+
+  constructor(tiers: ReadonlyArray<Tier<T>>, options: FallbackChainOptions = {}) {
+    if (!Array.isArray(tiers) || tiers.length === 0) fail('tiers', tiers, 'a non-empty array of { breaker, call }', true);
+    const o = obj('FallbackChain options', options) ?? {};
+    checkKeys('FallbackChain options', o, ['name', 'fallThrough']);
+    if (o.name !== undefined && (typeof o.name !== 'string' || o.name === '')) fail('name', o.name, 'a non-empty string', true);
+    this.name = (o.name as string | undefined) ?? 'fallback-chain';
+    this.#fallThrough = optFn('fallThrough', o.fallThrough);
+    this.#tiers = tiers.map((t, i) => {
+      const tier = obj(`tiers[${i}]`, t) ?? fail(`tiers[${i}]`, t, 'an object { breaker, call }', true);
+      checkKeys(`tiers[${i}]`, tier, ['breaker', 'call', 'name']);
+      const b = tier.breaker as ChainBreaker | undefined;
+      if (typeof b?.execute !== 'function' || typeof b.stream !== 'function') {
+        fail(`tiers[${i}].breaker`, b, 'a breaker (CircuitBreaker, SharedCircuitBreaker or StoreCircuitBreaker)', true);
+      }
+      if (typeof tier.call !== 'function') fail(`tiers[${i}].call`, tier.call, 'a function', true);
+      if (tier.name !== undefined && typeof tier.name !== 'string') fail(`tiers[${i}].name`, tier.name, 'a string', true);
+      return { breaker: b, call: tier.call as Tier<T>['call'], name: (tier.name as string | undefined) ?? b.name };
+    });
+  }
+
+  /** Answers from the first tier that admits the call and succeeds. */
+  execute(options?: ExecuteOptions<T>): Promise<ChainResult<T>> {
+    return this.#walk(options?.signal, (t) =>
+      (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, options),
+    );
+  }
+
+  /**
+   * Streams from the first tier whose stream begins: a tier falls through only before its first
+   * content chunk (see `CircuitBreaker.stream`); once one begins, it is the answer.
+   */
+  stream<U = Uint8Array>(options?: StreamOptions<U>): Promise<ChainResult<ReadableStream<U>>> {
+    return this.#walk(options?.signal, (t) =>
+      (
+        t.breaker.stream as (
+          fn: (c: CallContext) => StreamSource<U> | Promise<StreamSource<U>>,
+          o?: StreamOptions<U>,
+        ) => Promise<ReadableStream<U>>
+      )(t.call as unknown as (c: CallContext) => StreamSource<U>, options),
+    );
+  }
+
+  /** Tells which tier answered, was skipped (its breaker refused) or failed. */
+  onTier(listener: (event: TierEvent) => void): Unsubscribe {
+    return this.#events.subscribe(listener);
+  }
+
+  async #walk<V>(signal: AbortSignal | undefined, attempt: (tier: Required<Tier<T>>) => Promise<V>): Promise<ChainResult<V>> {
+    let soonest = Infinity;
+    let last: unknown;
+    let failed = false;
+    for (let i = 0; i < this.#tiers.length; i++) {
+      const t = this.#tiers[i]!;
+      let error: unknown;
+      try {
+        const value = await attempt(t);
+        if (!isResponse(value) || value.status < 400) {
+          this.#emit(i, t.name, 'answered');
+          return { value, tier: i, name: t.name };
+        }
+        // A failing Response the breaker resolved with (and counted): the next tier may do better.
+        void (value as unknown as Response).body?.cancel().catch(() => {});
+        error = new FailedResponse(value.status, value.headers);
+      } catch (e) {
+        error = e;
+      }
+      if (signal?.aborted) throw error;
+      if (isCircuitOpenError(error)) {
+        soonest = Math.min(soonest, error.retryAfterMs);
+        this.#emit(i, t.name, 'skipped', error);
+        continue;
+      }
+      if (!this.#moveOn(error)) throw error;
+      this.#emit(i, t.name, 'failed', error);
+      last = error;
+      failed = true;
+    }
+    if (failed) throw last;
+    throw new CircuitOpenError(this.name, 'OPEN', 'open', soonest);
+  }
+
+  #moveOn(error: unknown): boolean {
+    if (this.#fallThrough !== undefined) return this.#fallThrough(error) === true;
+    const v = classifyError(error);
+    if (v.class === 'cancelled') return false;
+    const s = statusOf(error);
+    return s === undefined || !STOP.includes(s);
+  }
+
+  #emit(tier: number, name: string, outcome: TierEvent['outcome'], error?: unknown): void {
+    if (this.#events.size) this.#events.emit({ chain: this.name, tier, name, outcome, ...(error === undefined ? {} : { error }) });
+  }
+}
