@@ -3,7 +3,6 @@
 // is never retried, it ends with what was sent plus the contingency `onInterrupted` gives. Every
 // breaker of the package (`CircuitBreaker`, the shared and store breakers) runs this one guard
 // between its own admission and its own report.
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { TimeoutError } from './errors.js';
 import { checkKeys, fail, fn as optFn, num } from './options.js';
 import { FAILURE, IGNORED, SUCCESS, isResponse } from './classify.js';
@@ -88,6 +87,37 @@ const EVENT_STATUS: Record<string, number> = {
 };
 const NOT_CONTENT = new Set(['ping', 'message_start', 'message_stop', 'message_delta', 'content_block_start', 'content_block_stop', 'error']);
 
+/**
+ * Splits a `text/event-stream` into events by the WHATWG rules that matter here (LF, CR or CRLF
+ * line ends, `event:` and `data:` fields, comments, one optional space after the colon). Written
+ * here rather than taken from eventsource-parser, which would add 1.6 KB gzip to every app's
+ * bundle; only what a chunk means is read, the bytes pass through untouched.
+ */
+function sseSplitter(): (text: string, out: SseEvent[]) => void {
+  let rest = '';
+  let event: string | undefined;
+  let data: string[] = [];
+  return (text, out) => {
+    const lines = (rest + text).split(/\r\n|\n|\r(?!$)/);
+    // The last piece is an unfinished line (or a lone CR that a LF may follow).
+    rest = lines.pop()!;
+    for (const line of lines) {
+      if (line === '') {
+        if (data.length > 0) out.push({ event, data: data.join('\n') });
+        event = undefined;
+        data = [];
+        continue;
+      }
+      const colon = line.indexOf(':');
+      if (colon === 0) continue;
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? '' : line.slice(line[colon + 1] === ' ' ? colon + 2 : colon + 1);
+      if (field === 'data') data.push(value);
+      else if (field === 'event') event = value;
+    }
+  };
+}
+
 function parseJson(data: string): unknown {
   try {
     return JSON.parse(data);
@@ -105,7 +135,8 @@ function sseError(e: SseEvent): unknown {
   }
   if (e.event !== 'error' && j.type !== 'error' && (j.error === undefined || j.error === null || j.choices !== undefined)) return undefined;
   const err = (typeof j.error === 'object' && j.error !== null ? j.error : j) as { type?: unknown; code?: unknown; message?: unknown; status?: unknown };
-  const type = typeof err.type === 'string' && err.type !== 'error' ? err.type : typeof err.code === 'string' ? err.code : undefined;
+  // OpenAI's `code` is the specific one (`rate_limit_exceeded` under type `requests`).
+  const type = typeof err.code === 'string' ? err.code : typeof err.type === 'string' && err.type !== 'error' ? err.type : undefined;
   const code = typeof err.code === 'string' ? EVENT_STATUS[err.code] : undefined;
   const status =
     code ?? (type !== undefined ? EVENT_STATUS[type] : undefined) ?? (typeof err.code === 'number' && err.code >= 400 && err.code <= 599 ? err.code : 500);
@@ -215,7 +246,7 @@ export function guardStream<T>(
   let bytes = false;
   // For event streams: the parser turns chunks into events; `seen` collects what one chunk held.
   let decoder: TextDecoder | undefined;
-  let parser: ReturnType<typeof createParser> | undefined;
+  let parser: ReturnType<typeof sseSplitter> | undefined;
   const events: SseEvent[] = [];
   let isContent: (c: T | SseEvent) => boolean = o.isContent ?? nonEmpty;
   let errorOf: (c: T | SseEvent) => unknown = o.errorOf ?? (() => undefined);
@@ -244,7 +275,7 @@ export function guardStream<T>(
       return [isContent(chunk as T), undefined];
     }
     events.length = 0;
-    parser.feed(decoder!.decode(chunk as Uint8Array, { stream: true }));
+    parser(decoder!.decode(chunk as Uint8Array, { stream: true }), events);
     // After the first content chunk only errors matter.
     let content = firstAt >= 0;
     for (const e of events) {
@@ -322,7 +353,7 @@ export function guardStream<T>(
           bytes = true;
           if (/text\/event-stream/i.test(r.headers.get('content-type') ?? '')) {
             decoder = new TextDecoder();
-            parser = createParser({ onEvent: (m: EventSourceMessage) => events.push({ event: m.event, data: m.data }) });
+            parser = sseSplitter();
             isContent = o.isContent ?? (sseContent as (c: T | SseEvent) => boolean);
             errorOf = o.errorOf ?? (sseError as (c: T | SseEvent) => unknown);
           }
@@ -340,12 +371,14 @@ export function guardStream<T>(
           if (r.done) return abandon(new StreamError('empty', 'the stream ended without content'));
           bytes ||= r.value instanceof Uint8Array;
           const [content, err] = inspect(r.value);
-          if (err !== undefined) return abandon(err);
+          if (err !== undefined && !content) return abandon(err);
           held.push(r.value);
-          if (content) break;
+          if (content) {
+            // Content, then an error in the same chunk: the answer began, so it is a cut.
+            firstAt = clock();
+            return resolve(pump(held, err));
+          }
         }
-        firstAt = clock();
-        resolve(pump(held));
     };
     opened.then(
       (v) => begin(v).catch(abandon),
@@ -357,7 +390,7 @@ export function guardStream<T>(
   });
 
   /** The stream handed to the reader, once content began. */
-  function pump(held: unknown[]): ReadableStream<T> {
+  function pump(held: unknown[], cut: unknown): ReadableStream<T> {
     let out!: ReadableStreamDefaultController<T>;
     const interrupt = async (e: unknown): Promise<void> => {
       if (settled) return;
@@ -384,6 +417,7 @@ export function guardStream<T>(
         start(c) {
           out = c;
           for (const chunk of held) c.enqueue(chunk as T);
+          if (cut !== undefined) return interrupt(cut);
         },
         async pull(c) {
           if (settled) return;

@@ -1,5 +1,6 @@
 // What an app imports (the entry, the JS layer, the wasm-bindgen glue, the .wasm), gzipped: the
-// goal is 8 KB; the ceiling here is generous so that only real regressions fail.
+// goal is 8 KB; the ceiling here is generous so that only real regressions fail. `breaker.stream`
+// (the stream guard and its event-stream reader) took the main entry from 23.3 to 26.8 KB.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -7,7 +8,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
 
-const CEILING = 24 * 1024;
+const CEILING = 28 * 1024;
 const require = createRequire(import.meta.url);
 const root = path.dirname(require.resolve('breakwater/package.json'));
 const gz = (files) =>
