@@ -1,9 +1,10 @@
 import { glue, type WasmBreaker } from './glue.js';
-import { CircuitOpenError, TimeoutError, type RejectReason } from './errors.js';
+import { CircuitOpenError, type RejectReason } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { checkKeys, create, fail, fn, num, obj } from './options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from './classify.js';
 import { guardStream, type StreamOptions, type StreamSource } from './stream.js';
+import { checkGuard, guardCall } from './call.js';
 
 export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
@@ -351,53 +352,18 @@ export class CircuitBreaker {
   }
 
   #runGuarded<T>(fn: (context: CallContext) => T | Promise<T>, options: ExecuteOptions<T>): Promise<T> {
-    const { signal, timeoutMs, fallback } = options;
-    if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
-      fail('signal', signal, 'an AbortSignal');
-    }
-    if (timeoutMs !== undefined) num('timeoutMs', timeoutMs, 0, 0);
+    const { signal, timeoutMs, fallback } = checkGuard(options);
     if (signal?.aborted) return Promise.reject(signal.reason);
     const now = this.#now();
     const h = this.#acquire(now);
     if (h < 0) return this.#rejected(-h, fallback);
-    return new Promise<T>((resolve, reject) => {
-      const inner = new AbortController();
-      let done = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const finish = (outcome: number, ok: boolean, value: unknown) => {
-        if (done) return;
-        done = true;
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.#settle(now, h, outcome, ok ? undefined : value);
-        if (ok) resolve(value as T);
-        else reject(value);
-      };
-      const onAbort = () => {
-        // A cancel is ignored; an abort for a time-out (AbortSignal.timeout, an SDK's) fails.
-        inner.abort(signal!.reason);
-        finish(this.#outcome(signal!.reason, false, signal), false, signal!.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          const e = new TimeoutError(timeoutMs);
-          inner.abort(e);
-          finish(FAILURE, false, e);
-        }, timeoutMs);
-      }
-      let p: T | Promise<T>;
-      try {
-        p = fn({ signal: inner.signal });
-      } catch (e) {
-        finish(this.#outcome(e), false, e);
-        return;
-      }
-      Promise.resolve(p).then(
-        (v) => finish(this.#outcome(v, true), true, v),
-        (e) => finish(this.#outcome(e, false, signal), false, e),
-      );
-    });
+    return guardCall(
+      fn,
+      signal,
+      timeoutMs,
+      (outcome, error) => this.#settle(now, h, outcome, error),
+      (result, resolved, s) => this.#outcome(result, resolved, s),
+    );
   }
 
   /**

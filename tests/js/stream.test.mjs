@@ -441,3 +441,21 @@ test('FallbackChain over shared breakers: an isolated store breaker is skipped, 
   assert.equal(deltas(await text(r.value)), 'from sonnet');
   assert.equal(requests, 1);
 });
+
+test("the shared breakers' execute takes signal and timeoutMs: a cancel is not counted, a time-out fails", async () => {
+  const store = new MemoryStore();
+  const b = new StoreCircuitBreaker('x-shared-execute', { store, breaker: { failureThreshold: 10 } });
+  const hang = ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+  const ctl = new AbortController();
+  const cancelled = b.execute(hang, { signal: ctl.signal });
+  setTimeout(() => ctl.abort(new Error('user left')), 20);
+  await assert.rejects(cancelled, /user left/);
+  const timedOut = await b.execute(hang, { timeoutMs: 30 }).catch((x) => x);
+  assert.ok(isTimeoutError(timedOut));
+  await assert.rejects(b.execute(hang, { signal: AbortSignal.timeout(30) }), { name: 'TimeoutError' });
+  assert.equal(await b.execute(({ signal }) => `ok ${signal.aborted}`, { timeoutMs: 1000 }), 'ok false');
+  await assert.rejects(b.execute(hang, { timeoutMs: -1 }), /invalid option "timeoutMs": -1/);
+  await b.flush();
+  const { stats } = await b.inspect();
+  assert.deepEqual([stats.successes, stats.failures, stats.ignored], [1, 2, 1]);
+});

@@ -6,6 +6,8 @@ import {
   CircuitBreaker,
   CircuitOpenError,
   breakerConfig,
+  checkGuard,
+  guardCall,
   guardStream,
   outcomeCode,
   type StreamOptions,
@@ -162,6 +164,10 @@ export interface ExecuteOptions {
   waitUntil?: (promise: Promise<unknown>) => void;
   /** Overrides the breaker's `classify` for this call. */
   classify?: SharedBreakerOptions['classify'];
+  /** Aborting rejects at once with the signal's reason; a cancel is not counted (a time-out's abort is). */
+  signal?: AbortSignal;
+  /** Fail the call with `TimeoutError` (an upstream failure) after this many ms. */
+  timeoutMs?: number;
 }
 
 /** `stream`'s options: the guard's, plus where to hand the report and how to count. */
@@ -203,6 +209,7 @@ const STATES: Array<SharedState | null> = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated'];
 const OUTCOMES: Record<Outcome, number> = { success: 0, failure: 1, ignored: 2 };
 const OUTCOME_NAMES: Outcome[] = ['success', 'failure', 'ignored'];
+const NO_CONTEXT: { signal?: AbortSignal } = Object.freeze({});
 
 function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return dflt;
@@ -412,12 +419,30 @@ export class SharedCircuitBreaker {
   }
 
   /** Runs `fn` if admitted; throws a `CircuitOpenError` (`isCircuitOpenError`) if not. */
-  async execute<T>(fn: () => T | Promise<T>, opts: ExecuteOptions = {}): Promise<T> {
+  async execute<T>(fn: (context: { signal?: AbortSignal }) => T | Promise<T>, opts: ExecuteOptions = {}): Promise<T> {
+    const { signal, timeoutMs } = checkGuard(opts ?? {});
+    if (signal?.aborted) throw signal.reason;
     const ticket = await this.#admit();
     const classify = opts.classify ?? this.#classify;
+    if (signal !== undefined || timeoutMs !== undefined) {
+      // The same guard as CircuitBreaker.execute's; the report follows the call, as below.
+      let done: Promise<void> = Promise.resolve();
+      const settle = (outcome: number) => {
+        done = this.#settle(ticket, OUTCOME_NAMES[outcome] ?? 'failure', opts.waitUntil);
+      };
+      const count = (result: unknown, resolved: boolean, s: AbortSignal | undefined): number => {
+        if (!resolved && s?.aborted && result === s.reason) return outcomeCode(result, false, s);
+        return OUTCOMES[safeClassify(classify, resolved ? { ok: true, value: result } : { ok: false, error: result }, resolved ? 'success' : 'failure')];
+      };
+      try {
+        return await guardCall(fn, signal, timeoutMs, settle, count);
+      } finally {
+        if (!opts.waitUntil) await done;
+      }
+    }
     let value: T;
     try {
-      value = await fn();
+      value = await fn(NO_CONTEXT);
     } catch (error) {
       const done = this.#settle(ticket, safeClassify(classify, { ok: false, error }, 'failure'), opts.waitUntil);
       if (!opts.waitUntil) await done;
