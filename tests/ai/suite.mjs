@@ -4,7 +4,7 @@
 // with the SDK's retries on where a test says so: `retry-after-ms` headers keep its waits short.
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFakeProvider, STREAM_TEXT, errors } from '../js/fake-provider.mjs';
+import { startFakeProvider, STREAM_TEXT, errors, emptyAnswers } from '../js/fake-provider.mjs';
 
 /**
  * @param {object} sdk
@@ -205,7 +205,7 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
       assert.ok(isModelAnswerError(errorParts[0]));
       assert.equal(errorParts[0].kind, 'empty');
 
-      const empty = name === 'anthropic' ? { body: { ...emptyAnthropic } } : { body: emptyOpenai };
+      const empty = { body: emptyAnswers[name] };
       provider.cue(empty);
       const err = await generateText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 0 }).catch((e) => e);
       assert.ok(isModelAnswerError(err), `got ${err?.name}`);
@@ -389,25 +389,6 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
     assert.throws(() => fallbackModel([{ model, breaker: {} }]), /invalid option "tiers\[0\]\.breaker"/);
   });
 }
-
-const emptyAnthropic = {
-  id: 'msg_empty',
-  type: 'message',
-  role: 'assistant',
-  model: 'claude-test',
-  content: [],
-  stop_reason: 'end_turn',
-  stop_sequence: null,
-  usage: { input_tokens: 3, output_tokens: 0 },
-};
-const emptyOpenai = {
-  id: 'chatcmpl-empty',
-  object: 'chat.completion',
-  created: 1_700_000_000,
-  model: 'gpt-test',
-  choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 3, completion_tokens: 0, total_tokens: 3 },
-};
 
 /** Waits (bounded) until `cond()` holds. */
 async function until(cond) {

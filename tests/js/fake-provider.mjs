@@ -24,6 +24,17 @@ const OPENAI_OK = {
   usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 },
 };
 
+/** Well-formed answers with no content (the empty answer), in each provider's shape. */
+export const emptyAnswers = {
+  anthropic: { ...ANTHROPIC_OK, id: 'msg_empty', content: [], usage: { input_tokens: 3, output_tokens: 0 } },
+  openai: {
+    ...OPENAI_OK,
+    id: 'chatcmpl-empty',
+    choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 3, completion_tokens: 0, total_tokens: 3 },
+  },
+};
+
 export const errors = {
   anthropic: {
     529: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
