@@ -1,13 +1,17 @@
 // The live demo: the Worker built from this crate, served by real workerd through Miniflare,
-// against a fake LLM provider on 127.0.0.1 that goes down (529 overloaded), flaps, and recovers,
-// while simulated users send requests through several app-Worker isolates. The same scenario runs
-// at once, each on its own Miniflare (own workerd process) and its own provider, for:
+// against a fake LLM provider on 127.0.0.1 (the primary model) that goes down (529 overloaded),
+// stalls (accepts requests and never answers), flaps, and recovers, while simulated users send
+// requests through several app-Worker isolates. Every app has a deadline per user request and a
+// backup model (a second fake provider, healthy throughout): when the breaker refuses the primary,
+// or the primary fails, it asks the backup with the time that is left. The same scenario runs at
+// once, each on its own Miniflare (own workerd process) and its own pair of providers, for:
 //   shared   one breaker in the Durable Object, shared by every isolate (DEMO_MODE=shared)
 //   local    one breaker per isolate (DEMO_MODE=local)
-//   none     no breaker: the isolates call the provider directly (demo/direct-app.mjs)
+//   none     no breaker: the isolates call the primary every time and fall back only after it
+//            failed (demo/direct-app.mjs); a stalled call uses up the whole deadline
 // It prints the shared object's state transitions as they happen and a line per second, then a
-// comparison table, and writes the per-second series to <out>/live.json (scripts/demo.sh draws
-// them with `breakwater-sim plot`).
+// comparison table, and writes the totals and per-second series to <out>/live.json
+// (scripts/demo.sh draws them with `breakwater-sim plot`).
 //
 // Usage: node demo/live.mjs [--short] [--out DIR] [--isolates N] [--rate R]
 // Needs build/index.js with the demo app (scripts/build-worker.sh --features worker,demo) and
@@ -17,7 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { phaseAt, rng, startProvider } from './provider.mjs';
+import { ALWAYS_HEALTHY, phaseAt, recoveredAt, rng, startProvider } from './provider.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -63,10 +67,12 @@ const opts = parseArgs(process.argv.slice(2));
 
 // The provider's schedule and the breaker's settings; --short scales everything down.
 const plan = opts.short
-  ? { healthyMs: 3000, outageMs: 7000, flappingMs: 2000, flapMs: 1000, recoveryMs: 4000 }
-  : { healthyMs: 15000, outageMs: 20000, flappingMs: 6000, flapMs: 1000, recoveryMs: 14000 };
+  ? { healthyMs: 3000, outageMs: 4000, stalledMs: 4000, flappingMs: 2000, flapMs: 1000, recoveryMs: 4000 }
+  : { healthyMs: 10000, outageMs: 15000, stalledMs: 10000, flappingMs: 6000, flapMs: 1000, recoveryMs: 12000 };
+// How long a user request may take: the primary may use all of it, the backup gets what is left.
+const DEADLINE_MS = opts.short ? 2000 : 2500;
 const OUTAGE_START = plan.healthyMs;
-const RECOVERED_AT = plan.healthyMs + plan.outageMs + plan.flappingMs;
+const RECOVERED_AT = recoveredAt(plan);
 const END = RECOVERED_AT + plan.recoveryMs;
 const BREAKERS = {
   [BREAKER]: {
@@ -143,7 +149,7 @@ const objectHost = () => ({
   bindings: { BREAKERS: JSON.stringify(BREAKERS), ADMIN_TOKEN },
   durableObjects: { BREAKER: { className: 'BreakerObject', useSQLite: true } },
 });
-const rustApp = (name, upstream, mode) => ({
+const rustApp = (name, { primary, backup }, mode) => ({
   name,
   modules: true,
   scriptPath: WORKER_SCRIPT,
@@ -152,28 +158,30 @@ const rustApp = (name, upstream, mode) => ({
   compatibilityDate: COMPAT_DATE,
   bindings: {
     BREAKERS: JSON.stringify(BREAKERS),
-    DEMO_UPSTREAM: upstream,
+    DEMO_UPSTREAM: primary,
+    DEMO_BACKUP: backup,
+    DEMO_DEADLINE_MS: String(DEADLINE_MS),
     DEMO_BREAKER: BREAKER,
     DEMO_MODE: mode,
     DEMO_FAIL_CLOSED: 'false',
   },
   durableObjects: { BREAKER: { className: 'BreakerObject', scriptName: 'breakwater' } },
 });
-const directApp = (name, upstream) => ({
+const directApp = (name, { primary, backup }) => ({
   name,
   modules: true,
   scriptPath: DIRECT_APP,
   modulesRoot: path.dirname(DIRECT_APP),
   compatibilityDate: COMPAT_DATE,
-  bindings: { DEMO_UPSTREAM: upstream },
+  bindings: { DEMO_UPSTREAM: primary, DEMO_BACKUP: backup, DEMO_DEADLINE_MS: String(DEADLINE_MS) },
 });
 
-async function startCluster(Miniflare, s, upstream, run) {
+async function startCluster(Miniflare, s, upstreams, run) {
   const names = Array.from({ length: opts.isolates }, (_, i) => `app-${i + 1}`);
   const workers =
     s.key === 'none'
-      ? names.map((n) => directApp(n, upstream))
-      : [objectHost(), ...names.map((n) => rustApp(n, upstream, s.key))];
+      ? names.map((n) => directApp(n, upstreams))
+      : [objectHost(), ...names.map((n) => rustApp(n, upstreams, s.key))];
   const mf = new Miniflare({
     host: '127.0.0.1',
     port: 0,
@@ -243,8 +251,14 @@ function newRun(s) {
     s,
     requests: 0,
     results: { ok: 0, failed: 0, rejected: 0, error: 0 },
+    byPrimary: 0,
+    byBackup: 0,
+    userErrors: 0,
+    timedOut: 0,
+    latencies: [],
     reqSeries: [],
     rejectedSeries: [],
+    backupSeries: [],
     errorSeries: [],
     levelSum: [],
     levelN: [],
@@ -258,15 +272,33 @@ function newRun(s) {
   };
 }
 
-function record(run, at, body, end) {
+// `result` is what happened to the primary (ok, failed, rejected by the breaker); `answered_by`
+// who answered the user (primary, backup, or nobody: a user-visible error).
+function record(run, sent, body, end) {
   const result = ['ok', 'failed', 'rejected'].includes(body.result) ? body.result : 'error';
   run.results[result] += 1;
+  run.latencies.push(end - sent);
+  if (body.timed_out) run.timedOut += 1;
   const i = Math.floor(Math.max(0, end) / 1000);
   if (result === 'rejected') run.rejectedSeries[bucket(run.rejectedSeries, i)] += 1;
-  if (result !== 'ok') {
+  if (body.answered_by === 'primary') run.byPrimary += 1;
+  else if (body.answered_by === 'backup') {
+    run.byBackup += 1;
+    run.backupSeries[bucket(run.backupSeries, i)] += 1;
+  } else {
+    run.userErrors += 1;
     run.errorSeries[bucket(run.errorSeries, i)] += 1;
-    if (end > RECOVERED_AT) run.affectedAfterMs = Math.max(run.affectedAfterMs, end - RECOVERED_AT);
   }
+  if (body.answered_by !== 'primary' && end > RECOVERED_AT) {
+    run.affectedAfterMs = Math.max(run.affectedAfterMs, end - RECOVERED_AT);
+  }
+}
+
+/** The `q` quantile (0..1) of `values`, nearest rank. */
+function quantile(values, q) {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
 function sampleLevel(run, level) {
@@ -352,11 +384,11 @@ function stateSummary(run) {
 }
 
 // One line per second, in columns under `secondHeader()`.
-const CELL = { shared: 31, local: 30, none: 12 };
+const CELL = { shared: 36, local: 35, none: 17 };
 function secondHeader(runs) {
   const top = runs.map((run) => run.s.label.padEnd(CELL[run.s.key]).slice(0, CELL[run.s.key]));
   const sub = runs.map((run) =>
-    (run.s.key === 'none' ? 'req  up  err' : 'req  up fast  err state').padEnd(CELL[run.s.key]),
+    (run.s.key === 'none' ? 'req  up   bk  err' : 'req  up fast   bk  err state').padEnd(CELL[run.s.key]),
   );
   console.log(`${' '.repeat(8)} ${'phase'.padEnd(9)} | ${top.join(' | ')}`);
   console.log(`${' '.repeat(8)} ${''.padEnd(9)} | ${sub.join(' | ')}`);
@@ -367,11 +399,12 @@ function secondLine(runs, providers, i) {
     const up = providers[k].stats.calls[i] ?? 0;
     const req = run.reqSeries[i] ?? 0;
     const fast = run.rejectedSeries[i] ?? 0;
-    const err = (run.errorSeries[i] ?? 0) - fast;
+    const bk = run.backupSeries[i] ?? 0;
+    const err = run.errorSeries[i] ?? 0;
     const text =
       run.s.key === 'none'
-        ? `${n(req)} ${n(up)} ${n(err, 4)}`
-        : `${n(req)} ${n(up)} ${n(fast, 4)} ${n(err, 4)} ${stateSummary(run)}`;
+        ? `${n(req)} ${n(up)} ${n(bk, 4)} ${n(err, 4)}`
+        : `${n(req)} ${n(up)} ${n(fast, 4)} ${n(bk, 4)} ${n(err, 4)} ${stateSummary(run)}`;
     return text.padEnd(CELL[run.s.key]);
   });
   console.log(`${stamp((i + 1) * 1000)} ${phaseName(i * 1000).padEnd(9)} | ${cells.join(' | ')}`);
@@ -393,7 +426,10 @@ async function main() {
     `live demo: ${users} simulated users, ~${opts.rate} requests/s over ${opts.isolates} app-Worker isolates, in workerd (Miniflare)`,
   );
   console.log(
-    `provider (fake, 127.0.0.1): healthy ${secs(plan.healthyMs)}, 529 overloaded ${secs(plan.outageMs)}, flapping ${secs(plan.flappingMs)} (${secs(plan.flapMs)} windows), healthy ${secs(plan.recoveryMs)}`,
+    `primary model (fake provider, 127.0.0.1): healthy ${secs(plan.healthyMs)}, 529 overloaded ${secs(plan.outageMs)}, stalled (no answer) ${secs(plan.stalledMs)}, flapping ${secs(plan.flappingMs)} (${secs(plan.flapMs)} windows), healthy ${secs(plan.recoveryMs)}`,
+  );
+  console.log(
+    `backup model (another fake provider): healthy throughout. Each user request has a ${secs(DEADLINE_MS)} deadline: the primary may use all of it, the backup gets what is left`,
   );
   const b = BREAKERS[BREAKER];
   console.log(
@@ -401,24 +437,29 @@ async function main() {
   );
   console.log(`strategies, run at the same time on separate Miniflare instances: ${STRATEGIES.map((s) => `${s.short} = ${s.label}`).join('; ')}\n`);
 
-  // Providers (one per strategy, same schedule) and clusters.
+  // Providers (a primary and a backup per strategy, same schedules) and clusters.
   const providers = [];
+  const backups = [];
   for (const [k] of STRATEGIES.entries()) {
     const p = await startProvider({ plan, clock, seed: 7 + k });
     closers.push(() => p.close());
     providers.push(p);
+    const b = await startProvider({ plan: ALWAYS_HEALTHY, clock, seed: 17 + k, model: 'claude-demo-small' });
+    closers.push(() => b.close());
+    backups.push(b);
   }
   const startedAt = performance.now();
   const runs = STRATEGIES.map(newRun);
   const clusters = [];
-  for (const [k, s] of STRATEGIES.entries()) clusters.push(await startCluster(Miniflare, s, providers[k].url, runs[k]));
+  for (const [k, s] of STRATEGIES.entries()) clusters.push(await startCluster(Miniflare, s, { primary: providers[k].url, backup: backups[k].url }, runs[k]));
   // Warm up every isolate (a lease, the wasm instance) before the clock starts: not counted.
   t0Holder.t0 = performance.now() + 1e9;
   t0Holder.epoch = Date.now() + 1e9;
   await Promise.all(clusters.flatMap(({ apps }) => apps.map(([, f]) => callJson(f, '/app/call'))));
   console.log(`${clusters.length} Miniflare instances up in ${((performance.now() - startedAt) / 1000).toFixed(1)} s; go`);
-  console.log('each second: req = user requests, up = calls that reached the provider, fast = failed fast by the breaker,');
-  console.log('             err = provider errors the users saw, state = the breaker (local: isolates not closed)\n');
+  console.log('each second: req = user requests, up = calls that reached the primary, fast = refused by the breaker (sent to the');
+  console.log('             backup at once), bk = answered by the backup, err = users left with no answer (neither model answered');
+  console.log('             in time), state = the breaker (local: isolates not closed)\n');
   secondHeader(runs);
 
   t0Holder.t0 = performance.now();
@@ -458,10 +499,11 @@ async function main() {
         const [, fetcher] = clusters[k].apps[a.isolate];
         run.requests += 1;
         run.reqSeries[bucket(run.reqSeries, Math.floor(a.at / 1000))] += 1;
+        const sent = clock();
         const p = callJson(fetcher, '/app/call')
           .catch((e) => ({ result: 'error', message: e.message }))
           .then((body) => {
-            record(run, a.at, body, clock());
+            record(run, sent, body, clock());
             run.inflight.delete(p);
           });
         run.inflight.add(p);
@@ -491,43 +533,67 @@ async function main() {
       strategy: run.s.label,
       key: run.s.key,
       requests: run.requests,
+      user_visible_errors: run.userErrors,
+      answered_by_primary: run.byPrimary,
+      answered_by_backup: run.byBackup,
       upstream_calls: p.total,
       upstream_calls_during_outage: p.duringOutage,
       upstream_529s: p.overloaded,
+      upstream_stalled: p.stalled,
+      primary_timeouts: run.timedOut,
       failed_fast: run.results.rejected,
-      user_visible_errors: run.results.failed + run.results.rejected + run.results.error,
+      backup_calls: backups[k].stats.total,
+      latency_p50_ms: Math.round(quantile(run.latencies, 0.5)),
+      latency_p95_ms: Math.round(quantile(run.latencies, 0.95)),
+      latency_p99_ms: Math.round(quantile(run.latencies, 0.99)),
       affected_after_recovery_ms: Math.round(run.affectedAfterMs),
       object_requests: run.s.key === 'shared' ? run.objectRequests : null,
       breaker_opened: run.s.key === 'shared' ? run.opened : null,
     };
   });
-  const head = ['strategy', 'requests', 'upstream calls', 'during outage', 'answered 529', 'failed fast', 'user-visible errors', 'affected after recovery', 'object requests'];
-  const body = rows.map((r) => [
-    r.strategy,
-    String(r.requests),
-    String(r.upstream_calls),
-    String(r.upstream_calls_during_outage),
-    String(r.upstream_529s),
-    String(r.failed_fast),
-    String(r.user_visible_errors),
-    `${(r.affected_after_recovery_ms / 1000).toFixed(1)} s`,
-    r.object_requests === null ? '-' : String(r.object_requests),
-  ]);
+  const ms = (x) => `${x} ms`;
+  const columns = [
+    ['strategy', (r) => r.strategy],
+    ['requests', (r) => String(r.requests)],
+    ['user-visible errors', (r) => String(r.user_visible_errors)],
+    ['by primary', (r) => String(r.answered_by_primary)],
+    ['by backup', (r) => String(r.answered_by_backup)],
+    ['primary calls', (r) => String(r.upstream_calls)],
+    ['during outage', (r) => String(r.upstream_calls_during_outage)],
+    ['timed out', (r) => String(r.primary_timeouts)],
+    ['failed fast', (r) => String(r.failed_fast)],
+    ['p50', (r) => ms(r.latency_p50_ms)],
+    ['p99', (r) => ms(r.latency_p99_ms)],
+    ['object requests', (r) => (r.object_requests === null ? '-' : String(r.object_requests))],
+  ];
+  const head = columns.map(([h]) => h);
+  const body = rows.map((r) => columns.map(([, cell]) => cell(r)));
   const widths = head.map((h, c) => Math.max(h.length, ...body.map((row) => row[c].length)));
   const line = (cells) => cells.map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c]))).join('  ');
-  console.log(`\nlive demo results (outage = ${secs(OUTAGE_START)} to ${secs(RECOVERED_AT)}: 529s then flapping; ${opts.isolates} isolates):`);
+  console.log(
+    `\nlive demo results (outage = ${secs(OUTAGE_START)} to ${secs(RECOVERED_AT)}: 529s, a stall, then flapping; ${opts.isolates} isolates; ${secs(DEADLINE_MS)} deadline):`,
+  );
   console.log(line(head));
   console.log(line(widths.map((w) => '-'.repeat(w))));
   for (const row of body) console.log(line(row));
   const [sh, lo, no] = rows;
   const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(1)}×` : 'n/a');
+  const after = (r) => `${(r.affected_after_recovery_ms / 1000).toFixed(1)} s`;
   console.log(
-    `\nduring the outage the provider got ${sh.upstream_calls_during_outage} calls through the shared breaker, ` +
+    `\nduring the outage the primary got ${sh.upstream_calls_during_outage} calls through the shared breaker, ` +
       `${lo.upstream_calls_during_outage} through per-isolate breakers (${ratio(lo.upstream_calls_during_outage, sh.upstream_calls_during_outage)}) ` +
       `and ${no.upstream_calls_during_outage} with no breaker (${ratio(no.upstream_calls_during_outage, sh.upstream_calls_during_outage)}).`,
   );
   console.log(
-    'affected after recovery: from the provider\'s recovery to the end of the last request that failed or failed fast.',
+    `users left with no answer: ${sh.user_visible_errors} with the shared breaker, ${lo.user_visible_errors} with per-isolate breakers, ` +
+      `${no.user_visible_errors} with no breaker (${no.primary_timeouts} of its primary calls used up the deadline in the stall).`,
+  );
+  console.log(
+    'user-visible error: neither model answered before the deadline. p50 / p99: the latency the users saw, answers and errors alike.',
+  );
+  console.log(
+    `back on the primary after its recovery: shared ${after(sh)}, per-isolate ${after(lo)}, none ${after(no)} ` +
+      '(the last answer from the backup or error after the recovery).',
   );
 
   // The recording, for `breakwater-sim plot`.
@@ -541,6 +607,7 @@ async function main() {
     requests: runs[0].requests,
     outage_start_ms: OUTAGE_START,
     recovered_at_ms: RECOVERED_AT,
+    deadline_ms: DEADLINE_MS,
     plan,
     breakers: BREAKERS,
     // In the simulator's order: no protection first, the shared breaker last.
@@ -557,6 +624,7 @@ async function main() {
         calls: pad(providers[k].stats.calls),
         rejected: pad(run.rejectedSeries),
         errors: pad(run.errorSeries),
+        backup: pad(run.backupSeries),
         requests_per_s: pad(run.reqSeries),
         breaker_open: levels,
         transitions: run.transitions,

@@ -1,36 +1,46 @@
 // A fake LLM provider for the live demo, on 127.0.0.1: Anthropic-shaped answers, healthy at first,
-// then 529 (overloaded_error) for the outage, then flapping (alternating windows of 529 and
-// service), then healthy again. The schedule is a function of the time since `t0`, so several
-// providers started for several strategies fail at exactly the same moments.
+// then 529 (overloaded_error) for the outage, then stalled (it accepts requests and never answers:
+// the caller's deadline ends them), then flapping (alternating windows of 529 and service), then
+// healthy again. The schedule is a function of the time since `t0`, so several providers started
+// for several strategies fail at exactly the same moments. The backup model is the same server
+// with a plan that stays healthy (`ALWAYS_HEALTHY`).
 import http from 'node:http';
 
-const OK_BODY = JSON.stringify({
-  id: 'msg_demo',
-  type: 'message',
-  role: 'assistant',
-  model: 'claude-demo',
-  content: [{ type: 'text', text: 'Hello from the fake provider.' }],
-  stop_reason: 'end_turn',
-  usage: { input_tokens: 12, output_tokens: 8 },
-});
+const okBody = (model) =>
+  JSON.stringify({
+    id: 'msg_demo',
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [{ type: 'text', text: `Hello from ${model}.` }],
+    stop_reason: 'end_turn',
+    usage: { input_tokens: 12, output_tokens: 8 },
+  });
 const OVERLOADED_BODY = JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
 
+/** A plan with no outage: the backup model's. */
+export const ALWAYS_HEALTHY = { healthyMs: Infinity, outageMs: 0, stalledMs: 0, flappingMs: 0, flapMs: 1000, recoveryMs: 0 };
+
+/** When the provider recovers for good: the end of the outage, the stall and the flapping. */
+export const recoveredAt = (plan) => plan.healthyMs + plan.outageMs + plan.stalledMs + plan.flappingMs;
+
 /**
- * The provider's answer at `ms` after t0: `{ phase, down }`.
- * `plan`: { healthyMs, outageMs, flappingMs, flapMs, recoveryMs }.
+ * The provider's answer at `ms` after t0: `{ phase, down, stalled }` (`stalled`: no answer at all).
+ * `plan`: { healthyMs, outageMs, stalledMs, flappingMs, flapMs, recoveryMs }.
  */
 export function phaseAt(plan, ms) {
   const outageStart = plan.healthyMs;
-  const flapStart = outageStart + plan.outageMs;
-  const recovered = flapStart + plan.flappingMs;
-  if (ms < outageStart) return { phase: 'healthy', down: false };
-  if (ms < flapStart) return { phase: 'outage', down: true };
-  if (ms < recovered) {
+  const stallStart = outageStart + plan.outageMs;
+  const flapStart = stallStart + plan.stalledMs;
+  if (ms < outageStart) return { phase: 'healthy', down: false, stalled: false };
+  if (ms < stallStart) return { phase: 'outage', down: true, stalled: false };
+  if (ms < flapStart) return { phase: 'stalled', down: true, stalled: true };
+  if (ms < recoveredAt(plan)) {
     // Starts with a window of service: the provider seems back, then fails again.
     const window = Math.floor((ms - flapStart) / plan.flapMs);
-    return { phase: 'flapping', down: window % 2 === 1 };
+    return { phase: 'flapping', down: window % 2 === 1, stalled: false };
   }
-  return { phase: 'recovered', down: false };
+  return { phase: 'recovered', down: false, stalled: false };
 }
 
 /** A small deterministic PRNG (mulberry32). */
@@ -47,25 +57,29 @@ export function rng(seed) {
 
 /**
  * Starts a provider. `clock()` gives ms since t0 (negative before the run: healthy, not counted).
- * Counts each request that arrives during the run into per-second buckets.
+ * Counts each request that arrives during the run into per-second buckets. A request that arrives
+ * while it is stalled is held open until the caller gives up (or the provider is closed).
  */
-export async function startProvider({ plan, clock, seed = 1 }) {
+export async function startProvider({ plan, clock, seed = 1, model = 'claude-demo' }) {
   const random = rng(seed);
-  const stats = { calls: [], total: 0, duringOutage: 0, overloaded: 0 };
-  const recoveredAt = plan.healthyMs + plan.outageMs + plan.flappingMs;
+  const stats = { calls: [], total: 0, duringOutage: 0, overloaded: 0, stalled: 0 };
+  const recovered = recoveredAt(plan);
+  const answer = okBody(model);
   const sockets = new Set();
   const server = http.createServer((req, res) => {
     const now = clock();
-    const { down } = phaseAt(plan, Math.max(0, now));
+    const { down, stalled } = phaseAt(plan, Math.max(0, now));
     if (now >= 0) {
       const i = Math.floor(now / 1000);
       while (stats.calls.length <= i) stats.calls.push(0);
       stats.calls[i] += 1;
       stats.total += 1;
-      if (now >= plan.healthyMs && now < recoveredAt) stats.duringOutage += 1;
-      if (down) stats.overloaded += 1;
+      if (now >= plan.healthyMs && now < recovered) stats.duringOutage += 1;
+      if (stalled) stats.stalled += 1;
+      else if (down) stats.overloaded += 1;
     }
     req.resume();
+    if (stalled) return;
     // A real completion takes a while; an overload answer comes back quickly.
     const delay = down ? 40 + random() * 60 : 120 + random() * 160;
     setTimeout(() => {
@@ -73,7 +87,7 @@ export async function startProvider({ plan, clock, seed = 1 }) {
         'content-type': 'application/json',
         ...(down ? { 'retry-after': '1' } : {}),
       });
-      res.end(down ? OVERLOADED_BODY : OK_BODY);
+      res.end(down ? OVERLOADED_BODY : answer);
     }, delay);
   });
   server.on('connection', (s) => {

@@ -2,10 +2,12 @@
 # The main job, live: the Worker built from this crate runs in real workerd (Miniflare) with its
 # Durable Object holding one breaker shared by 6 app-Worker isolates, while simulated users send
 # ~20 requests/s through them to a fake LLM provider on 127.0.0.1 that answers 529 (overloaded)
-# for 20 s, flaps for 6 s, then recovers. The same run goes at once through per-isolate breakers
-# and through no breaker at all, each on its own Miniflare. It prints the object's state
-# transitions as they happen and a line per second, then a comparison table, and draws the
-# timeline into out/live.svg (breakwater-sim plot). Then the simulator replays seed 000's longer
+# for 15 s, stalls (never answers) for 10 s, flaps for 6 s, then recovers. Each request has a
+# 2.5 s deadline and falls back to a backup model (a second fake provider, healthy). The same run
+# goes at once through per-isolate breakers and through no breaker at all, each on its own
+# Miniflare. It prints the object's state transitions as they happen and a line per second, then
+# a comparison table (users left with no answer, answers by primary and backup, primary calls,
+# latency), and draws the timeline into out/live.svg (breakwater-sim plot). Then the simulator replays seed 000's longer
 # outage under four strategies (out/seed000.svg). About a minute once built; installs and builds
 # what it needs first (idempotent; the first run on a fresh machine compiles tools for minutes).
 # Every server it starts listens on 127.0.0.1 and is stopped at the end, on error and on Ctrl-C.

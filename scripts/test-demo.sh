@@ -2,9 +2,13 @@
 # The README's main-job command, run to completion in its short mode: `scripts/demo.sh --short`
 # (installs and builds what is missing, then the live demo in workerd with a few seconds per phase,
 # then the simulator's seed 000). Asserts that it finished by itself, that the object's state
-# transitions and the per-second lines were printed, that the table shows the shared breaker
-# spending fewer upstream calls during the outage than per-isolate breakers (and those fewer than
-# no breaker), that the SVG timelines were written, and that no process it started is left.
+# transitions, the per-second lines and the table were printed, and, from the totals in live.json:
+# that the backup model answered during the outage; that every answer is accounted for; that
+# every call that reached the stalled primary timed out, and the shared breaker let far fewer
+# reach it; that the shared breaker left far fewer users with no answer than no breaker, with a
+# lower p95 and p99; that it spent fewer primary calls during the outage than per-isolate breakers
+# (and those fewer than no breaker). Then that the SVG timelines were written, and that no process
+# it started is left.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,19 +39,51 @@ grep -q 'shared object: CLOSED → OPEN' "$out_log" || fail "no CLOSED → OPEN 
 grep -q 'shared object: HALF_OPEN → CLOSED' "$out_log" || fail "the shared object never closed again after the outage"
 grep -Eq '^\[ *[0-9.]+s\] outage +\|' "$out_log" || fail "no per-second line during the outage"
 
-# The comparison table: the "during outage" column (the third number after the strategy).
-during() {
-  local row
-  row=$(grep -m1 "^$1  " "$out_log") || fail "no table row for '$1'"
-  sed "s/^$1//" <<<"$row" | awk '{ print $3 }'
+grep -Eq '^\[ *[0-9.]+s\] stalled +\|' "$out_log" || fail "no per-second line during the stall"
+for row in 'shared breaker (Durable Object)' 'breaker per isolate' 'no breaker'; do
+  grep -q "^$row  " "$out_log" || fail "no table row for '$row'"
+done
+
+# The totals, from the recording the table was printed from.
+[ -s "$work/out/live.json" ] || fail "live.json was not written"
+facts=$(node - "$work/out/live.json" <<'JS'
+const j = JSON.parse(require('node:fs').readFileSync(process.argv[2], 'utf8'));
+const by = Object.fromEntries(j.strategies.map((s) => [s.key, s]));
+const { shared, local, none } = by;
+const problems = [];
+const check = (ok, what) => ok || problems.push(what);
+for (const [key, s] of Object.entries(by)) {
+  const answered = s.answered_by_primary + s.answered_by_backup + s.user_visible_errors;
+  check(answered === s.requests, `${key}: ${s.requests} requests, but ${answered} answered or failed`);
+  check(s.primary_timeouts >= s.upstream_stalled, `${key}: ${s.upstream_stalled} calls reached the stalled primary, only ${s.primary_timeouts} timed out`);
+  check(s.answered_by_backup >= s.failed_fast, `${key}: ${s.failed_fast} refused by the breaker, only ${s.answered_by_backup} answered by the backup`);
 }
-shared=$(during 'shared breaker (Durable Object)')
-local_=$(during 'breaker per isolate')
-none=$(during 'no breaker')
-log "upstream calls during the outage: shared $shared, per-isolate $local_, none $none"
-[[ "$shared" =~ ^[0-9]+$ && "$local_" =~ ^[0-9]+$ && "$none" =~ ^[0-9]+$ ]] || fail "could not read the table"
-[ "$shared" -lt "$local_" ] || fail "the shared breaker spent $shared upstream calls during the outage, per-isolate breakers $local_"
-[ "$local_" -lt "$none" ] || fail "per-isolate breakers spent $local_ upstream calls during the outage, no breaker $none"
+const first = Math.floor(j.outage_start_ms / j.bucket_ms);
+const last = Math.ceil(j.recovered_at_ms / j.bucket_ms);
+const backupDuringOutage = shared.backup.slice(first, last).reduce((a, b) => a + b, 0);
+check(backupDuringOutage > 0, 'shared: the backup answered nothing during the outage');
+check(none.primary_timeouts > 0, 'none: no primary call timed out in the stall');
+check(shared.primary_timeouts * 4 < none.primary_timeouts, `timed out: shared ${shared.primary_timeouts}, none ${none.primary_timeouts}`);
+check(shared.user_visible_errors * 4 < none.user_visible_errors, `user-visible errors: shared ${shared.user_visible_errors}, none ${none.user_visible_errors}`);
+check(shared.latency_p95_ms * 2 < none.latency_p95_ms, `p95: shared ${shared.latency_p95_ms} ms, none ${none.latency_p95_ms} ms`);
+check(shared.latency_p99_ms < none.latency_p99_ms, `p99: shared ${shared.latency_p99_ms} ms, none ${none.latency_p99_ms} ms`);
+check(shared.upstream_calls < none.upstream_calls, `primary calls: shared ${shared.upstream_calls}, none ${none.upstream_calls}`);
+const during = (s) => s.upstream_calls_during_outage;
+check(during(shared) < during(local), `primary calls during the outage: shared ${during(shared)}, per-isolate ${during(local)}`);
+check(during(local) < during(none), `primary calls during the outage: per-isolate ${during(local)}, none ${during(none)}`);
+if (problems.length) {
+  console.log(problems.join('; '));
+  process.exit(1);
+}
+console.log(
+  `user-visible errors shared ${shared.user_visible_errors} / none ${none.user_visible_errors}, ` +
+    `backup answers during the outage ${backupDuringOutage}, stalled-primary timeouts shared ${shared.primary_timeouts} / none ${none.primary_timeouts}, ` +
+    `p99 shared ${shared.latency_p99_ms} / none ${none.latency_p99_ms} ms, ` +
+    `primary calls during the outage shared ${during(shared)} < per-isolate ${during(local)} < none ${during(none)}`,
+);
+JS
+) || fail "live.json: $facts"
+log "live.json: $facts"
 
 for f in live.svg seed000.svg; do
   [ -s "$work/out/$f" ] || fail "$f was not written"
@@ -55,8 +91,6 @@ for f in live.svg seed000.svg; do
 done
 grep -q 'shared breaker: ' "$work/out/live.svg" || fail "live.svg has no shared-breaker panel"
 grep -q 'breaker per instance: ' "$work/out/live.svg" || fail "live.svg has no per-isolate panel"
-[ -s "$work/out/live.json" ] || fail "live.json was not written"
-
 # `breakwater-sim plot` names the field of a bad recording.
 printf '{"instances": 6, "strategies": [{"strategy": "sharde_breaker", "calls": [1, 2]}]}' >"$work/bad.json"
 err=$(target/release/breakwater-sim plot "$work/bad.json" --svg "$work/bad.svg" 2>&1) && fail "plot accepted a bad strategy name"
@@ -82,4 +116,4 @@ if [ ${#left[@]} -gt 0 ]; then
   printf '  left running: %s\n' "${left[@]}" >&2
   fail "${#left[@]} process(es) started by the demo are still running"
 fi
-log "ok: the demo ran to completion, shared $shared < per-isolate $local_ < none $none upstream calls during the outage, SVGs written, no process left"
+log "ok: the demo ran to completion ($facts), SVGs written, no process left"

@@ -365,7 +365,10 @@ pub enum SendError {
 }
 
 /// Runs `fut`, or gives `None` once `timer` fires first.
-async fn first<T>(fut: impl Future<Output = T>, timer: impl Future<Output = ()>) -> Option<T> {
+pub(crate) async fn first<T>(
+    fut: impl Future<Output = T>,
+    timer: impl Future<Output = ()>,
+) -> Option<T> {
     let mut fut = core::pin::pin!(fut);
     let mut timer = core::pin::pin!(timer);
     core::future::poll_fn(|cx| {

@@ -1,7 +1,13 @@
-//! `/app/*`: a small demonstration app guarding calls to `DEMO_UPSTREAM` through
-//! [`SharedBreaker`] (`DEMO_MODE = "shared"`, the default) or a per-isolate [`Breaker`]
-//! (`DEMO_MODE = "local"`), for the end-to-end tests and measurements. Off unless
+//! `/app/*`: a small demonstration app guarding calls to `DEMO_UPSTREAM` (the primary model)
+//! through [`SharedBreaker`] (`DEMO_MODE = "shared"`, the default) or a per-isolate [`Breaker`]
+//! (`DEMO_MODE = "local"`), for the end-to-end tests, measurements and the live demo. Off unless
 //! `DEMO_UPSTREAM` is set.
+//!
+//! Each `/app/call` has a deadline, `DEMO_DEADLINE_MS` (default 10 s): the primary may use all of
+//! it, and a call still unanswered then is abandoned and counts as a failure. When the breaker
+//! refuses the call, or the primary fails, the app asks `DEMO_BACKUP` (a backup model, if set)
+//! with whatever time is left. The answer says which of them answered (`answered_by`); `result`
+//! is the primary's outcome (`ok`, `failed` or `rejected`).
 
 use alloc::boxed::Box;
 use alloc::format;
@@ -11,14 +17,16 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use serde::Serialize;
-use worker::{Env, Fetch, Method, Request, Response, Result};
+use worker::{
+    AbortController, Delay, Env, Fetch, Method, ObjectNamespace, Request, Response, Result,
+};
 
 use super::http::{error_response, json_response, load_breakers};
 use super::BINDING;
 use crate::breaker::{Breaker, Outcome, State};
 use crate::clock::Timestamp;
 use crate::error::Error;
-use crate::worker::client::SharedBreaker;
+use crate::worker::client::{first, SharedBreaker};
 use crate::worker::lease::{ClientEvent, LeaseOptions};
 
 enum Guard {
@@ -35,18 +43,47 @@ std::thread_local! {
     static DEMO: RefCell<Option<Rc<DemoApp>>> = const { RefCell::new(None) };
 }
 
-fn demo(env: &Env) -> core::result::Result<(Rc<DemoApp>, String, String), String> {
-    let upstream = env
+/// Where `/app/call` goes, and how long it may take.
+struct Targets {
+    primary: String,
+    backup: Option<String>,
+    deadline_ms: u64,
+}
+
+/// `DEMO_DEADLINE_MS` when it is not set.
+const DEFAULT_DEADLINE_MS: u64 = 10_000;
+
+fn targets(env: &Env) -> core::result::Result<Targets, String> {
+    let primary = env
         .var("DEMO_UPSTREAM")
         .map(|v| v.to_string())
         .map_err(|_| String::from("off"))?;
+    let backup = env.var("DEMO_BACKUP").ok().map(|v| v.to_string());
+    let deadline_ms = match env.var("DEMO_DEADLINE_MS") {
+        Ok(v) => v
+            .to_string()
+            .parse::<u64>()
+            .ok()
+            .filter(|ms| *ms > 0)
+            .ok_or_else(|| String::from("DEMO_DEADLINE_MS: expected a positive integer"))?,
+        Err(_) => DEFAULT_DEADLINE_MS,
+    };
+    Ok(Targets {
+        primary,
+        backup,
+        deadline_ms,
+    })
+}
+
+fn demo(env: &Env) -> core::result::Result<(Rc<DemoApp>, Targets), String> {
+    let targets = targets(env)?;
     let name = env
         .var("DEMO_BREAKER")
         .map(|v| v.to_string())
         .map_err(|_| String::from("DEMO_BREAKER is not set"))?;
     let existing = DEMO.with(|d| d.borrow().clone());
     if let Some(app) = existing {
-        return Ok((app, upstream, name));
+        return Ok((app, targets));
     }
     let breakers = load_breakers(env)?;
     let spec = breakers
@@ -86,7 +123,7 @@ fn demo(env: &Env) -> core::result::Result<(Rc<DemoApp>, String, String), String
     };
     let app = Rc::new(DemoApp { guard, events });
     DEMO.with(|d| *d.borrow_mut() = Some(app.clone()));
-    Ok((app, upstream, name))
+    Ok((app, targets))
 }
 
 #[derive(Serialize)]
@@ -94,31 +131,69 @@ struct CallResult {
     result: &'static str,
     status: u16,
     retry_after_ms: u64,
+    /// The primary did not answer before the deadline.
+    timed_out: bool,
+    /// `"primary"`, `"backup"`, or `None` when the user got no answer.
+    answered_by: Option<&'static str>,
     state: Option<State>,
     fallback: bool,
     object_requests: u64,
 }
 
-async fn upstream_call(url: &str) -> core::result::Result<u16, u16> {
-    let url = match worker::Url::parse(url) {
-        Ok(u) => u,
-        Err(_) => return Err(0),
-    };
-    match Fetch::Url(url).send().await {
-        Ok(mut resp) => {
-            let status = resp.status_code();
-            let _ = resp.bytes().await;
-            if status >= 500 || status == 429 {
-                Err(status)
-            } else {
-                Ok(status)
-            }
+/// Why a call to a model gave no usable answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallError {
+    /// An error status (5xx or 429).
+    Status(u16),
+    /// No answer at all: a network error or a bad URL.
+    Unreachable,
+    /// No answer within the time it was given; the request was aborted.
+    TimedOut,
+}
+
+impl CallError {
+    fn status(self) -> u16 {
+        match self {
+            CallError::Status(s) => s,
+            CallError::Unreachable | CallError::TimedOut => 0,
         }
-        Err(_) => Err(0),
     }
 }
 
-fn classify(r: &core::result::Result<u16, u16>) -> Outcome {
+/// Calls `url`, giving up (and aborting the request) at `deadline`; past it, does not call.
+async fn upstream_call(url: &str, deadline: Timestamp) -> core::result::Result<u16, CallError> {
+    let url = worker::Url::parse(url).map_err(|_| CallError::Unreachable)?;
+    let left = deadline.0.saturating_sub(now().0);
+    if left == 0 {
+        return Err(CallError::TimedOut);
+    }
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let call = async {
+        let mut resp = Fetch::Url(url)
+            .send_with_signal(&signal)
+            .await
+            .map_err(|_| CallError::Unreachable)?;
+        let status = resp.status_code();
+        let _ = resp.bytes().await;
+        if status >= 500 || status == 429 {
+            Err(CallError::Status(status))
+        } else {
+            Ok(status)
+        }
+    };
+    let timer = Delay::from(core::time::Duration::from_millis(left));
+    match first(call, timer).await {
+        Some(result) => result,
+        None => {
+            controller.abort();
+            Err(CallError::TimedOut)
+        }
+    }
+}
+
+/// A timeout is a failure like any other: the breaker opens on stalls as on 529s.
+fn classify(r: &core::result::Result<u16, CallError>) -> Outcome {
     match r {
         Ok(s) if *s >= 400 => Outcome::Ignored,
         Ok(_) => Outcome::Success,
@@ -126,8 +201,35 @@ fn classify(r: &core::result::Result<u16, u16>) -> Outcome {
     }
 }
 
+/// The primary, through the breaker.
+async fn guarded_call(
+    app: &DemoApp,
+    ns: Option<&ObjectNamespace>,
+    url: &str,
+    deadline: Timestamp,
+) -> Result<core::result::Result<u16, Error<CallError>>> {
+    Ok(match (&app.guard, ns) {
+        (Guard::Shared(b), Some(ns)) => {
+            b.call_classified(ns, upstream_call(url, deadline), classify)
+                .await
+        }
+        (Guard::Local(b), _) => {
+            let admission = b.borrow_mut().acquire(now());
+            match admission.result {
+                Ok(permit) => {
+                    let r = upstream_call(url, deadline).await;
+                    let _ = b.borrow_mut().report(now(), permit, classify(&r));
+                    r.map_err(Error::Inner)
+                }
+                Err(rej) => Err(Error::Rejected(rej)),
+            }
+        }
+        (Guard::Shared(_), None) => return Err(worker::Error::RustError("no binding".into())),
+    })
+}
+
 pub(super) async fn app(req: Request, env: &Env, parts: &[&str]) -> Result<Response> {
-    let (app, upstream, _name) = match demo(env) {
+    let (app, targets) = match demo(env) {
         Ok(x) => x,
         Err(e) if e == "off" => return error_response(404, "not_found", "no such route"),
         Err(e) => return error_response(500, "misconfigured", &e),
@@ -138,53 +240,34 @@ pub(super) async fn app(req: Request, env: &Env, parts: &[&str]) -> Result<Respo
     };
     match (parts, req.method()) {
         (["app", "call"], Method::Post) => {
-            let (result, fallback) = match (&app.guard, &ns) {
-                (Guard::Shared(b), Some(ns)) => {
-                    let r = b
-                        .call_classified(ns, upstream_call(&upstream), classify)
-                        .await;
-                    (r, b.in_fallback())
+            let deadline = Timestamp(now().0.saturating_add(targets.deadline_ms));
+            let result = guarded_call(&app, ns.as_ref(), &targets.primary, deadline).await?;
+            let answered_by = match (&result, &targets.backup) {
+                (Ok(_), _) => Some("primary"),
+                (Err(_), Some(backup)) => {
+                    upstream_call(backup, deadline).await.ok().map(|_| "backup")
                 }
-                (Guard::Local(b), _) => {
-                    let admission = b.borrow_mut().acquire(now());
-                    let r = match admission.result {
-                        Ok(permit) => {
-                            let r = upstream_call(&upstream).await;
-                            let _ = b.borrow_mut().report(now(), permit, classify(&r));
-                            r.map_err(Error::Inner)
-                        }
-                        Err(rej) => Err(Error::Rejected(rej)),
-                    };
-                    (r, false)
-                }
-                _ => return error_response(500, "internal", "no binding"),
+                (Err(_), None) => None,
             };
             let (state, requests) = app_state(&app);
-            let body = match result {
-                Ok(status) => CallResult {
-                    result: "ok",
-                    status,
-                    retry_after_ms: 0,
-                    state,
-                    fallback,
-                    object_requests: requests,
-                },
-                Err(Error::Inner(status)) => CallResult {
-                    result: "failed",
-                    status,
-                    retry_after_ms: 0,
-                    state,
-                    fallback,
-                    object_requests: requests,
-                },
-                Err(Error::Rejected(r)) => CallResult {
-                    result: "rejected",
-                    status: 0,
-                    retry_after_ms: r.retry_after_ms,
-                    state,
-                    fallback,
-                    object_requests: requests,
-                },
+            let fallback = match &app.guard {
+                Guard::Shared(b) => b.in_fallback(),
+                Guard::Local(_) => false,
+            };
+            let (result, status, retry_after_ms, timed_out) = match result {
+                Ok(status) => ("ok", status, 0, false),
+                Err(Error::Inner(e)) => ("failed", e.status(), 0, e == CallError::TimedOut),
+                Err(Error::Rejected(r)) => ("rejected", 0, r.retry_after_ms, false),
+            };
+            let body = CallResult {
+                result,
+                status,
+                retry_after_ms,
+                timed_out,
+                answered_by,
+                state,
+                fallback,
+                object_requests: requests,
             };
             json_response(200, serde_json::to_string(&body).unwrap_or_default())
         }
