@@ -23,6 +23,7 @@
  */
 import {
   BreakerRegistry,
+  Chunks,
   Emitter,
   FallbackChain,
   checkKeys,
@@ -63,6 +64,15 @@ export interface GuardOptions {
   firstChunkTimeoutMs?: number;
   /** `streamText`: fail when the model sends nothing for this many ms while the answer is read. */
   idleTimeoutMs?: number;
+  /**
+   * `streamText`: the contingency for an answer that fails after its first words (cut, an error
+   * part, `idleTimeoutMs`); it is never retried. Its return value is appended as text to the
+   * answer's last text block, then the stream ends with an `error` part (the SDK's `onError` and
+   * `fullStream` see the failure; `toTextStreamResponse()` and `toUIMessageStreamResponse()` end
+   * normally, with the words sent so far and this text). Without it, a cut reaches the SDK as the
+   * stream's error (an aborted response), an error part as itself.
+   */
+  onInterrupted?: (error: unknown) => string | undefined;
 }
 
 /** `breakerMiddleware`'s options. */
@@ -254,12 +264,16 @@ function generateCall(generate: Generate, params: ModelCallOptions) {
  */
 function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
   let partError: unknown;
+  let textId: unknown; // the id of the last text block, for the contingency
   const state: { result?: { stream: ReadableStream<unknown>; response?: { headers?: Record<string, string> } } } = {};
   const options: StreamOptions<unknown> = {
     signal: params.abortSignal,
     firstChunkTimeoutMs: guard.firstChunkTimeoutMs,
     idleTimeoutMs: guard.idleTimeoutMs,
-    isContent: isContentPart,
+    isContent: (part) => {
+      if ((part as { type?: unknown }).type === 'text-delta') textId = (part as { id?: unknown }).id;
+      return isContentPart(part);
+    },
     errorOf: (part) => {
       const p = part as { type?: unknown; error?: unknown } | null;
       if (typeof p !== 'object' || p === null || p.type !== 'error') return undefined;
@@ -267,8 +281,21 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
       return partError;
     },
     onInterrupted: (error) => {
-      if (error === partError) return undefined;
-      throw error;
+      const extra = guard.onInterrupted?.(error);
+      if (guard.onInterrupted === undefined) {
+        if (error === partError) return undefined;
+        throw error;
+      }
+      // The contingency in the answer's text (in a block of its own when the answer had none),
+      // then the failure as an error part (one the provider sent has already gone through).
+      const parts: unknown[] = [];
+      if (extra !== undefined && extra !== '') {
+        if (textId === undefined) parts.push({ type: 'text-start', id: 'interrupted' });
+        parts.push({ type: 'text-delta', id: textId ?? 'interrupted', delta: extra });
+        if (textId === undefined) parts.push({ type: 'text-end', id: 'interrupted' });
+      }
+      if (error !== partError) parts.push({ type: 'error', error });
+      return new Chunks(parts);
     },
   };
   const call = (stream: Stream) => async (ctx?: CallContext) => {
@@ -279,12 +306,13 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
   return { options, state, call };
 }
 
-const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs'] as const;
+const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'onInterrupted'] as const;
 
 function checkGuard(o: Record<string, unknown>): GuardOptions {
   num('timeoutMs', o.timeoutMs, 0, 0);
   num('firstChunkTimeoutMs', o.firstChunkTimeoutMs, 0, 1);
   num('idleTimeoutMs', o.idleTimeoutMs, 0, 1);
+  if (o.onInterrupted !== undefined && typeof o.onInterrupted !== 'function') fail('onInterrupted', o.onInterrupted, 'a function', true);
   return o as GuardOptions;
 }
 

@@ -4,7 +4,7 @@ export * from './index.js';
 export { setGlue } from './glue.js';
 export { build as breakerConfig } from './breaker.js';
 export { outcomeCode } from './classify.js';
-export { guardStream } from './stream.js';
+export { Chunks, guardStream } from './stream.js';
 export { checkGuard, guardCall } from './call.js';
 export { checkKeys, fail, num, obj } from './options.js';
 export { Emitter } from './events.js';

@@ -221,6 +221,11 @@ function checkOptions<T>(options: StreamOptions<T> | undefined): StreamOptions<T
 
 const encoder = /* @__PURE__ */ new TextEncoder();
 
+/** Several chunks from one `onInterrupted` (for `breakwater/ai`: a text part, then an error part). @internal */
+export class Chunks {
+  constructor(readonly items: readonly unknown[]) {}
+}
+
 /**
  * Runs `fn` (already admitted) and guards what it streams; `settle` is called exactly once.
  * Resolves with the guarded stream once the first content chunk arrived.
@@ -402,7 +407,9 @@ export function guardStream<T>(
       if (onInterrupted === undefined) return out.error(e);
       try {
         const extra = await onInterrupted(e);
-        if (extra !== undefined) out.enqueue((typeof extra === 'string' && bytes ? encoder.encode(extra) : extra) as T);
+        for (const chunk of extra instanceof Chunks ? extra.items : extra === undefined ? [] : [extra]) {
+          out.enqueue((typeof chunk === 'string' && bytes ? encoder.encode(chunk) : chunk) as T);
+        }
         out.close();
       } catch (err) {
         out.error(err);

@@ -157,6 +157,23 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
       assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 0, failures: 1, ignored: 0 });
     });
 
+    test(`${label} ${name}: onInterrupted: a cut or an error part ends the answer with the contingency, once, never retried`, async () => {
+      const breaker = new CircuitBreaker(name);
+      const seen = [];
+      const options = { onInterrupted: (e) => (seen.push(e), ' [interrupted]') };
+      provider.cue({ cutAfter: 2 }, { errorAfter: 2 });
+      const cut = await drain(streamText({ model: guarded(p.model(), breaker, options), prompt: 'hi', maxRetries: 2 }));
+      assert.equal(cut.text, 'hello from  [interrupted]');
+      assert.equal(cut.thrown, undefined, 'the answer ends normally for the reader');
+      assert.equal(cut.errorParts.length, 1, 'the SDK still sees the failure as an error part');
+      // What a route returns: the plain text response carries the words and the contingency.
+      const res = streamText({ model: guarded(p.model(), breaker, options), prompt: 'hi', maxRetries: 2 }).toTextStreamResponse();
+      assert.equal(await res.text(), 'hello from  [interrupted]');
+      assert.equal(seen.length, 2);
+      assert.equal(provider.requests.length, 2);
+      assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
+    });
+
     test(`${label} ${name}: an error event before the first delta fails the attempt; the SDK retries it`, async () => {
       const breaker = new CircuitBreaker(name);
       provider.cue({ errorAfter: 0, headers: quick }, {});
@@ -283,6 +300,24 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
     assert.deepEqual(counts(backup), { admitted: 2, rejected: 0, successes: 2, failures: 0, ignored: 0 });
   });
 
+  test(`${label}: fallbackModel with onInterrupted: a cut after the first words stays on its tier, with the contingency`, async () => {
+    const primary = new CircuitBreaker('primary-cut');
+    const backup = new CircuitBreaker('backup-cut');
+    const model = fallbackModel(
+      [
+        { model: anthropic('claude-test'), breaker: primary },
+        { model: openai.chat('gpt-test'), breaker: backup },
+      ],
+      { onInterrupted: () => ' [interrupted]' },
+    );
+    provider.cue({ cutAfter: 2 });
+    const res = streamText({ model, prompt: 'hi', maxRetries: 2, onError: () => {} }).toTextStreamResponse();
+    assert.equal(await res.text(), 'hello from  [interrupted]');
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages']);
+    assert.deepEqual(counts(primary), { admitted: 1, rejected: 0, successes: 0, failures: 1, ignored: 0 });
+    assert.deepEqual(counts(backup), { admitted: 0, rejected: 0, successes: 0, failures: 0, ignored: 0 });
+  });
+
   test(`${label}: fallbackModel: every tier refused → CircuitOpenError, not retried; a 400 stops the chain`, async () => {
     const a = new CircuitBreaker('a');
     const b = new CircuitBreaker('b', { resetTimeout: 5000 });
@@ -387,6 +422,7 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
     const v2 = { ...model, specificationVersion: 'v2', provider: 'p', modelId: 'm', supportedUrls: {}, doGenerate() {}, doStream() {} };
     assert.throws(() => fallbackModel([{ model, breaker }, { model: v2, breaker }]), /invalid option "tiers\[1\]\.model\.specificationVersion": "v2"/);
     assert.throws(() => fallbackModel([{ model, breaker: {} }]), /invalid option "tiers\[0\]\.breaker"/);
+    assert.throws(() => breakerMiddleware(new CircuitBreaker('m'), { onInterrupted: 'sorry' }), /invalid option "onInterrupted": "sorry" \(expected a function\)/);
   });
 }
 

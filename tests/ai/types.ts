@@ -12,7 +12,9 @@ const b = new CircuitBreaker('a');
 const s = new StoreCircuitBreaker('s', { store: new MemoryStore() });
 const m1 = wrapLanguageModel({ model: anthropic('x'), middleware: breakerMiddleware(b) });
 const m2 = wrapLanguageModel({ model: openai.chat('x'), middleware: [breakerMiddleware(s, { idleTimeoutMs: 5 })] });
-const fb = fallbackModel([{ model: anthropic('x'), breaker: b }, { model: openai.chat('y'), breaker: s }]);
+const fb = fallbackModel([{ model: anthropic('x'), breaker: b }, { model: openai.chat('y'), breaker: s }], {
+  onInterrupted: (e: unknown) => `\n[interrupted: ${String(e)}]`,
+});
 fb.onTier((e) => e.outcome);
 export async function f() {
   await generateText({ model: m1, prompt: 'hi' });
