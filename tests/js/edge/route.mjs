@@ -3,7 +3,31 @@ import { CircuitBreaker, isCircuitOpenError, withRetry } from 'breakwater';
 
 const breaker = new CircuitBreaker('edge-upstream', { failureThreshold: 2, resetTimeout: 60_000 });
 
+const streams = new CircuitBreaker('edge-stream', { failureThreshold: 5, resetTimeout: 60_000 });
+
+/** breaker.stream in the edge runtime: an answer of two chunks, whole or cut mid-answer. */
+async function stream(cut) {
+  const enc = new TextEncoder();
+  const chunks = ['Hel', 'lo'];
+  const body = await streams.stream(
+    () =>
+      new ReadableStream({
+        async pull(c) {
+          await new Promise((r) => setTimeout(r, 5));
+          if (chunks.length) c.enqueue(enc.encode(chunks.shift()));
+          else if (cut) c.error(new TypeError('terminated'));
+          else c.close();
+        },
+      }),
+    { onInterrupted: () => ' [interrupted]', idleTimeoutMs: 1000 },
+  );
+  const text = await new Response(body).text();
+  return Response.json({ text, successes: streams.stats.successes, failures: streams.stats.failures });
+}
+
 async function handle(request) {
+  const path = new URL(request.url).pathname;
+  if (path === '/api/stream') return stream(new URL(request.url).searchParams.has('cut'));
   const upstream = new URL(request.url).searchParams.get('upstream');
   try {
     const res = await breaker.execute(() =>

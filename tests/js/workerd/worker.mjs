@@ -2,12 +2,41 @@
 import { CircuitBreaker, isCircuitOpenError, BreakerRegistry } from 'breakwater';
 
 const registry = new BreakerRegistry({ failureThreshold: 2, resetTimeout: 60_000 });
+const streams = new CircuitBreaker('stream', { failureThreshold: 5, resetTimeout: 60_000 });
+
+/** An answer in two chunks, then the end or a cut. */
+function answer(cut) {
+  const enc = new TextEncoder();
+  const chunks = ['Hel', 'lo'];
+  return new ReadableStream({
+    async pull(c) {
+      await new Promise((r) => setTimeout(r, 5));
+      if (chunks.length) c.enqueue(enc.encode(chunks.shift()));
+      else if (cut) c.error(new TypeError('terminated'));
+      else c.close();
+    },
+  });
+}
 
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     if (url.pathname === '/snapshot') {
       return Response.json(registry.toJSON());
+    }
+    if (url.pathname === '/stream') {
+      // breaker.stream in workerd: a whole answer, or one cut mid-answer (partial + contingency).
+      const body = await streams.stream(() => answer(url.searchParams.has('cut')), {
+        onInterrupted: () => ' [interrupted]',
+        idleTimeoutMs: 1000,
+      });
+      const text = await new Response(body).text();
+      const { successes, failures } = streams.stats;
+      return Response.json({ text, successes, failures });
+    }
+    if (url.pathname === '/stream-upstream') {
+      const e = await streams.stream(() => fetch(env.UPSTREAM)).catch((x) => x);
+      return Response.json({ name: e.name, status: e.status, failures: streams.stats.failures });
     }
     const breaker = registry.get(url.searchParams.get('provider') ?? 'anthropic');
     try {

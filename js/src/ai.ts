@@ -1,0 +1,447 @@
+/**
+ * `breakwater/ai`: the Vercel AI SDK integration.
+ *
+ * - `breakerMiddleware(breaker)` for `wrapLanguageModel`: every attempt the SDK makes is one
+ *   guarded call. An OPEN breaker throws `CircuitOpenError`, which the SDK does not retry.
+ * - `fallbackModel([{ model }, { model }])`: a language model that answers from the first tier
+ *   whose breaker admits the call (a `FallbackChain` of models).
+ *
+ * Works with AI SDK 6 (language model specification v3) and AI SDK 7 (v4): it reads only what
+ * both specifications share (call options' `abortSignal`, stream part types, generated content)
+ * and imports nothing from `ai` at run time.
+ *
+ * ```ts
+ * import { wrapLanguageModel, streamText } from 'ai';
+ * import { anthropic } from '@ai-sdk/anthropic';
+ * import { CircuitBreaker } from 'breakwater';
+ * import { breakerMiddleware } from 'breakwater/ai';
+ *
+ * const breaker = new CircuitBreaker('anthropic', { failureThreshold: 5 });
+ * const model = wrapLanguageModel({ model: anthropic('claude-sonnet-4-5'), middleware: breakerMiddleware(breaker) });
+ * ```
+ * @packageDocumentation
+ */
+import {
+  BreakerRegistry,
+  Emitter,
+  FallbackChain,
+  checkKeys,
+  classifyError,
+  fail,
+  num,
+  obj,
+  type CallContext,
+  type ChainBreaker,
+  type CircuitBreakerOptions,
+  type StreamOptions,
+  type TierEvent,
+  type Unsubscribe,
+} from 'breakwater';
+
+/** What breakwater reads of a model call's options (v3 and v4 alike). */
+export interface ModelCallOptions {
+  abortSignal?: AbortSignal;
+}
+
+/** A language model as both specifications shape it (`LanguageModelV3`, `LanguageModelV4`). */
+export interface LanguageModelLike {
+  readonly specificationVersion: string;
+  readonly provider: string;
+  readonly modelId: string;
+  readonly supportedUrls: PromiseLike<Record<string, RegExp[]>> | Record<string, RegExp[]>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each specification's own call options
+  doGenerate(options: any): PromiseLike<unknown>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- likewise
+  doStream(options: any): PromiseLike<{ stream: ReadableStream<unknown> }>;
+}
+
+/** How long an attempt may take; each is optional and off by default. */
+export interface GuardOptions {
+  /** `generateText`: fail an attempt (a `TimeoutError`, counted) after this many ms. */
+  timeoutMs?: number;
+  /** `streamText`: fail an attempt when no content arrived within this many ms. */
+  firstChunkTimeoutMs?: number;
+  /** `streamText`: fail when the model sends nothing for this many ms while the answer is read. */
+  idleTimeoutMs?: number;
+}
+
+/** `breakerMiddleware`'s options. */
+export type BreakerMiddlewareOptions = GuardOptions;
+
+/**
+ * The middleware `breakerMiddleware` returns. Its `specificationVersion` is `'v3'`: AI SDK 6
+ * requires that value and AI SDK 7 accepts any (its `wrapLanguageModel` hands it v4 models and
+ * calls; the middleware reads only what v3 and v4 share). Its wrappers are generic, so the object
+ * fits `LanguageModelV3Middleware` and AI SDK 7's `LanguageModelMiddleware` alike.
+ */
+export interface BreakerMiddleware {
+  readonly specificationVersion: 'v3';
+  wrapGenerate: <R>(options: {
+    doGenerate: () => PromiseLike<R>;
+    params: ModelCallOptions;
+    model: LanguageModelLike;
+  }) => Promise<R>;
+  wrapStream: <S extends { stream: ReadableStream<unknown> }>(options: {
+    doStream: () => PromiseLike<S>;
+    params: ModelCallOptions;
+    model: LanguageModelLike;
+  }) => Promise<S>;
+}
+
+/** One tier of `fallbackModel`. */
+export interface FallbackTier<M extends LanguageModelLike> {
+  model: M;
+  /**
+   * Its breaker: a `CircuitBreaker`, `SharedCircuitBreaker` or `StoreCircuitBreaker`. Default:
+   * the one named `provider:modelId` in `modelBreakers()` (one per model in the process).
+   */
+  breaker?: ChainBreaker;
+  /** Named in `onTier` events. Default: the breaker's name. */
+  name?: string;
+}
+
+/** `fallbackModel`'s options. */
+export interface FallbackModelOptions extends GuardOptions {
+  /** Named in the `CircuitOpenError` thrown when every tier refused. Default `"fallback-model"`. */
+  name?: string;
+  /** Whether an error moves on to the next tier (see `FallbackChainOptions.fallThrough`). */
+  fallThrough?: (error: unknown) => boolean;
+  /** Where tiers without a breaker find theirs. Default: `modelBreakers()`. */
+  registry?: BreakerRegistry;
+  /** Options of the breakers the registry creates for tiers without one (when it creates them). */
+  breakerOptions?: CircuitBreakerOptions;
+}
+
+/** The model `fallbackModel` returns: the tiers' specification, plus `onTier`. */
+export type FallbackModel<M extends LanguageModelLike> = Pick<
+  M,
+  'specificationVersion' | 'provider' | 'modelId' | 'supportedUrls' | 'doGenerate' | 'doStream'
+> & {
+  /** Tells which tier answered, was skipped (its breaker refused) or failed, call by call. */
+  onTier(listener: (event: TierEvent) => void): Unsubscribe;
+};
+
+// The AI SDK recognises its errors by these markers (`APICallError.isInstance`), whichever copy
+// of the SDK threw them; it retries an `APICallError` whose `isRetryable` is true.
+const SDK_ERROR = Symbol.for('vercel.ai.error');
+const API_CALL_ERROR = Symbol.for('vercel.ai.error.AI_APICallError');
+const ANSWER_ERROR = Symbol.for('breakwater.ModelAnswerError');
+
+/**
+ * A model's answer failed before any content: an `error` part in its stream (an overloaded
+ * model inside a 200 answer), or no content at all. It carries the AI SDK's `APICallError`
+ * markers, so the SDK retries it (`isRetryable`) as it would an HTTP failure, and a fallback
+ * moves on. The breaker counts it as a failure.
+ */
+export class ModelAnswerError extends Error {
+  readonly isModelAnswerError = true as const;
+  /** `error-part`: the stream began with an error; `empty`: the model answered nothing. */
+  readonly kind: 'error-part' | 'empty';
+  /** The error part's error as the provider gave it (e.g. `{ type: 'overloaded_error', message }`). */
+  readonly error: unknown;
+  /** The status the error stands for, when it says (an `APICallError`'s, a 529 for `overloaded_error`…). */
+  readonly statusCode: number | undefined;
+  /** The answer's response headers (for `Retry-After`), when the provider gave them. */
+  readonly responseHeaders: Record<string, string> | undefined;
+  readonly isRetryable: boolean;
+
+  constructor(
+    kind: ModelAnswerError['kind'],
+    message: string,
+    details: { error?: unknown; statusCode?: number; responseHeaders?: Record<string, string>; isRetryable: boolean },
+  ) {
+    super(message, details.error === undefined ? undefined : { cause: details.error });
+    this.name = 'ModelAnswerError';
+    this.kind = kind;
+    this.error = details.error;
+    this.statusCode = details.statusCode;
+    this.responseHeaders = details.responseHeaders;
+    this.isRetryable = details.isRetryable;
+    const marks = this as unknown as Record<symbol, boolean>;
+    marks[SDK_ERROR] = marks[API_CALL_ERROR] = marks[ANSWER_ERROR] = true;
+  }
+}
+
+/** True for a `ModelAnswerError` from any copy of this package. */
+export function isModelAnswerError(err: unknown): err is ModelAnswerError {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[ANSWER_ERROR] === true;
+}
+
+/** An AI SDK `APICallError` (any copy) that carries an error status. */
+function isHttpApiCallError(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null || (err as Record<symbol, unknown>)[API_CALL_ERROR] !== true) return false;
+  const s = (err as { statusCode?: unknown }).statusCode;
+  return typeof s === 'number' && s >= 400;
+}
+
+function messageOf(err: unknown): string {
+  if (typeof err === 'string') return err;
+  const m = typeof err === 'object' && err !== null ? (err as { message?: unknown }).message : undefined;
+  if (typeof m === 'string') return m;
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    return String(err);
+  }
+}
+
+/** The error an `error` stream part stands for, as the attempt's failure. */
+function partFailure(error: unknown, headers: Record<string, string> | undefined): unknown {
+  if (isHttpApiCallError(error)) return error;
+  // breakwater's classification reads the provider's error type (overloaded_error...) from `error`.
+  const probe = new ModelAnswerError('error-part', '', { error, isRetryable: false });
+  const v = classifyError(probe);
+  return new ModelAnswerError('error-part', `the model's stream failed before any content: ${messageOf(error)}`, {
+    error,
+    ...(v.status !== undefined && v.status >= 400 ? { statusCode: v.status } : {}),
+    ...(headers !== undefined ? { responseHeaders: headers } : {}),
+    isRetryable: v.failure && v.retryable,
+  });
+}
+
+const emptyAnswer = (): ModelAnswerError =>
+  new ModelAnswerError('empty', 'the model answered with no content', { isRetryable: true });
+
+/** breakwater's `StreamError` for a stream that ended before its first content. */
+function isEmptyStream(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { isStreamError?: unknown; kind?: unknown };
+  return e.isStreamError === true && e.kind === 'empty';
+}
+
+// What counts as the answer having begun: a non-empty text, reasoning or tool-input delta, or a
+// whole part that is answer (a tool call or result, a file). Everything else (stream-start,
+// response metadata, block boundaries, providers' `custom` parts such as Anthropic's
+// message_start, sources, raw chunks) is held back until then, and released with it.
+const DELTAS = new Set(['text-delta', 'reasoning-delta', 'tool-input-delta']);
+const WHOLE = new Set(['tool-call', 'tool-result', 'tool-approval-request', 'file', 'reasoning-file']);
+
+function isContentPart(part: unknown): boolean {
+  if (typeof part !== 'object' || part === null) return false;
+  const { type, delta } = part as { type?: unknown; delta?: unknown };
+  if (typeof type !== 'string') return false;
+  return DELTAS.has(type) ? typeof delta === 'string' && delta !== '' : WHOLE.has(type);
+}
+
+/** A generated result with an answer in it (text, reasoning, a tool call, a file). */
+function hasContent(result: unknown): boolean {
+  const content = typeof result === 'object' && result !== null ? (result as { content?: unknown }).content : undefined;
+  if (!Array.isArray(content)) return true; // a shape this module does not know: not judged
+  return content.some((p: { type?: unknown; text?: unknown } | null) => {
+    if (typeof p !== 'object' || p === null || typeof p.type !== 'string') return false;
+    return p.type === 'text' || p.type === 'reasoning' ? typeof p.text === 'string' && p.text !== '' : WHOLE.has(p.type);
+  });
+}
+
+type Generate = (signal: AbortSignal | undefined) => PromiseLike<unknown>;
+type Stream = (signal: AbortSignal | undefined) => PromiseLike<{ stream: ReadableStream<unknown> }>;
+
+/** One guarded `doGenerate`: an empty answer fails it. The call for a `FallbackChain` tier. */
+function generateCall(generate: Generate, params: ModelCallOptions) {
+  // `SharedCircuitBreaker.execute` calls `fn()` without a context.
+  return async (ctx?: CallContext): Promise<unknown> => {
+    const result = await generate(ctx?.signal ?? params.abortSignal);
+    if (!hasContent(result)) throw emptyAnswer();
+    return result;
+  };
+}
+
+/**
+ * The guard's options for one `doStream`, and what it learns: the result whose stream it guards.
+ * An `error` part before the first content fails the attempt; after it the part reaches the
+ * reader and the stream ends there. A cut or a time-out after it reaches the reader as an error,
+ * as it would without the guard.
+ */
+function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
+  let partError: unknown;
+  const state: { result?: { stream: ReadableStream<unknown>; response?: { headers?: Record<string, string> } } } = {};
+  const options: StreamOptions<unknown> = {
+    signal: params.abortSignal,
+    firstChunkTimeoutMs: guard.firstChunkTimeoutMs,
+    idleTimeoutMs: guard.idleTimeoutMs,
+    isContent: isContentPart,
+    errorOf: (part) => {
+      const p = part as { type?: unknown; error?: unknown } | null;
+      if (typeof p !== 'object' || p === null || p.type !== 'error') return undefined;
+      partError = partFailure(p.error, state.result?.response?.headers);
+      return partError;
+    },
+    onInterrupted: (error) => {
+      if (error === partError) return undefined;
+      throw error;
+    },
+  };
+  const call = (stream: Stream) => async (ctx?: CallContext) => {
+    const result = await stream(ctx?.signal ?? params.abortSignal);
+    state.result = result;
+    return result.stream;
+  };
+  return { options, state, call };
+}
+
+const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs'] as const;
+
+function checkGuard(o: Record<string, unknown>): GuardOptions {
+  num('timeoutMs', o.timeoutMs, 0, 0);
+  num('firstChunkTimeoutMs', o.firstChunkTimeoutMs, 0, 1);
+  num('idleTimeoutMs', o.idleTimeoutMs, 0, 1);
+  return o as GuardOptions;
+}
+
+function checkBreaker(option: string, b: unknown): ChainBreaker {
+  const x = b as ChainBreaker | undefined;
+  if (typeof x?.execute !== 'function' || typeof x.stream !== 'function') {
+    fail(option, b, 'a breaker (CircuitBreaker, SharedCircuitBreaker or StoreCircuitBreaker)', true);
+  }
+  return x;
+}
+
+const rethrowEmpty = (e: unknown): never => {
+  throw isEmptyStream(e) ? emptyAnswer() : e;
+};
+
+/**
+ * A middleware for `wrapLanguageModel` that puts every attempt of the AI SDK behind `breaker`
+ * (a `CircuitBreaker`, or a `SharedCircuitBreaker` / `StoreCircuitBreaker`).
+ *
+ * - Refused (OPEN): `CircuitOpenError` (`isCircuitOpenError`), which the SDK does not retry;
+ *   the provider sees no request.
+ * - `generateText`: a failure is counted as breakwater classifies it (429, 5xx, 529, time-outs,
+ *   network errors fail; 400 and a cancel do not); an empty answer fails the attempt.
+ * - `streamText`: the stream is watched part by part. An `error` part, a time-out, a cut or the
+ *   end of the stream before the first text, reasoning or tool delta fails the attempt (the
+ *   call rejects: the SDK may retry, a fallback moves on). After it the failure is counted and
+ *   the stream goes on to the reader as the provider sent it (never retried).
+ * - The SDK's time-outs (`timeout`, `abortSignal: AbortSignal.timeout(…)`) count as failures; a
+ *   user's abort is ignored.
+ */
+export function breakerMiddleware(breaker: ChainBreaker, options: BreakerMiddlewareOptions = {}): BreakerMiddleware {
+  checkBreaker('breaker', breaker);
+  const o = obj('breakerMiddleware options', options) ?? {};
+  checkKeys('breakerMiddleware options', o, GUARD_KEYS);
+  const guard = checkGuard(o);
+  const execute = breaker.execute as (fn: (c: CallContext) => unknown, o?: object) => Promise<unknown>;
+  const stream = breaker.stream as (fn: (c: CallContext) => unknown, o?: object) => Promise<ReadableStream<unknown>>;
+  return {
+    specificationVersion: 'v3',
+    wrapGenerate: ({ params, model }) =>
+      execute.call(
+        breaker,
+        generateCall((signal) => model.doGenerate({ ...params, abortSignal: signal }), params),
+        { signal: params.abortSignal, timeoutMs: guard.timeoutMs },
+      ) as Promise<never>,
+    wrapStream: async ({ params, model }) => {
+      const g = streamGuard(params, guard);
+      const guarded = await stream
+        .call(breaker, g.call((signal) => model.doStream({ ...params, abortSignal: signal })), g.options)
+        .catch(rethrowEmpty);
+      return { ...g.state.result!, stream: guarded } as never;
+    },
+  };
+}
+
+const REGISTRY = Symbol.for('breakwater.ai.modelBreakers');
+
+/**
+ * The process-wide registry of `fallbackModel`'s default breakers, one per `provider:modelId`
+ * (e.g. `anthropic.messages:claude-sonnet-4-5`). Kept on `globalThis`, so separately bundled
+ * copies of this package (a route and a middleware, say) share it.
+ */
+export function modelBreakers(): BreakerRegistry {
+  const g = globalThis as unknown as Record<symbol, BreakerRegistry | undefined>;
+  return (g[REGISTRY] ??= new BreakerRegistry());
+}
+
+/** Per media type, the URL patterns every tier supports (same source and flags). */
+async function commonUrls(models: readonly LanguageModelLike[]): Promise<Record<string, RegExp[]>> {
+  const all = await Promise.all(models.map((m) => m.supportedUrls));
+  const [first, ...rest] = all;
+  const out: Record<string, RegExp[]> = {};
+  for (const [type, patterns] of Object.entries(first ?? {})) {
+    const kept = patterns.filter((p) => rest.every((r) => (r?.[type] ?? []).some((q) => q.source === p.source && q.flags === p.flags)));
+    if (kept.length > 0) out[type] = kept;
+  }
+  return out;
+}
+
+/**
+ * A language model that answers from the first tier whose breaker admits the call and whose
+ * answer begins, for `generateText` and `streamText` alike: an OPEN tier is skipped at once (no
+ * request), an upstream failure (429, 5xx, 529, time-out, an error before the first content, an
+ * empty answer) moves on to the next tier, a request error (400, 422) stops. When every tier
+ * refused, `CircuitOpenError` with the soonest `retryAfterMs`. Built on `FallbackChain`.
+ *
+ * Tiers must share one specification version (all AI SDK 6 providers, or all AI SDK 7). A tier
+ * without `breaker` uses the one named `provider:modelId` in `modelBreakers()`.
+ */
+export function fallbackModel<M extends LanguageModelLike>(
+  tiers: ReadonlyArray<FallbackTier<M>>,
+  options: FallbackModelOptions = {},
+): FallbackModel<M> {
+  if (!Array.isArray(tiers) || tiers.length === 0) fail('tiers', tiers, 'a non-empty array of { model, breaker? }', true);
+  const o = obj('fallbackModel options', options) ?? {};
+  checkKeys('fallbackModel options', o, [...GUARD_KEYS, 'name', 'fallThrough', 'registry', 'breakerOptions']);
+  const guard = checkGuard(o);
+  if (o.registry !== undefined && typeof (o.registry as BreakerRegistry | null)?.get !== 'function') {
+    fail('registry', o.registry, 'a BreakerRegistry', true);
+  }
+  const breakerOptions = obj('breakerOptions', o.breakerOptions);
+  let version: string | undefined;
+  const defs = tiers.map((t, i) => {
+    const tier = obj(`tiers[${i}]`, t) ?? fail(`tiers[${i}]`, t, 'an object { model, breaker? }', true);
+    checkKeys(`tiers[${i}]`, tier, ['model', 'breaker', 'name']);
+    const model = tier.model as M;
+    if (typeof model?.doGenerate !== 'function' || typeof model.doStream !== 'function' || typeof model.specificationVersion !== 'string') {
+      fail(`tiers[${i}].model`, model, 'a language model object (e.g. anthropic("claude-…"); model id strings are not supported)', true);
+    }
+    version ??= model.specificationVersion;
+    if (model.specificationVersion !== version) {
+      fail(`tiers[${i}].model.specificationVersion`, model.specificationVersion, `"${version}" like tiers[0] (one AI SDK version for every tier)`, true);
+    }
+    const breaker =
+      tier.breaker === undefined
+        ? ((o.registry as BreakerRegistry | undefined) ?? modelBreakers()).get(`${model.provider}:${model.modelId}`, breakerOptions)
+        : checkBreaker(`tiers[${i}].breaker`, tier.breaker);
+    return { model, breaker, ...(tier.name === undefined ? {} : { name: tier.name as string }) };
+  });
+  const chainOptions = {
+    name: (o.name as string | undefined) ?? 'fallback-model',
+    ...(o.fallThrough === undefined ? {} : { fallThrough: o.fallThrough as (e: unknown) => boolean }),
+  };
+  const events = new Emitter<TierEvent>();
+  /** A chain for one call: each tier's `call` closes over this call's options. */
+  const chain = <T>(call: (model: M) => (ctx?: CallContext) => T | Promise<T>): FallbackChain<T> => {
+    const c = new FallbackChain<T>(
+      defs.map((d) => ({ breaker: d.breaker, call: call(d.model), ...(d.name === undefined ? {} : { name: d.name }) })),
+      chainOptions,
+    );
+    if (events.size) c.onTier((e) => events.emit(e));
+    return c;
+  };
+  // Fail now, not on the first call, if the chain's own options are wrong.
+  chain(() => () => undefined);
+  const primary = defs[0]!.model;
+  let urls: Promise<Record<string, RegExp[]>> | undefined;
+  const model = {
+    specificationVersion: primary.specificationVersion,
+    provider: primary.provider,
+    modelId: primary.modelId,
+    get supportedUrls() {
+      return (urls ??= commonUrls(defs.map((d) => d.model)));
+    },
+    async doGenerate(params: ModelCallOptions) {
+      const c = chain((m) => generateCall((signal) => m.doGenerate({ ...params, abortSignal: signal }), params));
+      return (await c.execute({ signal: params.abortSignal, timeoutMs: guard.timeoutMs })).value;
+    },
+    async doStream(params: ModelCallOptions) {
+      // Tiers run one after another, so one guard serves them all: its result is the last
+      // tier's that was called, which is the one that answered.
+      const g = streamGuard(params, guard);
+      const c = chain((m) => g.call((signal) => m.doStream({ ...params, abortSignal: signal })));
+      const { value } = await c.stream<unknown>(g.options).catch(rethrowEmpty);
+      return { ...g.state.result!, stream: value };
+    },
+    onTier: (listener: (event: TierEvent) => void): Unsubscribe => events.subscribe(listener),
+  };
+  return model as unknown as FallbackModel<M>;
+}

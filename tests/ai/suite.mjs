@@ -1,0 +1,416 @@
+// The tests of breakwater/ai, one body for AI SDK 6 (tests/ai/v6, Node 20) and AI SDK 7
+// (tests/ai/v7, Node 22). Each folder's runner imports its own `ai`, providers and the packed
+// breakwater, and hands them here. Providers run against the local fake provider (127.0.0.1),
+// with the SDK's retries on where a test says so: `retry-after-ms` headers keep its waits short.
+import { test, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { startFakeProvider, STREAM_TEXT, errors } from '../js/fake-provider.mjs';
+
+/**
+ * @param {object} sdk
+ * @param {string} sdk.label 'ai@6' or 'ai@7'
+ * @param {object} sdk.ai the `ai` module
+ * @param {Function} sdk.MockModel MockLanguageModelV3 (ai@6) or MockLanguageModelV4 (ai@7)
+ * @param {string} sdk.spec the providers' specification version ('v3' or 'v4')
+ */
+export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, breakwater, bwai, store }) {
+  const { generateText, wrapLanguageModel, simulateReadableStream } = ai;
+  // Errors reach the tests through the stream; the SDK's default onError would log them too.
+  const streamText = (options) => ai.streamText({ onError: () => {}, ...options });
+  const { CircuitBreaker, BreakerRegistry, isCircuitOpenError, classifyError, retryAfterMs } = breakwater;
+  const { breakerMiddleware, fallbackModel, modelBreakers, isModelAnswerError } = bwai;
+  globalThis.AI_SDK_LOG_WARNINGS = false;
+
+  let provider;
+  let anthropic;
+  let openai;
+  before(async () => {
+    provider = await startFakeProvider();
+    anthropic = createAnthropic({ apiKey: 'test-key', baseURL: `${provider.url}/v1` });
+    openai = createOpenAI({ apiKey: 'test-key', baseURL: `${provider.url}/v1` });
+  });
+  after(() => provider.close());
+  beforeEach(() => provider.reset());
+
+  const providers = {
+    anthropic: { model: () => anthropic('claude-test'), error529: errors.anthropic[529], error429: errors.anthropic[429], path: '/v1/messages' },
+    openai: { model: () => openai.chat('gpt-test'), error529: errors.openai[503], error429: errors.openai[429], path: '/v1/chat/completions' },
+  };
+  const quick = { 'retry-after-ms': '1' };
+  const guarded = (model, breaker, options) => wrapLanguageModel({ model, middleware: breakerMiddleware(breaker, options) });
+  const counts = (b) => {
+    const s = b.stats;
+    return { admitted: s.admitted, rejected: s.rejected, successes: s.successes, failures: s.failures, ignored: s.ignored };
+  };
+  /** Reads a streamText result part by part: its text, its error parts, and what it threw. */
+  async function drain(result) {
+    let text = '';
+    const errorParts = [];
+    let thrown;
+    try {
+      for await (const part of result.fullStream) {
+        if (part.type === 'text-delta') text += part.text;
+        if (part.type === 'error') errorParts.push(part.error);
+      }
+    } catch (e) {
+      thrown = e;
+    }
+    return { text, errorParts, thrown };
+  }
+
+  const usage = {
+    inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 5, text: 5, reasoning: 0 },
+  };
+  const mock = () => {
+    const calls = { generate: 0, stream: 0 };
+    const model = new MockModel({
+      doGenerate: async () => {
+        calls.generate++;
+        return { content: [{ type: 'text', text: 'mock answer' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
+      },
+      doStream: async () => {
+        calls.stream++;
+        return {
+          stream: simulateReadableStream({
+            chunks: [
+              { type: 'text-start', id: '1' },
+              { type: 'text-delta', id: '1', delta: 'mock answer' },
+              { type: 'text-end', id: '1' },
+              { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+            ],
+          }),
+        };
+      },
+    });
+    return { model, calls };
+  };
+
+  test(`${label}: an OPEN breaker throws CircuitOpenError, which the SDK does not retry; the model is never called`, async () => {
+    const { model, calls } = mock();
+    const breaker = new CircuitBreaker('mock');
+    breaker.isolate();
+    const err = await generateText({ model: guarded(model, breaker), prompt: 'hi', maxRetries: 2 }).catch((e) => e);
+    assert.ok(isCircuitOpenError(err), `got ${err?.name}`);
+    assert.equal(err.breaker, 'mock');
+
+    const r = streamText({ model: guarded(model, breaker), prompt: 'hi', maxRetries: 2 });
+    const { text, errorParts } = await drain(r);
+    assert.equal(text, '');
+    assert.equal(errorParts.length, 1);
+    assert.ok(isCircuitOpenError(errorParts[0]));
+    assert.deepEqual(calls, { generate: 0, stream: 0 });
+    assert.deepEqual(counts(breaker), { admitted: 0, rejected: 2, successes: 0, failures: 0, ignored: 0 }, 'one refusal per call: no retry');
+  });
+
+  test(`${label}: the mock model's answers pass through and count as successes`, async () => {
+    const { model, calls } = mock();
+    const breaker = new CircuitBreaker('mock');
+    const g = await generateText({ model: guarded(model, breaker), prompt: 'hi' });
+    assert.equal(g.text, 'mock answer');
+    const s = streamText({ model: guarded(model, breaker), prompt: 'hi' });
+    assert.equal(await s.text, 'mock answer');
+    assert.deepEqual(calls, { generate: 1, stream: 1 });
+    assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 2, failures: 0, ignored: 0 });
+  });
+
+  for (const [name, p] of Object.entries(providers)) {
+    test(`${label} ${name}: a failing status then success with the SDK's retries: one failure, one success`, async () => {
+      const breaker = new CircuitBreaker(name);
+      provider.cue({ status: name === 'anthropic' ? 529 : 503, headers: quick, body: p.error529 });
+      const g = await generateText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 2 });
+      assert.equal(g.text, 'hello from the fake provider');
+      assert.equal(provider.requests.length, 2);
+      assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 1, failures: 1, ignored: 0 });
+
+      provider.reset();
+      provider.cue({ status: name === 'anthropic' ? 529 : 503, headers: quick, body: p.error529 });
+      const s = streamText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 2 });
+      assert.equal(await s.text, STREAM_TEXT);
+      assert.equal(provider.requests.length, 2);
+      assert.deepEqual(counts(breaker), { admitted: 4, rejected: 0, successes: 2, failures: 2, ignored: 0 });
+    });
+
+    test(`${label} ${name}: Retry-After is read from APICallError.responseHeaders and from RetryError.lastError`, async () => {
+      provider.cue({ status: 429, headers: { 'retry-after': '7' }, body: p.error429 });
+      const err = await generateText({ model: p.model(), prompt: 'hi', maxRetries: 0 }).catch((e) => e);
+      assert.equal(err.statusCode, 429);
+      assert.equal(retryAfterMs(err), 7000);
+      assert.equal(classifyError(err).class, 'rate-limited');
+
+      provider.cue({ status: 429, headers: { 'retry-after-ms': '3' }, body: p.error429 }, { status: 429, headers: { 'retry-after-ms': '3' }, body: p.error429 });
+      const retryError = await generateText({ model: p.model(), prompt: 'hi', maxRetries: 1 }).catch((e) => e);
+      assert.equal(retryError.reason, 'maxRetriesExceeded');
+      assert.equal(retryError.errors.length, 2);
+      assert.equal(retryAfterMs(retryError), 3);
+      assert.deepEqual([classifyError(retryError).class, classifyError(retryError).status], ['rate-limited', 429]);
+    });
+
+    test(`${label} ${name}: a stream cut mid-answer: one failure, no retry, the text so far delivered`, async () => {
+      const breaker = new CircuitBreaker(name);
+      provider.cue({ cutAfter: 2 });
+      const r = streamText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 2 });
+      const { text, thrown } = await drain(r);
+      assert.equal(text, 'hello from ');
+      assert.ok(thrown, 'the cut reaches the reader as it would without the middleware');
+      assert.equal(provider.requests.length, 1);
+      assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 0, failures: 1, ignored: 0 });
+    });
+
+    test(`${label} ${name}: an error event before the first delta fails the attempt; the SDK retries it`, async () => {
+      const breaker = new CircuitBreaker(name);
+      provider.cue({ errorAfter: 0, headers: quick }, {});
+      const r = streamText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 2 });
+      const { text, errorParts } = await drain(r);
+      assert.equal(text, STREAM_TEXT);
+      assert.deepEqual(errorParts, [], 'the retried answer is clean');
+      assert.equal(provider.requests.length, 2);
+      assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 1, failures: 1, ignored: 0 });
+
+      // Without retries the reader gets the attempt's error: retryable, with the provider's type.
+      provider.reset();
+      provider.cue({ errorAfter: 0 });
+      const once = await drain(streamText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 0 }));
+      assert.equal(once.errorParts.length, 1);
+      const e = once.errorParts[0];
+      assert.equal(e.isRetryable, true);
+      assert.equal(classifyError(e).failure, true);
+      if (name === 'anthropic') {
+        assert.ok(isModelAnswerError(e));
+        assert.equal(e.kind, 'error-part');
+        assert.equal(e.error.type, 'overloaded_error');
+        assert.equal(classifyError(e).class, 'overloaded');
+      }
+      assert.equal(provider.requests.length, 1);
+      assert.deepEqual(counts(breaker), { admitted: 3, rejected: 0, successes: 1, failures: 2, ignored: 0 });
+    });
+
+    test(`${label} ${name}: an error event after the first delta: one failure, no retry, the part reaches the reader`, async () => {
+      const breaker = new CircuitBreaker(name);
+      provider.cue({ errorAfter: 2 });
+      const { text, errorParts, thrown } = await drain(streamText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 2 }));
+      assert.equal(text, 'hello from ');
+      assert.equal(errorParts.length, 1);
+      assert.equal(thrown, undefined);
+      assert.equal(provider.requests.length, 1);
+      assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 0, failures: 1, ignored: 0 });
+    });
+
+    test(`${label} ${name}: an empty answer is a failure (stream and generate)`, async () => {
+      const breaker = new CircuitBreaker(name);
+      provider.cue({ empty: true });
+      const { text, errorParts } = await drain(streamText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 0 }));
+      assert.equal(text, '');
+      assert.equal(errorParts.length, 1);
+      assert.ok(isModelAnswerError(errorParts[0]));
+      assert.equal(errorParts[0].kind, 'empty');
+
+      const empty = name === 'anthropic' ? { body: { ...emptyAnthropic } } : { body: emptyOpenai };
+      provider.cue(empty);
+      const err = await generateText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 0 }).catch((e) => e);
+      assert.ok(isModelAnswerError(err), `got ${err?.name}`);
+      assert.equal(provider.requests.length, 2);
+      assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
+    });
+
+    test(`${label} ${name}: a stall ended by the SDK's timeout or AbortSignal.timeout is a failure`, async () => {
+      const breaker = new CircuitBreaker(name);
+      provider.cue({ stall: 'headers' });
+      const a = await drain(streamText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 2, timeout: 200 }));
+      assert.equal(a.text, '');
+      provider.cue({ stall: 'silent' });
+      const b = await drain(streamText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 2, abortSignal: AbortSignal.timeout(200) }));
+      assert.equal(b.text, '');
+      provider.cue({ stall: 'silent' });
+      const err = await generateText({ model: guarded(p.model(), breaker), prompt: 'hi', maxRetries: 2, timeout: 200 }).catch((e) => e);
+      assert.equal(err.name, 'TimeoutError');
+      assert.equal(provider.requests.length, 3, 'time-outs are not retried by the SDK');
+      assert.deepEqual(counts(breaker), { admitted: 3, rejected: 0, successes: 0, failures: 3, ignored: 0 });
+    });
+
+    test(`${label} ${name}: a user's abort is ignored`, async () => {
+      const breaker = new CircuitBreaker(name);
+      provider.cue({ stall: 'headers' }, { stall: 'silent' });
+      const c1 = new AbortController();
+      const s = drain(streamText({ model: guarded(p.model(), breaker), prompt: 'hi', abortSignal: c1.signal }));
+      await until(() => provider.requests.length === 1);
+      c1.abort();
+      assert.equal((await s).text, '');
+      const c2 = new AbortController();
+      const g = generateText({ model: guarded(p.model(), breaker), prompt: 'hi', abortSignal: c2.signal }).catch((e) => e);
+      await until(() => provider.requests.length === 2);
+      c2.abort();
+      assert.equal((await g).name, 'AbortError');
+      assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 0, ignored: 2 });
+    });
+  }
+
+  test(`${label}: fallbackModel: primary OPEN → the backup answers, no request to the primary (generate and stream)`, async () => {
+    const primary = new CircuitBreaker('primary');
+    const backup = new CircuitBreaker('backup');
+    primary.isolate();
+    const model = fallbackModel([
+      { model: anthropic('claude-test'), breaker: primary },
+      { model: openai.chat('gpt-test'), breaker: backup },
+    ]);
+    const events = [];
+    model.onTier((e) => events.push(`${e.tier}:${e.outcome}`));
+    const g = await generateText({ model, prompt: 'hi' });
+    assert.equal(g.text, 'hello from the fake provider');
+    const s = streamText({ model, prompt: 'hi' });
+    assert.equal(await s.text, STREAM_TEXT);
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/chat/completions', '/v1/chat/completions']);
+    assert.deepEqual(events, ['0:skipped', '1:answered', '0:skipped', '1:answered']);
+    assert.deepEqual(counts(primary), { admitted: 0, rejected: 2, successes: 0, failures: 0, ignored: 0 });
+    assert.deepEqual(counts(backup), { admitted: 2, rejected: 0, successes: 2, failures: 0, ignored: 0 });
+  });
+
+  test(`${label}: fallbackModel: primary 529 → the backup answers in the same attempt (generate and stream)`, async () => {
+    const primary = new CircuitBreaker('primary');
+    const backup = new CircuitBreaker('backup');
+    const model = fallbackModel([
+      { model: anthropic('claude-test'), breaker: primary },
+      { model: openai.chat('gpt-test'), breaker: backup },
+    ]);
+    provider.cue({ status: 529, body: errors.anthropic[529] }, {});
+    const g = await generateText({ model, prompt: 'hi', maxRetries: 2 });
+    assert.equal(g.text, 'hello from the fake provider');
+    provider.cue({ errorAfter: 0 }, {});
+    const s = streamText({ model, prompt: 'hi', maxRetries: 2 });
+    assert.equal(await s.text, STREAM_TEXT);
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/chat/completions', '/v1/messages', '/v1/chat/completions']);
+    assert.deepEqual(counts(primary), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
+    assert.deepEqual(counts(backup), { admitted: 2, rejected: 0, successes: 2, failures: 0, ignored: 0 });
+  });
+
+  test(`${label}: fallbackModel: every tier refused → CircuitOpenError, not retried; a 400 stops the chain`, async () => {
+    const a = new CircuitBreaker('a');
+    const b = new CircuitBreaker('b', { resetTimeout: 5000 });
+    a.isolate();
+    b.recordFailure();
+    b.recordFailure();
+    b.recordFailure();
+    b.recordFailure();
+    b.recordFailure();
+    const model = fallbackModel([{ model: anthropic('claude-test'), breaker: a }, { model: openai.chat('gpt-test'), breaker: b }]);
+    const err = await generateText({ model, prompt: 'hi', maxRetries: 2 }).catch((e) => e);
+    assert.ok(isCircuitOpenError(err));
+    assert.ok(err.retryAfterMs > 0 && err.retryAfterMs <= 5000, `retryAfterMs ${err.retryAfterMs}`);
+    assert.equal(provider.requests.length, 0);
+
+    const c = new CircuitBreaker('c');
+    const d = new CircuitBreaker('d');
+    const stops = fallbackModel([{ model: anthropic('claude-test'), breaker: c }, { model: openai.chat('gpt-test'), breaker: d }]);
+    provider.cue({ status: 400, body: errors.anthropic[400] });
+    const bad = await generateText({ model: stops, prompt: 'hi', maxRetries: 2 }).catch((e) => e);
+    assert.equal(bad.statusCode, 400);
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages'], 'a request error is not sent to the backup');
+    assert.deepEqual(counts(c), { admitted: 1, rejected: 0, successes: 0, failures: 0, ignored: 1 });
+  });
+
+  test(`${label}: fallbackModel: default breakers, one per provider:modelId, in a registry on globalThis`, async () => {
+    const registry = modelBreakers();
+    assert.equal(registry, globalThis[Symbol.for('breakwater.ai.modelBreakers')]);
+    assert.ok(registry instanceof BreakerRegistry);
+    const model = fallbackModel([{ model: anthropic('claude-default') }, { model: openai.chat('gpt-default') }], {
+      breakerOptions: { failureThreshold: 1 },
+    });
+    provider.cue({ status: 529, body: errors.anthropic[529] }, {}, {});
+    await generateText({ model, prompt: 'hi', maxRetries: 0 });
+    await generateText({ model, prompt: 'hi', maxRetries: 0 });
+    const primary = registry.get('anthropic.messages:claude-default');
+    assert.equal(primary.state, 'OPEN');
+    assert.deepEqual(counts(primary), { admitted: 1, rejected: 1, successes: 0, failures: 1, ignored: 0 });
+    assert.equal(registry.get('openai.chat:gpt-default').stats.successes, 2);
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/chat/completions', '/v1/chat/completions']);
+  });
+
+  test(`${label}: maxRetries measured: in an outage the breaker caps the SDK's retries`, async () => {
+    // 5 calls, every answer 529, the SDK's default maxRetries (2).
+    const outage = () => Array.from({ length: 15 }, () => ({ status: 529, headers: quick, body: errors.anthropic[529] }));
+    provider.cue(...outage());
+    for (let i = 0; i < 5; i++) await generateText({ model: anthropic('claude-test'), prompt: 'hi' }).catch(() => {});
+    assert.equal(provider.requests.length, 15, 'without a breaker: 3 attempts per call');
+
+    provider.reset();
+    provider.cue(...outage());
+    const breaker = new CircuitBreaker('anthropic', { failureThreshold: 3 });
+    const model = guarded(anthropic('claude-test'), breaker);
+    const first = await generateText({ model, prompt: 'hi' }).catch((e) => e);
+    assert.equal(first.reason, 'maxRetriesExceeded');
+    for (let i = 0; i < 4; i++) {
+      const err = await generateText({ model, prompt: 'hi' }).catch((e) => e);
+      assert.ok(isCircuitOpenError(err), 'refused at once, not retried');
+    }
+    assert.equal(provider.requests.length, 3, 'with the breaker: the first call`s 3 attempts, then none');
+    assert.deepEqual(counts(breaker), { admitted: 3, rejected: 4, successes: 0, failures: 3, ignored: 0 });
+
+    // The breaker opening between two attempts ends the SDK's retries: RetryError, lastError the refusal.
+    provider.reset();
+    provider.cue(...outage());
+    const two = new CircuitBreaker('anthropic', { failureThreshold: 2 });
+    const err = await generateText({ model: guarded(anthropic('claude-test'), two), prompt: 'hi', maxRetries: 3 }).catch((e) => e);
+    assert.equal(err.reason, 'errorNotRetryable');
+    assert.ok(isCircuitOpenError(err.lastError));
+    assert.equal(classifyError(err).ignored, true, 'a RetryError is classified by its last error');
+    assert.equal(provider.requests.length, 2);
+  });
+
+  test(`${label}: a StoreCircuitBreaker guards the SDK through execute and stream alone`, async () => {
+    const breaker = new store.StoreCircuitBreaker('anthropic-store', {
+      store: new store.MemoryStore(),
+      breaker: { failureThreshold: 2 },
+    });
+    provider.cue({ status: 529, headers: quick, body: errors.anthropic[529] });
+    const g = await generateText({ model: guarded(anthropic('claude-test'), breaker), prompt: 'hi', maxRetries: 2 });
+    assert.equal(g.text, 'hello from the fake provider');
+    provider.cue({ errorAfter: 0 }, { cutAfter: 1 });
+    const s = await drain(streamText({ model: guarded(anthropic('claude-test'), breaker), prompt: 'hi', maxRetries: 0 }));
+    assert.equal(s.errorParts.length, 1);
+    const cut = await drain(streamText({ model: guarded(anthropic('claude-test'), breaker), prompt: 'hi', maxRetries: 0 }));
+    assert.equal(cut.text, 'hello ');
+    const view = await breaker.inspect();
+    assert.equal(view.state, 'OPEN');
+    const refused = await generateText({ model: guarded(anthropic('claude-test'), breaker), prompt: 'hi' }).catch((e) => e);
+    assert.ok(isCircuitOpenError(refused));
+    assert.equal(provider.requests.length, 4);
+  });
+
+  test(`${label}: bad options are named with their value`, () => {
+    const breaker = new CircuitBreaker('x');
+    assert.throws(() => breakerMiddleware({}), /invalid option "breaker": an object \(expected a breaker/);
+    assert.throws(() => breakerMiddleware(breaker, { timeoutMS: 5 }), /unknown option "timeoutMS" in breakerMiddleware options \(did you mean "timeoutMs"\?\)/);
+    assert.throws(() => breakerMiddleware(breaker, { idleTimeoutMs: -1 }), /invalid option "idleTimeoutMs": -1/);
+    assert.throws(() => fallbackModel([]), /invalid option "tiers": an array/);
+    assert.throws(() => fallbackModel([{ model: 'openai/gpt-5' }]), /invalid option "tiers\[0\]\.model": "openai\/gpt-5"/);
+    const { model } = mock();
+    const v2 = { ...model, specificationVersion: 'v2', provider: 'p', modelId: 'm', supportedUrls: {}, doGenerate() {}, doStream() {} };
+    assert.throws(() => fallbackModel([{ model, breaker }, { model: v2, breaker }]), /invalid option "tiers\[1\]\.model\.specificationVersion": "v2"/);
+    assert.throws(() => fallbackModel([{ model, breaker: {} }]), /invalid option "tiers\[0\]\.breaker"/);
+  });
+}
+
+const emptyAnthropic = {
+  id: 'msg_empty',
+  type: 'message',
+  role: 'assistant',
+  model: 'claude-test',
+  content: [],
+  stop_reason: 'end_turn',
+  stop_sequence: null,
+  usage: { input_tokens: 3, output_tokens: 0 },
+};
+const emptyOpenai = {
+  id: 'chatcmpl-empty',
+  object: 'chat.completion',
+  created: 1_700_000_000,
+  model: 'gpt-test',
+  choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 3, completion_tokens: 0, total_tokens: 3 },
+};
+
+/** Waits (bounded) until `cond()` holds. */
+async function until(cond) {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 2));
+  assert.ok(cond(), 'condition not reached');
+}

@@ -1,0 +1,23 @@
+// The README recipe's types against each AI SDK version: scripts/test-ai.sh type-checks a copy of this
+// file inside tests/ai/v6 and tests/ai/v7 (so that `ai` resolves to that folder's version).
+import { wrapLanguageModel, generateText, streamText } from 'ai';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import { CircuitBreaker } from 'breakwater';
+import { StoreCircuitBreaker, MemoryStore } from 'breakwater/store';
+import { breakerMiddleware, fallbackModel } from 'breakwater/ai';
+const anthropic = createAnthropic({ apiKey: 'k' });
+const openai = createOpenAI({ apiKey: 'k' });
+const b = new CircuitBreaker('a');
+const s = new StoreCircuitBreaker('s', { store: new MemoryStore() });
+const m1 = wrapLanguageModel({ model: anthropic('x'), middleware: breakerMiddleware(b) });
+const m2 = wrapLanguageModel({ model: openai.chat('x'), middleware: [breakerMiddleware(s, { idleTimeoutMs: 5 })] });
+const fb = fallbackModel([{ model: anthropic('x'), breaker: b }, { model: openai.chat('y'), breaker: s }]);
+fb.onTier((e) => e.outcome);
+export async function f() {
+  await generateText({ model: m1, prompt: 'hi' });
+  await generateText({ model: fb, prompt: 'hi' });
+  streamText({ model: fb, prompt: 'hi' });
+  streamText({ model: m2, prompt: 'hi' });
+  streamText({ model: wrapLanguageModel({ model: fb, middleware: breakerMiddleware(b) }), prompt: 'hi' });
+}

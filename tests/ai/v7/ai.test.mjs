@@ -1,0 +1,11 @@
+// breakwater/ai on AI SDK 7 (language model specification v4, Node 22): the shared body in ../suite.mjs.
+import * as ai from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import * as breakwater from 'breakwater';
+import * as bwai from 'breakwater/ai';
+import * as store from 'breakwater/store';
+import { suite } from '../suite.mjs';
+
+suite({ label: 'ai@7', ai, MockModel: MockLanguageModelV4, createAnthropic, createOpenAI, breakwater, bwai, store });
