@@ -1,6 +1,7 @@
-// End to end, in Chromium: the example app's streaming chat (/chat posting to /api/chat-stream),
-// built with `next build` and served by `next start` on 127.0.0.1, in front of a fake Anthropic
-// provider that streams server-sent events and serves two models, each with cues of its own.
+// End to end, in Chromium: the example app's streaming chat (/chat posting to /api/chat-stream,
+// or to /api/chat-ai through the Vercel AI SDK), built with `next build` and served by
+// `next start` on 127.0.0.1, in front of a fake Anthropic provider that streams server-sent
+// events and serves two models, each with cues of its own.
 // Every count of upstream requests is taken at the provider.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,6 +20,7 @@ const BACKUP = 'claude-haiku-4-5';
 const THRESHOLD = 3;
 const ADMIN_TOKEN = 'nextjs-admin-token-0123456789';
 const INTERRUPTED = '\n\n[The answer was interrupted. Please try again.]';
+const UNAVAILABLE = 'Every model is unavailable right now. Please try again later.';
 
 const sse = (event, data) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 const usage = (output_tokens) => ({ input_tokens: 3, output_tokens });
@@ -167,13 +169,18 @@ async function control(name, action) {
   return res.json();
 }
 
-/** Opens /chat, asks `prompt`; `whileStreaming(page)` runs once the answer has begun. */
-async function ask(prompt, whileStreaming) {
+/**
+ * Opens /chat, asks `prompt` through `route` (/api/chat-stream: over fetch; /api/chat-ai: the AI
+ * SDK); `whileStreaming(page)` runs once the question is sent.
+ */
+async function ask(prompt, { route = '/api/chat-stream', whileStreaming } = {}) {
   const page = await browser.newPage();
   try {
     await page.goto(`${base}/chat`);
+    await page.waitForSelector('button[type="submit"]:enabled'); // hydrated
+    await page.selectOption('select[name="route"]', route);
     await page.fill('input[name="prompt"]', prompt);
-    await page.click('button[type="submit"]'); // waits for hydration (the button is enabled then)
+    await page.click('button[type="submit"]');
     if (whileStreaming) await whileStreaming(page);
     await page.waitForSelector('#answer[data-status="done"], #answer[data-status="failed"]', { state: 'attached', timeout: 20_000 });
     const text = async (selector) => (await page.$(selector))?.textContent() ?? '';
@@ -192,10 +199,12 @@ test('a healthy answer renders word by word, then in full, from the primary mode
   let resume;
   const resumed = new Promise((r) => (resume = r));
   provider.cue(PRIMARY, { deltas: ['The ', 'breaker ', 'is ', 'closed.'], pauseAfter: 2, resume: resumed });
-  const r = await ask('healthy', async (page) => {
-    // The first two words are on the page while the provider still holds the rest.
-    await page.waitForFunction(() => document.querySelector('#answer')?.textContent === 'The breaker ', null, { timeout: 10_000 });
-    resume();
+  const r = await ask('healthy', {
+    whileStreaming: async (page) => {
+      // The first two words are on the page while the provider still holds the rest.
+      await page.waitForFunction(() => document.querySelector('#answer')?.textContent === 'The breaker ', null, { timeout: 10_000 });
+      resume();
+    },
   });
   assert.equal(r.status, 'done');
   assert.equal(r.answer, 'The breaker is closed.');
@@ -256,7 +265,7 @@ test('the primary failing before its first word falls to the backup; once OPEN i
   await control(BACKUP, 'isolate');
   const none = await ask('nobody');
   assert.equal(none.status, 'failed');
-  assert.match(none.error, /unavailable/);
+  assert.equal(none.error, UNAVAILABLE);
   assert.deepEqual(provider.countsFor('nobody'), { [PRIMARY]: 0, [BACKUP]: 0 });
   await control(BACKUP, 'reset');
   await control(PRIMARY, 'reset');
@@ -273,4 +282,62 @@ test('the breaker switch needs the admin token', async () => {
   });
   assert.equal(res.status, 403);
   assert.equal((await breakers())[PRIMARY].state, 'CLOSED');
+});
+
+// The same chat through the Vercel AI SDK (streamText over fallbackModel, the same breakers).
+const AI = { route: '/api/chat-ai' };
+
+test('AI SDK route: a healthy answer comes from the primary model', async () => {
+  const before = await breakers();
+  const r = await ask('ai healthy', AI);
+  assert.equal(r.status, 'done');
+  assert.equal(r.answer, `Hello from ${PRIMARY}.`);
+  assert.deepEqual(provider.countsFor('ai healthy'), { [PRIMARY]: 1, [BACKUP]: 0 });
+  const b = await breakers();
+  assert.equal(b[PRIMARY].stats.successes - before[PRIMARY].stats.successes, 1);
+  assert.equal(b[PRIMARY].stats.failures - before[PRIMARY].stats.failures, 0);
+});
+
+test('AI SDK route: with the primary OPEN the backup answers and the primary gets no request', async () => {
+  await control(PRIMARY, 'isolate');
+  try {
+    const before = await breakers();
+    assert.equal(before[PRIMARY].state, 'OPEN');
+    const r = await ask('ai open', AI);
+    assert.equal(r.status, 'done');
+    assert.equal(r.answer, `Hello from ${BACKUP}.`);
+    assert.deepEqual(provider.countsFor('ai open'), { [PRIMARY]: 0, [BACKUP]: 1 });
+    const b = await breakers();
+    assert.equal(b[PRIMARY].stats.rejected - before[PRIMARY].stats.rejected, 1);
+    assert.equal(b[BACKUP].stats.successes - before[BACKUP].stats.successes, 1);
+  } finally {
+    await control(PRIMARY, 'reset');
+  }
+});
+
+test('AI SDK route: a cut mid-answer shows the partial text once, then the contingency; one failure, no retry', async () => {
+  const before = (await breakers())[PRIMARY].stats;
+  provider.cue(PRIMARY, { deltas: ['The ', 'answer ', 'was ', 'cut.'], cutAfter: 2 });
+  const r = await ask('ai cut', AI);
+  assert.equal(r.status, 'done');
+  assert.equal(r.answer, `The answer ${INTERRUPTED}`);
+  assert.deepEqual(provider.countsFor('ai cut'), { [PRIMARY]: 1, [BACKUP]: 0 });
+  const after = (await breakers())[PRIMARY];
+  assert.equal(after.stats.failures - before.failures, 1);
+  assert.equal(after.stats.successes - before.successes, 0);
+  assert.equal(after.state, 'CLOSED');
+});
+
+test('AI SDK route: with every model OPEN the page says so and no request reaches the provider', async () => {
+  await control(PRIMARY, 'isolate');
+  await control(BACKUP, 'isolate');
+  try {
+    const r = await ask('ai nobody', AI);
+    assert.equal(r.status, 'done');
+    assert.equal(r.answer, UNAVAILABLE);
+    assert.deepEqual(provider.countsFor('ai nobody'), { [PRIMARY]: 0, [BACKUP]: 0 });
+  } finally {
+    await control(PRIMARY, 'reset');
+    await control(BACKUP, 'reset');
+  }
 });

@@ -6,6 +6,8 @@ export const BACKUP_MODEL = 'claude-haiku-4-5';
 
 /** What ends an answer cut after its first words (they are kept: the reader has seen them). */
 export const INTERRUPTED = '\n\n[The answer was interrupted. Please try again.]';
+/** What the reader sees when no model can answer. */
+export const UNAVAILABLE = 'Every model is unavailable right now. Please try again later.';
 
 /** Asks the provider at PROVIDER_URL for a streamed answer (server-sent events). */
 export function streamMessage(model: string, prompt: string, signal?: AbortSignal): Promise<Response> {

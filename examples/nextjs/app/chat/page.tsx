@@ -2,9 +2,13 @@
 
 import { useEffect, useState, type FormEvent } from 'react';
 
-/** A chat box that shows the answer of /api/chat-stream word by word, as it arrives. */
+/** The two routes that stream the same chat: over `fetch`, and through the Vercel AI SDK. */
+const ROUTES = { fetch: '/api/chat-stream', 'AI SDK': '/api/chat-ai' } as const;
+
+/** A chat box that shows the streamed answer word by word, as it arrives. */
 export default function ChatPage() {
   const [ready, setReady] = useState(false); // hydrated: the form posts with fetch, not natively
+  const [route, setRoute] = useState<string>(ROUTES.fetch);
   const [prompt, setPrompt] = useState('');
   const [answer, setAnswer] = useState('');
   const [model, setModel] = useState('');
@@ -19,7 +23,7 @@ export default function ChatPage() {
     setError('');
     setStatus('streaming');
     try {
-      const res = await fetch('/api/chat-stream', {
+      const res = await fetch(route, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ prompt }),
@@ -46,6 +50,13 @@ export default function ChatPage() {
     <main style={{ maxWidth: '40rem' }}>
       <h1>Chat</h1>
       <form onSubmit={ask} style={{ display: 'flex', gap: '0.5rem' }}>
+        <select name="route" value={route} onChange={(e) => setRoute(e.target.value)}>
+          {Object.entries(ROUTES).map(([label, path]) => (
+            <option key={path} value={path}>
+              {label}
+            </option>
+          ))}
+        </select>
         <input
           name="prompt"
           value={prompt}

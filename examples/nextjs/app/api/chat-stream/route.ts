@@ -4,6 +4,7 @@ import {
   BACKUP_MODEL,
   INTERRUPTED,
   PRIMARY_MODEL,
+  UNAVAILABLE,
   streamMessage,
   textDeltaEvent,
   textOfEvents,
@@ -47,7 +48,7 @@ export async function POST(request: Request): Promise<Response> {
   } catch (err) {
     if (isCircuitOpenError(err)) {
       return Response.json(
-        { error: 'Every model is unavailable right now. Please try again later.' },
+        { error: UNAVAILABLE },
         { status: 503, headers: { 'retry-after': String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) } },
       );
     }
