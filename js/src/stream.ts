@@ -28,8 +28,9 @@ export interface StreamOptions<T> {
    * After the first content chunk a failure is never retried (the reader already has part of
    * the answer): the stream ends with what was sent plus this function's return value (a chunk,
    * or a string, encoded for byte streams) instead of erroring. Undefined ends it with nothing more.
+   * (Not a hint for `T`: a string here leaves a byte stream's type `Uint8Array`.)
    */
-  onInterrupted?: (error: unknown) => T | string | undefined | Promise<T | string | undefined>;
+  onInterrupted?: (error: unknown) => NoInfer<T> | string | undefined | Promise<NoInfer<T> | string | undefined>;
   /**
    * Whether a chunk is content (the answer began). Chunks before it (a role header, a ping) are
    * held back and released with it. For a `text/event-stream` Response it gets each event.

@@ -11,6 +11,9 @@ export default function Page() {
   return (
     <main>
       <h1>Circuit breakers</h1>
+      <p>
+        <a href="/chat">Chat</a> (a streamed answer from two models, each behind its breaker)
+      </p>
       {rows.length === 0 ? (
         <p id="empty">No breaker has been used yet.</p>
       ) : (

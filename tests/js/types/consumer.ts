@@ -1,6 +1,7 @@
 // Type-checks the published declarations the way an app uses them.
 import {
   CircuitBreaker,
+  FallbackChain,
   isCircuitOpenError,
   withRetry,
   BreakerRegistry,
@@ -29,3 +30,10 @@ export const registry = new BreakerRegistry({ failureThreshold: 3 });
 registry.get('openai').recordFailure(new Error('x'));
 // @ts-expect-error unknown options are type errors too
 new CircuitBreaker('x', { resetTimout: 1 });
+
+// A string contingency does not turn a chain's byte stream into a stream of strings.
+export async function streamed(): Promise<ReadableStream<Uint8Array>> {
+  const chain = new FallbackChain([{ breaker, call: ({ signal }) => fetch('https://example.com', { signal }) }]);
+  const { value } = await chain.stream({ onInterrupted: () => '[interrupted]' });
+  return value;
+}

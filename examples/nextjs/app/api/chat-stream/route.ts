@@ -1,0 +1,57 @@
+import { FallbackChain, isCircuitOpenError } from 'breakwater';
+import { registry } from '@/lib/breakers';
+import {
+  BACKUP_MODEL,
+  INTERRUPTED,
+  PRIMARY_MODEL,
+  UNAVAILABLE,
+  streamMessage,
+  textDeltaEvent,
+  textOfEvents,
+} from '@/lib/anthropic-stream';
+
+export const runtime = 'nodejs';
+export const dynamic = 'force-dynamic';
+
+// One breaker per model, kept for the life of the server (see lib/breakers.ts).
+const primary = registry.get(PRIMARY_MODEL);
+const backup = registry.get(BACKUP_MODEL);
+
+/**
+ * A streamed chat answer as plain text: from the primary model, or from the backup when the
+ * primary's breaker is OPEN (skipped without a call) or its answer fails before the first word.
+ * Once words have been sent nothing is retried: a cut ends the text with INTERRUPTED.
+ */
+export async function POST(request: Request): Promise<Response> {
+  let prompt: string;
+  try {
+    const payload = (await request.json()) as { prompt?: unknown };
+    prompt = typeof payload.prompt === 'string' ? payload.prompt : '';
+  } catch {
+    return Response.json({ error: 'the body must be JSON: {"prompt": "…"}' }, { status: 400 });
+  }
+  // The chain keeps no state (the breakers do), so one per request can carry the prompt.
+  const chain = new FallbackChain([
+    { breaker: primary, call: ({ signal }) => streamMessage(PRIMARY_MODEL, prompt, signal) },
+    { breaker: backup, call: ({ signal }) => streamMessage(BACKUP_MODEL, prompt, signal) },
+  ]);
+  try {
+    const answer = await chain.stream({
+      signal: request.signal,
+      firstChunkTimeoutMs: 15_000,
+      idleTimeoutMs: 30_000,
+      onInterrupted: () => textDeltaEvent(INTERRUPTED),
+    });
+    return new Response(answer.value.pipeThrough(textOfEvents()), {
+      headers: { 'content-type': 'text/plain; charset=utf-8', 'x-model': answer.name },
+    });
+  } catch (err) {
+    if (isCircuitOpenError(err)) {
+      return Response.json(
+        { error: UNAVAILABLE },
+        { status: 503, headers: { 'retry-after': String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) } },
+      );
+    }
+    return Response.json({ error: `The answer could not start: ${String(err)}` }, { status: 502 });
+  }
+}

@@ -1,0 +1,343 @@
+// End to end, in Chromium: the example app's streaming chat (/chat posting to /api/chat-stream,
+// or to /api/chat-ai through the Vercel AI SDK), built with `next build` and served by
+// `next start` on 127.0.0.1, in front of a fake Anthropic provider that streams server-sent
+// events and serves two models, each with cues of its own.
+// Every count of upstream requests is taken at the provider.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { freePort, until } from '../redis/helpers.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const app = path.join(root, 'examples/nextjs');
+const PRIMARY = 'claude-sonnet-4-5';
+const BACKUP = 'claude-haiku-4-5';
+const THRESHOLD = 3;
+const ADMIN_TOKEN = 'nextjs-admin-token-0123456789';
+const INTERRUPTED = '\n\n[The answer was interrupted. Please try again.]';
+const UNAVAILABLE = 'Every model is unavailable right now. Please try again later.';
+
+const sse = (event, data) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+const usage = (output_tokens) => ({ input_tokens: 3, output_tokens });
+const HEAD = (model) =>
+  sse('message_start', {
+    type: 'message_start',
+    message: { id: 'msg_test', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: usage(1) },
+  }) +
+  sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
+  sse('ping', { type: 'ping' });
+const DELTA = (text) => sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
+const TAIL =
+  sse('content_block_stop', { type: 'content_block_stop', index: 0 }) +
+  sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }) +
+  sse('message_stop', { type: 'message_stop' });
+const OVERLOADED = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
+
+/**
+ * A fake Anthropic Messages API. Each model takes its own cues, one per request:
+ * `{ status }` answers that error status; `{ deltas, cutAfter, pauseAfter, resume }` streams the
+ * deltas (default: "Hello from <model>."), closing the socket after `cutAfter` of them or waiting
+ * for the promise `resume` after `pauseAfter`. Every request is recorded as { model, prompt }.
+ */
+async function startProvider() {
+  const cues = new Map();
+  const requests = [];
+  const sockets = new Set();
+  const server = http.createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const { model, messages } = JSON.parse(body);
+    const content = messages?.[0]?.content;
+    const prompt = typeof content === 'string' ? content : content?.map((p) => p.text ?? '').join('');
+    requests.push({ model, prompt });
+    const cue = cues.get(model)?.shift() ?? {};
+    if (cue.status) {
+      res.writeHead(cue.status, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify(OVERLOADED));
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write(HEAD(model));
+    const deltas = cue.deltas ?? ['Hello ', 'from ', model, '.'];
+    for (let i = 0; i < deltas.length; i++) {
+      if (cue.cutAfter === i) return res.write('', () => res.destroy());
+      if (cue.pauseAfter === i) await cue.resume;
+      res.write(DELTA(deltas[i]));
+      await new Promise((r) => setTimeout(r, 5)); // each delta its own read
+    }
+    res.end(TAIL);
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    requests,
+    cue(model, ...items) {
+      cues.set(model, [...(cues.get(model) ?? []), ...items]);
+    },
+    /** How many requests each model received for `prompt`. */
+    countsFor(prompt) {
+      const of = (model) => requests.filter((r) => r.prompt === prompt && r.model === model).length;
+      return { [PRIMARY]: of(PRIMARY), [BACKUP]: of(BACKUP) };
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+let provider;
+let next;
+let base;
+let log = '';
+let browser;
+
+before(async () => {
+  provider = await startProvider();
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  next = spawn(process.execPath, [path.join(app, 'node_modules/next/dist/bin/next'), 'start', '-H', '127.0.0.1', '-p', String(port)], {
+    cwd: app,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      NEXT_TELEMETRY_DISABLED: '1',
+      PROVIDER_URL: provider.url,
+      ANTHROPIC_API_KEY: 'test-key',
+      BREAKER_FAILURE_THRESHOLD: String(THRESHOLD),
+      BREAKER_RESET_MS: '600000',
+      BREAKER_ADMIN_TOKEN: ADMIN_TOKEN,
+    },
+  });
+  next.stdout.on('data', (d) => (log += d));
+  next.stderr.on('data', (d) => (log += d));
+  await until(async () => {
+    if (next.exitCode !== null) throw new Error(`next start exited:\n${log}`);
+    try {
+      return (await fetch(`${base}/api/breaker`)).ok;
+    } catch {
+      return false;
+    }
+  }, 'next start');
+  const { chromium } = createRequire(path.join(root, 'package.json'))('playwright-core');
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+  });
+}, { timeout: 90_000 });
+
+after(async () => {
+  await browser?.close();
+  if (next && next.exitCode === null && next.signalCode === null) {
+    const exited = new Promise((r) => next.once('exit', r));
+    try {
+      process.kill(-next.pid, 'SIGTERM');
+    } catch {}
+    const t = setTimeout(() => {
+      try {
+        process.kill(-next.pid, 'SIGKILL');
+      } catch {}
+    }, 5_000);
+    await exited;
+    clearTimeout(t);
+  }
+  await provider?.close();
+});
+
+async function breakers() {
+  const res = await fetch(`${base}/api/breaker`);
+  assert.equal(res.status, 200);
+  return (await res.json()).breakers;
+}
+
+async function control(name, action) {
+  const res = await fetch(`${base}/api/breaker`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ name, action }),
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+  return res.json();
+}
+
+/**
+ * Opens /chat, asks `prompt` through `route` (/api/chat-stream: over fetch; /api/chat-ai: the AI
+ * SDK); `whileStreaming(page)` runs once the question is sent.
+ */
+async function ask(prompt, { route = '/api/chat-stream', whileStreaming } = {}) {
+  const page = await browser.newPage();
+  try {
+    await page.goto(`${base}/chat`);
+    await page.waitForSelector('button[type="submit"]:enabled'); // hydrated
+    await page.selectOption('select[name="route"]', route);
+    await page.fill('input[name="prompt"]', prompt);
+    await page.click('button[type="submit"]');
+    if (whileStreaming) await whileStreaming(page);
+    await page.waitForSelector('#answer[data-status="done"], #answer[data-status="failed"]', { state: 'attached', timeout: 20_000 });
+    const text = async (selector) => (await page.$(selector))?.textContent() ?? '';
+    return {
+      status: await page.getAttribute('#answer', 'data-status'),
+      answer: await text('#answer'),
+      model: await text('#model'),
+      error: await text('#error'),
+    };
+  } finally {
+    await page.close();
+  }
+}
+
+test('a healthy answer renders word by word, then in full, from the primary model', async () => {
+  let resume;
+  const resumed = new Promise((r) => (resume = r));
+  provider.cue(PRIMARY, { deltas: ['The ', 'breaker ', 'is ', 'closed.'], pauseAfter: 2, resume: resumed });
+  const r = await ask('healthy', {
+    whileStreaming: async (page) => {
+      // The first two words are on the page while the provider still holds the rest.
+      await page.waitForFunction(() => document.querySelector('#answer')?.textContent === 'The breaker ', null, { timeout: 10_000 });
+      resume();
+    },
+  });
+  assert.equal(r.status, 'done');
+  assert.equal(r.answer, 'The breaker is closed.');
+  assert.equal(r.model, `Answered by ${PRIMARY}`);
+  assert.deepEqual(provider.countsFor('healthy'), { [PRIMARY]: 1, [BACKUP]: 0 });
+  const b = await breakers();
+  assert.equal(b[PRIMARY].stats.successes, 1);
+  assert.equal(b[PRIMARY].stats.failures, 0);
+  assert.equal(b[BACKUP].stats.admitted, 0);
+});
+
+test('a cut mid-answer shows the partial text once, then the contingency; one failure, no retry', async () => {
+  const before = (await breakers())[PRIMARY].stats;
+  provider.cue(PRIMARY, { deltas: ['The ', 'answer ', 'was ', 'cut.'], cutAfter: 2 });
+  const r = await ask('cut');
+  assert.equal(r.status, 'done');
+  assert.equal(r.answer, `The answer ${INTERRUPTED}`);
+  assert.equal(r.model, `Answered by ${PRIMARY}`);
+  // Exactly one request for this prompt: the answer had begun, so nothing was retried or sent to the backup.
+  assert.deepEqual(provider.countsFor('cut'), { [PRIMARY]: 1, [BACKUP]: 0 });
+  const after = (await breakers())[PRIMARY];
+  assert.equal(after.stats.failures - before.failures, 1);
+  assert.equal(after.stats.successes - before.successes, 0);
+  assert.equal(after.state, 'CLOSED');
+});
+
+test('the primary failing before its first word falls to the backup; once OPEN it gets no request at all', async () => {
+  const { failures } = (await breakers())[PRIMARY].stats;
+  assert.equal(failures, 1, 'one failure so far: the cut');
+  // The primary answers 529 until its breaker opens; each of these answers comes from the backup.
+  for (let i = failures + 1; i <= THRESHOLD; i++) {
+    provider.cue(PRIMARY, { status: 529 });
+    const res = await fetch(`${base}/api/chat-stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: `overloaded ${i}` }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-model'), BACKUP);
+    assert.equal(await res.text(), `Hello from ${BACKUP}.`);
+    assert.deepEqual(provider.countsFor(`overloaded ${i}`), { [PRIMARY]: 1, [BACKUP]: 1 });
+  }
+  let b = await breakers();
+  assert.equal(b[PRIMARY].state, 'OPEN');
+  assert.equal(b[PRIMARY].stats.failures, THRESHOLD);
+  const rejected = b[PRIMARY].stats.rejected;
+
+  const r = await ask('open');
+  assert.equal(r.status, 'done');
+  assert.equal(r.answer, `Hello from ${BACKUP}.`);
+  assert.equal(r.model, `Answered by ${BACKUP}`);
+  assert.deepEqual(provider.countsFor('open'), { [PRIMARY]: 0, [BACKUP]: 1 });
+  b = await breakers();
+  assert.equal(b[PRIMARY].stats.rejected - rejected, 1);
+  assert.equal(b[BACKUP].stats.failures, 0);
+
+  // Both OPEN: the page says so, and neither model is asked.
+  await control(BACKUP, 'isolate');
+  const none = await ask('nobody');
+  assert.equal(none.status, 'failed');
+  assert.equal(none.error, UNAVAILABLE);
+  assert.deepEqual(provider.countsFor('nobody'), { [PRIMARY]: 0, [BACKUP]: 0 });
+  await control(BACKUP, 'reset');
+  await control(PRIMARY, 'reset');
+  b = await breakers();
+  assert.equal(b[PRIMARY].state, 'CLOSED');
+  assert.equal(b[BACKUP].state, 'CLOSED');
+});
+
+test('the breaker switch needs the admin token', async () => {
+  const res = await fetch(`${base}/api/breaker`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer wrong' },
+    body: JSON.stringify({ name: PRIMARY, action: 'isolate' }),
+  });
+  assert.equal(res.status, 403);
+  assert.equal((await breakers())[PRIMARY].state, 'CLOSED');
+});
+
+// The same chat through the Vercel AI SDK (streamText over fallbackModel, the same breakers).
+const AI = { route: '/api/chat-ai' };
+
+test('AI SDK route: a healthy answer comes from the primary model', async () => {
+  const before = await breakers();
+  const r = await ask('ai healthy', AI);
+  assert.equal(r.status, 'done');
+  assert.equal(r.answer, `Hello from ${PRIMARY}.`);
+  assert.deepEqual(provider.countsFor('ai healthy'), { [PRIMARY]: 1, [BACKUP]: 0 });
+  const b = await breakers();
+  assert.equal(b[PRIMARY].stats.successes - before[PRIMARY].stats.successes, 1);
+  assert.equal(b[PRIMARY].stats.failures - before[PRIMARY].stats.failures, 0);
+});
+
+test('AI SDK route: with the primary OPEN the backup answers and the primary gets no request', async () => {
+  await control(PRIMARY, 'isolate');
+  try {
+    const before = await breakers();
+    assert.equal(before[PRIMARY].state, 'OPEN');
+    const r = await ask('ai open', AI);
+    assert.equal(r.status, 'done');
+    assert.equal(r.answer, `Hello from ${BACKUP}.`);
+    assert.deepEqual(provider.countsFor('ai open'), { [PRIMARY]: 0, [BACKUP]: 1 });
+    const b = await breakers();
+    assert.equal(b[PRIMARY].stats.rejected - before[PRIMARY].stats.rejected, 1);
+    assert.equal(b[BACKUP].stats.successes - before[BACKUP].stats.successes, 1);
+  } finally {
+    await control(PRIMARY, 'reset');
+  }
+});
+
+test('AI SDK route: a cut mid-answer shows the partial text once, then the contingency; one failure, no retry', async () => {
+  const before = (await breakers())[PRIMARY].stats;
+  provider.cue(PRIMARY, { deltas: ['The ', 'answer ', 'was ', 'cut.'], cutAfter: 2 });
+  const r = await ask('ai cut', AI);
+  assert.equal(r.status, 'done');
+  assert.equal(r.answer, `The answer ${INTERRUPTED}`);
+  assert.deepEqual(provider.countsFor('ai cut'), { [PRIMARY]: 1, [BACKUP]: 0 });
+  const after = (await breakers())[PRIMARY];
+  assert.equal(after.stats.failures - before.failures, 1);
+  assert.equal(after.stats.successes - before.successes, 0);
+  assert.equal(after.state, 'CLOSED');
+});
+
+test('AI SDK route: with every model OPEN the page says so and no request reaches the provider', async () => {
+  await control(PRIMARY, 'isolate');
+  await control(BACKUP, 'isolate');
+  try {
+    const r = await ask('ai nobody', AI);
+    assert.equal(r.status, 'done');
+    assert.equal(r.answer, UNAVAILABLE);
+    assert.deepEqual(provider.countsFor('ai nobody'), { [PRIMARY]: 0, [BACKUP]: 0 });
+  } finally {
+    await control(PRIMARY, 'reset');
+    await control(BACKUP, 'reset');
+  }
+});
