@@ -5,8 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import net from 'node:net';
-import { spawn } from 'node:child_process';
+import { nextStart } from './next-start.mjs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import fs from 'node:fs';
@@ -37,74 +36,26 @@ function startProvider() {
   );
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let provider;
 let server;
 let base;
-let serverLog = '';
 
 before(async () => {
   provider = await startProvider();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const nextBin = path.join(app, 'node_modules/next/dist/bin/next');
-  server = spawn(process.execPath, [nextBin, 'start', '-H', '127.0.0.1', '-p', String(port)], {
-    cwd: app,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NEXT_TELEMETRY_DISABLED: '1',
-      PROVIDER_URL: provider.url,
-      BREAKER_FAILURE_THRESHOLD: '3',
-      BREAKER_RESET_MS: String(RESET_MS),
-      RETRY_MAX_ATTEMPTS: '2',
-      RETRY_BASE_DELAY_MS: '20',
-    },
+  server = await nextStart({
+    PROVIDER_URL: provider.url,
+    BREAKER_FAILURE_THRESHOLD: '3',
+    BREAKER_RESET_MS: String(RESET_MS),
+    RETRY_MAX_ATTEMPTS: '2',
+    RETRY_BASE_DELAY_MS: '20',
   });
-  server.stdout.on('data', (d) => (serverLog += d));
-  server.stderr.on('data', (d) => (serverLog += d));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      const r = await fetch(`${base}/api/breaker`);
-      if (r.ok) break;
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`next start did not come up:\n${serverLog}`);
-    await sleep(200);
-  }
+  base = server.base;
 });
 
 after(async () => {
-  if (server && server.exitCode === null) {
-    try {
-      process.kill(-server.pid, 'SIGTERM');
-    } catch {}
-    await new Promise((r) => {
-      const t = setTimeout(() => {
-        try {
-          process.kill(-server.pid, 'SIGKILL');
-        } catch {}
-        r();
-      }, 5_000);
-      server.once('exit', () => {
-        clearTimeout(t);
-        r();
-      });
-    });
-  }
+  await server?.stop();
   await new Promise((r) => provider.server.close(r));
 });
 

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { startRedis, freePort, sleep, until } from '../redis/helpers.mjs';
+import { startRedis, until } from '../redis/helpers.mjs';
+import { nextStart } from './next-start.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -33,46 +33,6 @@ function startProvider() {
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve({ state, url: `http://127.0.0.1:${server.address().port}`, server })),
   );
-}
-
-async function nextStart(env) {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  let log = '';
-  const proc = spawn(process.execPath, [path.join(app, 'node_modules/next/dist/bin/next'), 'start', '-H', '127.0.0.1', '-p', String(port)], {
-    cwd: app,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', ...env },
-  });
-  proc.stdout.on('data', (d) => (log += d));
-  proc.stderr.on('data', (d) => (log += d));
-  await until(async () => {
-    if (proc.exitCode !== null) throw new Error(`next start exited:\n${log}`);
-    try {
-      return (await fetch(`${base}/api/breaker`)).ok;
-    } catch {
-      return false;
-    }
-  });
-  return {
-    base,
-    log: () => log,
-    async stop() {
-      if (proc.exitCode !== null || proc.signalCode !== null) return;
-      const exited = new Promise((r) => proc.once('exit', r));
-      try {
-        process.kill(-proc.pid, 'SIGTERM');
-      } catch {}
-      const t = setTimeout(() => {
-        try {
-          process.kill(-proc.pid, 'SIGKILL');
-        } catch {}
-      }, 5_000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
 }
 
 let provider;

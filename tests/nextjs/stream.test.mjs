@@ -7,10 +7,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { freePort, until } from '../redis/helpers.mjs';
+import { nextStart } from './next-start.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -97,37 +96,18 @@ async function startProvider() {
 let provider;
 let next;
 let base;
-let log = '';
 let browser;
 
 before(async () => {
   provider = await startProvider();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  next = spawn(process.execPath, [path.join(app, 'node_modules/next/dist/bin/next'), 'start', '-H', '127.0.0.1', '-p', String(port)], {
-    cwd: app,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NEXT_TELEMETRY_DISABLED: '1',
-      PROVIDER_URL: provider.url,
-      ANTHROPIC_API_KEY: 'test-key',
-      BREAKER_FAILURE_THRESHOLD: String(THRESHOLD),
-      BREAKER_RESET_MS: '600000',
-      BREAKER_ADMIN_TOKEN: ADMIN_TOKEN,
-    },
+  next = await nextStart({
+    PROVIDER_URL: provider.url,
+    ANTHROPIC_API_KEY: 'test-key',
+    BREAKER_FAILURE_THRESHOLD: String(THRESHOLD),
+    BREAKER_RESET_MS: '600000',
+    BREAKER_ADMIN_TOKEN: ADMIN_TOKEN,
   });
-  next.stdout.on('data', (d) => (log += d));
-  next.stderr.on('data', (d) => (log += d));
-  await until(async () => {
-    if (next.exitCode !== null) throw new Error(`next start exited:\n${log}`);
-    try {
-      return (await fetch(`${base}/api/breaker`)).ok;
-    } catch {
-      return false;
-    }
-  }, 'next start');
+  base = next.base;
   const { chromium } = createRequire(path.join(root, 'package.json'))('playwright-core');
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
@@ -137,19 +117,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  if (next && next.exitCode === null && next.signalCode === null) {
-    const exited = new Promise((r) => next.once('exit', r));
-    try {
-      process.kill(-next.pid, 'SIGTERM');
-    } catch {}
-    const t = setTimeout(() => {
-      try {
-        process.kill(-next.pid, 'SIGKILL');
-      } catch {}
-    }, 5_000);
-    await exited;
-    clearTimeout(t);
-  }
+  await next?.stop();
   await provider?.close();
 });
 

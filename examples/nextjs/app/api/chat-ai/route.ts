@@ -1,18 +1,14 @@
 import { streamText } from 'ai';
 import { chatModel, noticeOnError } from '@/lib/models';
+import { promptOf } from '@/lib/prompt';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
 /** The same chat as /api/chat-stream, through the Vercel AI SDK: plain text, word by word. */
 export async function POST(request: Request): Promise<Response> {
-  let prompt: string;
-  try {
-    const payload = (await request.json()) as { prompt?: unknown };
-    prompt = typeof payload.prompt === 'string' ? payload.prompt : '';
-  } catch {
-    return Response.json({ error: 'the body must be JSON: {"prompt": "…"}' }, { status: 400 });
-  }
+  const prompt = await promptOf(request);
+  if (prompt instanceof Response) return prompt;
   const result = streamText({
     model: chatModel,
     prompt,

@@ -9,6 +9,7 @@ import {
   textDeltaEvent,
   textOfEvents,
 } from '@/lib/anthropic-stream';
+import { promptOf } from '@/lib/prompt';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -23,13 +24,8 @@ const backup = registry.get(BACKUP_MODEL);
  * Once words have been sent nothing is retried: a cut ends the text with INTERRUPTED.
  */
 export async function POST(request: Request): Promise<Response> {
-  let prompt: string;
-  try {
-    const payload = (await request.json()) as { prompt?: unknown };
-    prompt = typeof payload.prompt === 'string' ? payload.prompt : '';
-  } catch {
-    return Response.json({ error: 'the body must be JSON: {"prompt": "…"}' }, { status: 400 });
-  }
+  const prompt = await promptOf(request);
+  if (prompt instanceof Response) return prompt;
   // The chain keeps no state (the breakers do), so one per request can carry the prompt.
   const chain = new FallbackChain([
     { breaker: primary, call: ({ signal }) => streamMessage(PRIMARY_MODEL, prompt, signal) },

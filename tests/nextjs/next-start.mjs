@@ -1,0 +1,49 @@
+// `next start` of the example app on a free port of 127.0.0.1, for the e2e suites: waits until
+// it answers, keeps its log, and stops its whole process group.
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { freePort, until } from '../redis/helpers.mjs';
+
+const app = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/nextjs');
+
+/** Starts the built example with `env` added to this process's environment. */
+export async function nextStart(env) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  let log = '';
+  const proc = spawn(process.execPath, [path.join(app, 'node_modules/next/dist/bin/next'), 'start', '-H', '127.0.0.1', '-p', String(port)], {
+    cwd: app,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', ...env },
+  });
+  proc.stdout.on('data', (d) => (log += d));
+  proc.stderr.on('data', (d) => (log += d));
+  await until(async () => {
+    if (proc.exitCode !== null) throw new Error(`next start exited:\n${log}`);
+    try {
+      return (await fetch(`${base}/api/breaker`)).ok;
+    } catch {
+      return false;
+    }
+  });
+  return {
+    base,
+    log: () => log,
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise((r) => proc.once('exit', r));
+      try {
+        process.kill(-proc.pid, 'SIGTERM');
+      } catch {}
+      const t = setTimeout(() => {
+        try {
+          process.kill(-proc.pid, 'SIGKILL');
+        } catch {}
+      }, 5_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
