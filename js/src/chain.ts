@@ -53,7 +53,6 @@ export interface TierEvent {
 }
 
 const STOP = [400, 413, 422];
-const NO_CONTEXT: CallContext = Object.freeze({});
 
 /** A failing fetch `Response` a breaker resolved with (it counted it), as an error for the chain. */
 class FailedResponse extends Error {
@@ -95,9 +94,8 @@ export class FallbackChain<T = unknown> {
 
   /** Answers from the first tier that admits the call and succeeds. */
   execute(options?: ExecuteOptions<T>): Promise<ChainResult<T>> {
-    // The shared breakers call `fn` with no context: the tier's call still gets one.
     return this.#walk(options?.signal, (t) =>
-      (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)((c) => t.call(c ?? NO_CONTEXT), options),
+      (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, options),
     );
   }
 
