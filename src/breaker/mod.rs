@@ -381,68 +381,70 @@ impl Breaker {
         self.acquire_slow(now)
     }
 
+    /// What [`acquire`](Self::acquire) would answer at `now`, taking nothing: `Ok(())` when a
+    /// call would be admitted, the refusal otherwise. For gatekeeping (a proxy that answers 503
+    /// while the upstream is known to be down) without spending a half-open probe or counting a
+    /// rejection. An OPEN breaker whose period has elapsed reads as admitting (a probe is free).
+    pub fn peek(&self, now: Timestamp) -> Result<(), Rejected> {
+        match self.refusal(now.0.max(self.last_now)) {
+            None => Ok(()),
+            Some((reason, retry_after_ms)) => Err(Rejected {
+                reason,
+                retry_after_ms: retry_after_ms.max(1),
+            }),
+        }
+    }
+
+    /// The one decision behind [`acquire`](Self::acquire) and [`peek`](Self::peek): why a call at
+    /// `now` would be refused, and for how long, or `None` when it would be admitted.
+    fn refusal(&self, now: u64) -> Option<(RejectReason, u64)> {
+        match (self.mode, self.state) {
+            (Mode::Disabled, _) | (Mode::Automatic, State::Closed) => None,
+            (Mode::Isolated, _) => Some((RejectReason::Isolated, self.config.open_duration_ms)),
+            (Mode::Automatic, State::Open) => {
+                // Once the period has elapsed the next call becomes the first probe.
+                (now < self.open_until).then(|| (RejectReason::Open, self.open_until - now))
+            }
+            (Mode::Automatic, State::HalfOpen) => {
+                let live = self.probes.iter().filter(|p| p.expires_at > now);
+                if live.clone().count() < self.config.half_open_max_probes as usize {
+                    None
+                } else {
+                    let soonest = live.map(|p| p.expires_at).min().unwrap_or(now + 1);
+                    Some((RejectReason::HalfOpenFull, soonest.saturating_sub(now)))
+                }
+            }
+        }
+    }
+
     #[cold]
     fn acquire_slow(&mut self, now: u64) -> Admission {
-        match self.mode {
-            Mode::Disabled => {
-                self.stats.admitted = self.stats.admitted.saturating_add(1);
-                return Admission {
-                    result: Ok(self.permit(now, PermitKind::Bypass)),
-                    transition: None,
-                };
-            }
-            Mode::Isolated => {
-                return Admission {
-                    result: Err(self.reject(RejectReason::Isolated, self.config.open_duration_ms)),
-                    transition: None,
-                };
-            }
-            Mode::Automatic => {}
+        if let Some((reason, retry_after_ms)) = self.refusal(now) {
+            return Admission {
+                result: Err(self.reject(reason, retry_after_ms)),
+                transition: None,
+            };
         }
-        let mut transition = None;
-        match self.state {
-            State::Closed => {
-                self.stats.admitted = self.stats.admitted.saturating_add(1);
-                return Admission {
-                    result: Ok(self.permit(now, PermitKind::Normal)),
-                    transition: None,
-                };
+        self.stats.admitted = self.stats.admitted.saturating_add(1);
+        let (kind, transition) = match (self.mode, self.state) {
+            (Mode::Disabled, _) => (PermitKind::Bypass, None),
+            (_, State::Closed) => (PermitKind::Normal, None),
+            (_, state) => {
+                // OPEN with its period elapsed (`refusal` said so) turns HALF_OPEN here; HALF_OPEN
+                // has a free slot.
+                let transition = (state == State::Open).then(|| self.enter(State::HalfOpen, now));
+                let id = self.next_probe_id;
+                self.next_probe_id = self.next_probe_id.wrapping_add(1);
+                self.probes.push(ProbeLease {
+                    id,
+                    expires_at: now.saturating_add(self.config.probe_timeout_ms),
+                });
+                (PermitKind::Probe { id }, transition)
             }
-            State::Open => {
-                if now < self.open_until {
-                    return Admission {
-                        result: Err(self.reject(RejectReason::Open, self.open_until - now)),
-                        transition: None,
-                    };
-                }
-                transition = Some(self.enter(State::HalfOpen, now));
-            }
-            State::HalfOpen => {}
-        }
-        // HALF_OPEN (expired leases were freed by `observe`): take a slot if one is left.
-        if self.probes.len() < self.config.half_open_max_probes as usize {
-            let id = self.next_probe_id;
-            self.next_probe_id = self.next_probe_id.wrapping_add(1);
-            self.probes.push(ProbeLease {
-                id,
-                expires_at: now.saturating_add(self.config.probe_timeout_ms),
-            });
-            self.stats.admitted = self.stats.admitted.saturating_add(1);
-            Admission {
-                result: Ok(self.permit(now, PermitKind::Probe { id })),
-                transition,
-            }
-        } else {
-            let soonest = self
-                .probes
-                .iter()
-                .map(|p| p.expires_at)
-                .min()
-                .unwrap_or(now.saturating_add(1));
-            Admission {
-                result: Err(self.reject(RejectReason::HalfOpenFull, soonest.saturating_sub(now))),
-                transition,
-            }
+        };
+        Admission {
+            result: Ok(self.permit(now, kind)),
+            transition,
         }
     }
 

@@ -40,9 +40,9 @@ use crate::retry::StatusSet;
 use crate::rng::UnitFn;
 use crate::{
     AttemptFailure, Breaker, BreakerConfig, Class, Classifier, ConfigError, GiveUpReason, Jitter,
-    Mode, Outcome, Permit, PermitKind, RejectReason, RestoreError, RetryBudget, RetryDecision,
-    RetryPolicy, RetryState, Signal, Snapshot, SnapshotError, State, Stats, Timestamp, Transition,
-    TripRule, Window,
+    Mode, Outcome, Permit, PermitKind, RejectReason, Rejected, RestoreError, RetryBudget,
+    RetryDecision, RetryPolicy, RetryState, Signal, Snapshot, SnapshotError, State, Stats,
+    Timestamp, Transition, TripRule, Window,
 };
 
 const GEN_BITS: u32 = 20;
@@ -226,16 +226,16 @@ impl WasmBreaker {
         self.pending = transition_code(a.transition);
         match a.result {
             Ok(p) => encode_permit(&p),
-            Err(r) => {
-                let reason = match r.reason {
-                    RejectReason::Open => 0.0,
-                    RejectReason::HalfOpenFull => 1.0,
-                    RejectReason::Isolated => 2.0,
-                };
-                // Capped at 2^50 ms (35 000 years) so that the sum stays an exact integer.
-                -((r.retry_after_ms.min(1 << 50) as f64) * 4.0 + reason)
-            }
+            Err(r) => encode_rejected(r),
         }
+    }
+
+    // What `acquire` would answer now, taking nothing: 0 (admitted) or `-(retry_after_ms × 4 +
+    // reason)` as `acquire` encodes it.
+    pub fn peek(&self, now: f64) -> f64 {
+        self.inner
+            .peek(ts(now))
+            .map_or_else(encode_rejected, |()| 0.0)
     }
 
     // Reports the outcome of the call admitted at `issued_at` with `handle`. A handle this
@@ -293,6 +293,17 @@ impl WasmBreaker {
     pub fn snapshot(&self) -> Vec<f64> {
         encode_snapshot(&self.inner.snapshot())
     }
+}
+
+// A refusal as `acquire` returns it: `-(retry_after_ms × 4 + reason)`, ≤ -4.
+fn encode_rejected(r: Rejected) -> f64 {
+    let reason = match r.reason {
+        RejectReason::Open => 0.0,
+        RejectReason::HalfOpenFull => 1.0,
+        RejectReason::Isolated => 2.0,
+    };
+    // Capped at 2^50 ms (35 000 years) so that the sum stays an exact integer.
+    -((r.retry_after_ms.min(1 << 50) as f64) * 4.0 + reason)
 }
 
 impl WasmBreaker {
