@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the npm package `breakwater` into pkg/: the wasm (no_std core + numeric boundary), the
-# wasm-bindgen glue for Node (`nodejs` target) and for everything else (`bundler` target, loaded by
-# our own entry points), the TypeScript layer bundled as ESM and CJS, the .d.ts, package.json.
+# wasm-bindgen glue (`bundler` target, loaded by our own entry points: js/entry/), the TypeScript
+# layer bundled as ESM and CJS, the Node entries with the .wasm inlined, the .d.ts, package.json.
 # Usage: scripts/build-pkg.sh   (then `cd pkg && npm pack` for a tarball)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,21 +25,18 @@ OUT=pkg
 rm -rf "$OUT"
 mkdir -p "$OUT/dist"
 
-# wasm-bindgen glue for Node (`nodejs` target, in $OUT/<node dir>) and for everything else
-# (`bundler` target, loaded by our own entry points, in $OUT/<web dir>), then binaryen's wasm-opt
-# (npm package binaryen@132; Debian's is too old for this output).
-# Usage: emit WASM NAME NODE_DIR WEB_DIR
+# wasm-bindgen glue (`bundler` target, loaded by our own entry points, in $OUT/<web dir>), then
+# binaryen's wasm-opt (npm package binaryen@132; Debian's is too old for this output).
+# Usage: emit WASM NAME WEB_DIR
 emit() {
-  local wasm=$1 name=$2 node_dir=$3 web_dir=$4
-  local bindgen=(wasm-bindgen --remove-name-section --remove-producers-section --no-typescript --out-name "$name")
-  mkdir -p "$OUT/$node_dir" "$OUT/$web_dir"
-  "${bindgen[@]}" --target nodejs --out-dir "$OUT/$node_dir" "$wasm"
-  "${bindgen[@]}" --target bundler --out-dir "$OUT/$web_dir" "$wasm"
+  local wasm=$1 name=$2 web_dir=$3
+  mkdir -p "$OUT/$web_dir"
+  wasm-bindgen --remove-name-section --remove-producers-section --no-typescript --out-name "$name" \
+    --target bundler --out-dir "$OUT/$web_dir" "$wasm"
   # The bundler target's own entry relies on wasm ESM integration; our entry points replace it.
   rm -f "$OUT/$web_dir/$name.js"
-  echo '{"type":"commonjs"}' > "$OUT/$node_dir/package.json"
   if [ -x node_modules/.bin/wasm-opt ]; then
-    for f in "$OUT/$node_dir/${name}_bg.wasm" "$OUT/$web_dir/${name}_bg.wasm"; do
+    for f in "$OUT/$web_dir/${name}_bg.wasm"; do
       # -Os gzips a little smaller than -Oz here; --converge and dropping the target_features
       # section shave a few hundred bytes more.
       node_modules/.bin/wasm-opt -Os --converge --strip-target-features --enable-bulk-memory \
@@ -50,14 +47,27 @@ emit() {
     log "node_modules/.bin/wasm-opt missing: shipping $name unoptimised"
   fi
 }
-emit "$WASM" breakwater node web
+emit "$WASM" breakwater web
 
 log "bundling the TypeScript layer"
 esb=(node_modules/.bin/esbuild js/src/internal.ts --bundle --platform=neutral --target=es2022
   --minify --legal-comments=none --log-level=warning)
 "${esb[@]}" --format=esm --outfile="$OUT/dist/api.mjs"
 "${esb[@]}" --format=cjs --outfile="$OUT/dist/api.cjs"
-cp js/entry/*.mjs js/entry/*.cjs "$OUT/dist/"
+cp js/entry/*.mjs "$OUT/dist/"
+
+# The Node/Bun entries (`node` condition, ESM and CJS): each bundled with its glue and its .wasm
+# inlined as base64, so that bundlers which follow only JavaScript imports (Next.js's Turbopack
+# and webpack) carry the wasm along and nothing is read from disk at run time.
+# Usage: node_entry NAME   (reads $OUT/dist/NAME.mjs, writes NAME.cjs and NAME.mjs in place)
+node_entry() {
+  local node_esb=(node_modules/.bin/esbuild "$OUT/dist/$1.mjs" --bundle --platform=node --target=es2022
+    --minify --legal-comments=none --log-level=warning --loader:.wasm=binary
+    --external:breakwater --external:breakwater/shared)
+  "${node_esb[@]}" --format=cjs --outfile="$OUT/dist/$1.cjs"
+  "${node_esb[@]}" --format=esm --outfile="$OUT/dist/$1.mjs" --allow-overwrite
+}
+node_entry node
 
 log "emitting declarations"
 node_modules/.bin/tsc -p js/tsconfig.json
@@ -83,12 +93,13 @@ done
 log "compiling the shared breaker's wasm (feature wasm-shared)"
 cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown --no-default-features \
   --features wasm-shared --target-dir target/wasm-shared
-emit target/wasm-shared/wasm32-unknown-unknown/wasm/breakwater.wasm breakwater_shared node-shared web-shared
+emit target/wasm-shared/wasm32-unknown-unknown/wasm/breakwater.wasm breakwater_shared web-shared
 log "bundling breakwater/shared and breakwater/store"
 sub_esb=(node_modules/.bin/esbuild --bundle --platform=neutral --target=es2022 --minify
   --legal-comments=none --log-level=warning --external:breakwater --external:breakwater/shared)
 "${sub_esb[@]}" js/src/shared/internal.ts --format=esm --outfile="$OUT/dist/shared-api.mjs"
 "${sub_esb[@]}" js/src/shared/internal.ts --format=cjs --outfile="$OUT/dist/shared-api.cjs"
+node_entry shared-node
 "${sub_esb[@]}" js/src/store.ts --format=esm --outfile="$OUT/dist/store.mjs"
 "${sub_esb[@]}" js/src/store.ts --format=cjs --outfile="$OUT/dist/store.cjs"
 # `breakwater/ai`: the AI SDK middleware and fallback model. Like the store, it imports the main

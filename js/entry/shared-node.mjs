@@ -1,6 +1,6 @@
-// Node (ESM), breakwater/shared: the wasm-bindgen `nodejs` glue reads its .wasm with fs.
-import glue from '../node-shared/breakwater_shared.js';
-import { setSharedGlue } from './shared-api.mjs';
+// Node and Bun (ESM), breakwater/shared: the .wasm inlined at build time, as in node.mjs.
+import bytes from '../web-shared/breakwater_shared_bg.wasm';
+import { startShared } from './instantiate-shared.mjs';
 
-setSharedGlue(glue);
+startShared(new WebAssembly.Module(bytes));
 export * from './shared-api.mjs';
