@@ -94,6 +94,16 @@ export interface CallContext {
   signal?: AbortSignal;
 }
 
+/** A permit from `tryAcquire()`: settle it exactly once (later calls do nothing). */
+export interface BreakerPermit {
+  /** The call succeeded. */
+  success(): void;
+  /** The call failed; `error` is classified as `execute` would (no error: an upstream failure). */
+  failure(error?: unknown): void;
+  /** The call says nothing about the upstream, or was never made: frees the permit. */
+  ignore(): void;
+}
+
 export interface StateChangeEvent {
   breaker: string;
   from: BreakerState;
@@ -285,9 +295,54 @@ export class CircuitBreaker {
   }
 
   /**
+   * Whether a call would be refused now (OPEN, isolated, or HALF_OPEN with every probe slot
+   * taken). Takes nothing and counts nothing: for gatekeeping in front of the calls (a Next.js
+   * `proxy.ts` answering 503) while the calls themselves go through `execute` on the same
+   * breaker (see `globalBreakers()`). An OPEN breaker whose period has elapsed reads `false`:
+   * the next call becomes the probe.
+   */
+  isOpen(): boolean {
+    return this.#closed < 0 && this.#w.peek(this.#now()) < 0;
+  }
+
+  /** Milliseconds until a call may be admitted (a Retry-After); 0 when one would be now. */
+  get retryAfterMs(): number {
+    const code = this.#closed < 0 ? -this.#w.peek(this.#now()) : 0;
+    return (code - (code % 4)) / 4;
+  }
+
+  /**
+   * Asks to run one call you make yourself (when it cannot be wrapped in `execute`): a permit to
+   * settle exactly once with `success()`, `failure(error)` or `ignore()`, or `undefined` when
+   * the breaker refuses (see `retryAfterMs`). In HALF_OPEN a permit holds a probe slot until it
+   * is settled (or `probeTimeout` passes), so settle it on every path, `ignore()` included when
+   * the call was never made. Settling again does nothing.
+   */
+  tryAcquire(): BreakerPermit | undefined {
+    const now = this.#now();
+    const h = this.#acquire(now);
+    if (h < 0) {
+      if (this.#reject.size) this.#reject.emit(this.#rejectEvent(-h));
+      return undefined;
+    }
+    let settled = false;
+    const settle = (outcome: number, error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      this.#settle(now, h, outcome, error);
+    };
+    return {
+      success: () => settle(SUCCESS),
+      failure: (error?: unknown) => settle(error === undefined ? FAILURE : this.#outcome(error), error),
+      ignore: () => settle(IGNORED),
+    };
+  }
+
+  /**
    * Seed 000's check: may a call go ahead now? In HALF_OPEN a `true` takes one of the probe
-   * slots (so that 50 concurrent callers send exactly one probe); report it with
-   * `recordSuccess()` / `recordFailure()`.
+   * slots (so that 50 concurrent callers send exactly one probe): report every `true` with
+   * `recordSuccess()`, `recordFailure(error)` or `recordIgnored()`. To look without taking a
+   * slot use `isOpen()`; to hold a permit of your own, `tryAcquire()`.
    */
   isHealthy(): boolean {
     if (this.#closed >= 0) {
@@ -303,9 +358,19 @@ export class CircuitBreaker {
     else this.#settle(0, -1, SUCCESS, undefined);
   }
 
-  /** Reports an upstream failure of a call let through by `isHealthy()`. */
+  /**
+   * Reports how a call let through by `isHealthy()` failed. The error is classified as
+   * `execute` would: a client error (400, 401, 404, 422…), an abort or what `isFailure` rejects
+   * does not count against the upstream (it frees a probe slot like `recordIgnored()`); with no
+   * error it counts as an upstream failure.
+   */
   recordFailure(error?: unknown): void {
-    this.#settle(0, -1, FAILURE, error);
+    this.#settle(0, -1, error === undefined ? FAILURE : this.#outcome(error), error);
+  }
+
+  /** Reports a call let through by `isHealthy()` that says nothing about the upstream (or was never made): frees its probe slot. */
+  recordIgnored(): void {
+    this.#settle(0, -1, IGNORED, undefined);
   }
 
   /** A permit handle, or `-(retryAfterMs × 4 + reason)`. */
@@ -403,10 +468,9 @@ export class CircuitBreaker {
 
   /** `code` is `retryAfterMs × 4 + reason`. */
   #rejected<T>(code: number, fallback?: ExecuteOptions<T>['fallback']): Promise<T> {
-    const reason = REASONS[code % 4]!;
-    const retryAfterMs = (code - (code % 4)) / 4;
-    if (this.#reject.size) this.#reject.emit({ breaker: this.name, reason, retryAfterMs });
-    const err = new CircuitOpenError(this.name, this.state, reason, retryAfterMs);
+    const event = this.#rejectEvent(code);
+    if (this.#reject.size) this.#reject.emit(event);
+    const err = new CircuitOpenError(this.name, this.state, event.reason, event.retryAfterMs);
     if (fallback !== undefined) {
       this.#fallbacks++;
       try {
@@ -416,6 +480,10 @@ export class CircuitBreaker {
       }
     }
     return Promise.reject(err);
+  }
+
+  #rejectEvent(code: number): RejectEvent {
+    return { breaker: this.name, reason: REASONS[code % 4]!, retryAfterMs: (code - (code % 4)) / 4 };
   }
 
   #outcome(e: unknown, resolved = false, signal?: AbortSignal): number {

@@ -1,4 +1,4 @@
-// The one module that touches the wasm-bindgen glue. Each runtime's entry point (src/entry/*)
+// The one module that touches the wasm-bindgen glue. Each runtime's entry point (js/entry/*)
 // loads the WebAssembly module its own way and hands the glue to `setGlue`; everything else asks
 // `glue()`, which fails clearly if that never happened.
 
@@ -6,6 +6,8 @@
 export interface WasmBreaker {
   /** A permit handle (≥ 0), or `-(retryAfterMs × 4 + reason)`. */
   acquire(now: number): number;
+  /** What `acquire` would answer, taking nothing: 0, or `-(retryAfterMs × 4 + reason)`. */
+  peek(now: number): number;
   /** `handle` -1: an outcome without a permit (recordSuccess / recordFailure). */
   report(now: number, issuedAt: number, handle: number, outcome: number): number;
   /** [state at now, mode, open until, probes, admitted, rejected, successes, failures, ignored, stale, slow, opened, last acquire's transition] */

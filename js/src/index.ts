@@ -6,6 +6,7 @@
 export {
   CircuitBreaker,
   type BreakerMode,
+  type BreakerPermit,
   type BreakerSnapshot,
   type BreakerState,
   type BreakerStats,
@@ -37,7 +38,7 @@ export {
   type RetryObserver,
   type RetryOptions,
 } from './retry.js';
-export { BreakerRegistry } from './registry.js';
+export { BreakerRegistry, globalBreakers } from './registry.js';
 export { StreamError, type SseEvent, type StreamOptions, type StreamSource } from './stream.js';
 export {
   FallbackChain,

@@ -66,3 +66,18 @@ export class BreakerRegistry {
     }
   }
 }
+
+const GLOBAL = Symbol.for('breakwater.globalBreakers');
+
+/**
+ * The process-wide registry, kept on `globalThis`: every copy of this package in the process
+ * finds the same one. Next.js bundles `proxy.ts`, route handlers and server components
+ * separately, each with its own copy of breakwater; a breaker taken from here is the same object
+ * in all of them, so a `proxy.ts` can gate on `isOpen()` what the routes' `execute` learns.
+ * Breakers are created with the options of the first `get(name, options)`: give every layer the
+ * same options (one module that both import).
+ */
+export function globalBreakers(): BreakerRegistry {
+  const g = globalThis as unknown as Record<symbol, BreakerRegistry | undefined>;
+  return (g[GLOBAL] ??= new BreakerRegistry());
+}

@@ -222,8 +222,17 @@ function checkOptions<T>(options: StreamOptions<T> | undefined): StreamOptions<T
 
 const encoder = /* @__PURE__ */ new TextEncoder();
 
-/** Several chunks from one `onInterrupted` (for `breakwater/ai`: a text part, then an error part). @internal */
+const CHUNKS = Symbol.for('breakwater.Chunks');
+
+/**
+ * Several chunks from one `onInterrupted` (for `breakwater/ai`: a text part, then an error part).
+ * Recognised by a global symbol, not `instanceof`: the breaker streaming and the `breakwater/ai`
+ * that made the chunks can come from two bundled copies of the package (Next.js bundles each
+ * layer on its own, and `globalBreakers()` hands the same breaker to all of them).
+ * @internal
+ */
 export class Chunks {
+  readonly [CHUNKS] = true;
   constructor(readonly items: readonly unknown[]) {}
 }
 
@@ -408,7 +417,7 @@ export function guardStream<T>(
       if (onInterrupted === undefined) return out.error(e);
       try {
         const extra = await onInterrupted(e);
-        for (const chunk of extra instanceof Chunks ? extra.items : extra === undefined ? [] : [extra]) {
+        for (const chunk of (extra as Partial<Chunks> | undefined)?.[CHUNKS] ? (extra as Chunks).items : extra === undefined ? [] : [extra]) {
           out.enqueue((typeof chunk === 'string' && bytes ? encoder.encode(chunk) : chunk) as T);
         }
         out.close();
