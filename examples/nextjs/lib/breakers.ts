@@ -1,14 +1,19 @@
-import { BreakerRegistry } from 'breakwater';
+import { globalBreakers } from 'breakwater';
 import { breakerOptions } from './provider';
 
 /**
- * The Node runtime's breakers: one registry per server instance, one breaker per provider.
+ * The Node runtime's breakers: one per provider or model, one set per server instance.
  *
- * Next.js bundles route handlers and pages separately, so a plain module-level `const` can exist
- * once per bundle layer inside the same process. Keeping the registry on `globalThis` makes it
- * one per process: every route and page of this server instance sees the same breakers, for as
- * long as the process lives (`next start`). Edge routes run in a separate runtime and keep
- * breakers of their own.
+ * Next.js bundles `proxy.ts`, route handlers and pages separately, each with its own copy of
+ * breakwater, so a plain module-level `const` would exist once per bundle. `globalBreakers()`
+ * keeps the registry on `globalThis`: the proxy, every route and every page of this server
+ * instance see the same breakers for as long as the process lives (`next start`). Everyone goes
+ * through `breaker()` below, so each breaker is created with the same options whoever asks
+ * first. Edge routes run in a separate runtime and keep breakers of their own.
  */
-const g = globalThis as typeof globalThis & { __breakwaterRegistry?: BreakerRegistry };
-export const registry = (g.__breakwaterRegistry ??= new BreakerRegistry(breakerOptions()));
+export const registry = globalBreakers();
+
+/** The breaker named `name` (created on first use with the example's options). */
+export function breaker(name: string) {
+  return registry.get(name, breakerOptions());
+}

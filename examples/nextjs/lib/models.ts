@@ -1,7 +1,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import type { StreamTextTransform, ToolSet } from 'ai';
 import { fallbackModel } from 'breakwater/ai';
-import { registry } from './breakers';
+import { breaker } from './breakers';
 import { BACKUP_MODEL, INTERRUPTED, PRIMARY_MODEL, UNAVAILABLE } from './anthropic-stream';
 
 // Anthropic at PROVIDER_URL when it is set (the tests' fake provider), otherwise the real API.
@@ -17,8 +17,8 @@ const anthropic = createAnthropic({
  */
 export const chatModel = fallbackModel(
   [
-    { model: anthropic(PRIMARY_MODEL), breaker: registry.get(PRIMARY_MODEL) },
-    { model: anthropic(BACKUP_MODEL), breaker: registry.get(BACKUP_MODEL) },
+    { model: anthropic(PRIMARY_MODEL), breaker: breaker(PRIMARY_MODEL) },
+    { model: anthropic(BACKUP_MODEL), breaker: breaker(BACKUP_MODEL) },
   ],
   { firstChunkTimeoutMs: 15_000, idleTimeoutMs: 30_000, onInterrupted: () => INTERRUPTED },
 );

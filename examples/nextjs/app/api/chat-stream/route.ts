@@ -1,5 +1,5 @@
 import { FallbackChain, isCircuitOpenError } from 'breakwater';
-import { registry } from '@/lib/breakers';
+import { breaker } from '@/lib/breakers';
 import {
   BACKUP_MODEL,
   INTERRUPTED,
@@ -15,8 +15,8 @@ export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
 // One breaker per model, kept for the life of the server (see lib/breakers.ts).
-const primary = registry.get(PRIMARY_MODEL);
-const backup = registry.get(BACKUP_MODEL);
+const primary = breaker(PRIMARY_MODEL);
+const backup = breaker(BACKUP_MODEL);
 
 /**
  * A streamed chat answer as plain text: from the primary model, or from the backup when the
