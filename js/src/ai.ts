@@ -145,6 +145,8 @@ const ANSWER_ERROR = Symbol.for('breakwater.ModelAnswerError');
  */
 export class ModelAnswerError extends Error {
   readonly isModelAnswerError = true as const;
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'ModelAnswerError';
   /** `error-part`: the stream began with an error; `empty`: the model answered nothing. */
   readonly kind: 'error-part' | 'empty';
   /** The error part's error as the provider gave it (e.g. `{ type: 'overloaded_error', message }`). */

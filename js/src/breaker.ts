@@ -243,6 +243,8 @@ export class CircuitBreaker {
     return b;
   }
 
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'CircuitBreaker';
   #now(): number {
     const t = this.#clock();
     return typeof t === 'number' && t === t ? t : Date.now();

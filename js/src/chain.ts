@@ -67,6 +67,8 @@ class FailedResponse extends Error {
  * with the first that succeeds. Keep one per route at module scope, like the breakers.
  */
 export class FallbackChain<T = unknown> {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'FallbackChain';
   readonly name: string;
   #tiers: Array<Required<Tier<T>>>;
   #fallThrough: ((error: unknown) => boolean) | undefined;

@@ -99,6 +99,8 @@ const formatValue = (v: number) => (v === Infinity ? '+Inf' : v === -Infinity ? 
  * from the state changes it sees).
  */
 export class PrometheusMetrics extends Collector {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'PrometheusMetrics';
   /** The Content-Type of `text()`. */
   readonly contentType = 'text/plain; version=0.0.4; charset=utf-8';
   #incidents = new Map<string, Histogram>();

@@ -7,6 +7,8 @@ import { obj } from './options.js';
  * defaults plus per-name overrides. Keep the registry as a module-level singleton.
  */
 export class BreakerRegistry {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'BreakerRegistry';
   #defaults: CircuitBreakerOptions;
   #breakers = new Map<string, CircuitBreaker>();
   #unsubscribe = new Map<string, () => void>();

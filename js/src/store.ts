@@ -128,6 +128,8 @@ export class RedisStore implements BreakerStore {
     }
     this.#redis = redis;
   }
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'RedisStore';
   async read(key: string): Promise<Versioned | null> {
     return timed(await this.#redis.eval(READ_SCRIPT, [key], []));
   }
@@ -166,6 +168,8 @@ export class MemoryStore implements BreakerStore {
     const e = this.#data.get(key);
     if (!e || e.expires <= now) return { version: 0, value: '', now };
     return { ...e.v, now };
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'MemoryStore';
   }
   async read(key: string): Promise<Versioned | null> {
     return this.#get(key);
@@ -405,6 +409,8 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
     const store = o.store;
     if (typeof store?.read !== 'function' || typeof store?.compareAndSet !== 'function') {
       throw new TypeError('breakwater: `store` must be a BreakerStore (e.g. new RedisStore(fromNodeRedis(client)))');
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'StoreCircuitBreaker';
     }
     const prefix = o.prefix ?? 'breakwater:';
     if (typeof prefix !== 'string' || !PREFIX_RE.test(prefix)) {

@@ -52,6 +52,8 @@ const KEYS = ['signal', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'onInterrupted',
 
 /** Why a stream failed without a thrown error: an error status, an error event, or no content. */
 export class StreamError extends Error {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'StreamError';
   readonly isStreamError = true as const;
   /** The HTTP status the failure stands for (the response's, or the error event's type). */
   readonly status: number | undefined;

@@ -194,6 +194,8 @@ export type SharedCircuitOpenError = CircuitOpenError;
  * open it for `openMs`, then one call probes. It is the package's `CircuitBreaker` (the core).
  */
 export class LocalFallbackBreaker extends CircuitBreaker {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'LocalFallbackBreaker';
   constructor(
     readonly threshold = 5,
     readonly openMs = 30_000,
@@ -323,6 +325,8 @@ function checkServiceUrl(url: string): void {
  * Keep one per breaker name per process (module scope).
  */
 export class SharedCircuitBreaker {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'SharedCircuitBreaker';
   readonly name: string;
   readonly clientId: string;
   #core: WasmLeaseClient;
