@@ -6,17 +6,22 @@
 export {
   CircuitBreaker,
   type BreakerMode,
+  type BreakerSettings,
   type BreakerSnapshot,
   type BreakerState,
   type BreakerStats,
   type CallContext,
   type CircuitBreakerOptions,
+  type ConsecutiveTrip,
   type ExecuteOptions,
+  type FailureRateTrip,
   type OutcomeEvent,
   type RateRule,
   type RejectEvent,
+  type SlowCallRateTrip,
   type SlowCallRule,
   type StateChangeEvent,
+  type TripRule,
 } from './breaker.js';
 export {
   CircuitOpenError,

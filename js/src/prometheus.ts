@@ -26,7 +26,7 @@ export type { RetryObserver } from './retry.js';
 
 /** One sample, in prom-client's shape (`metricName` for a histogram's `_bucket`/`_sum`/`_count`). */
 export interface Sample {
-  metricName?: string;
+  metricName?: string | undefined;
   labels: Record<string, string>;
   value: number;
 }
