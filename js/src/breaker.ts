@@ -124,6 +124,11 @@ export interface CallContext {
   signal?: AbortSignal | undefined;
 }
 
+/** What `stream` hands the call: a signal that aborts when the stream is given up (always there). */
+export interface StreamContext extends CallContext {
+  signal: AbortSignal;
+}
+
 export interface StateChangeEvent {
   breaker: string;
   from: BreakerState;
@@ -423,15 +428,15 @@ export class CircuitBreaker {
    * first content (or the whole stream with `measure: 'total'`).
    */
   stream(
-    fn: (context: CallContext) => Response | Promise<Response>,
+    fn: (context: StreamContext) => Response | Promise<Response>,
     options?: StreamOptions<Uint8Array>,
   ): Promise<ReadableStream<Uint8Array>>;
   stream<T>(
-    fn: (context: CallContext) => ReadableStream<T> | AsyncIterable<T> | Promise<ReadableStream<T> | AsyncIterable<T>>,
+    fn: (context: StreamContext) => ReadableStream<T> | AsyncIterable<T> | Promise<ReadableStream<T> | AsyncIterable<T>>,
     options?: StreamOptions<T>,
   ): Promise<ReadableStream<T>>;
   stream<T>(
-    fn: (context: CallContext) => StreamSource<T> | Promise<StreamSource<T>>,
+    fn: (context: StreamContext) => StreamSource<T> | Promise<StreamSource<T>>,
     options?: StreamOptions<T>,
   ): Promise<ReadableStream<T>> {
     if (options?.signal?.aborted) return Promise.reject(options.signal.reason);

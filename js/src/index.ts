@@ -19,6 +19,7 @@ export {
   type RateRule,
   type RejectEvent,
   type SlowCallRateTrip,
+  type StreamContext,
   type SlowCallRule,
   type StateChangeEvent,
   type TripRule,
