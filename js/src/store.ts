@@ -21,7 +21,7 @@
  * ```ts
  * import { createClient } from 'redis';
  * import { StoreCircuitBreaker, RedisStore, fromNodeRedis } from 'breakwater/store';
- * const redis = await createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).connect();
+ * const redis = await createClient({ url: process.env.REDIS_URL!, disableOfflineQueue: true }).connect();
  * export const breaker = new StoreCircuitBreaker('anthropic', {
  *   store: new RedisStore(fromNodeRedis(redis)),
  *   breaker: { failureThreshold: 5, resetTimeout: 30_000 },
