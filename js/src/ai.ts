@@ -24,6 +24,7 @@
 import {
   BreakerRegistry,
   Chunks,
+  breakerConfig,
   Emitter,
   FallbackChain,
   checkKeys,
@@ -41,7 +42,7 @@ import {
 
 /** What breakwater reads of a model call's options (v3 and v4 alike). */
 export interface ModelCallOptions {
-  abortSignal?: AbortSignal;
+  abortSignal?: AbortSignal | undefined;
 }
 
 /** A language model as both specifications shape it (`LanguageModelV3`, `LanguageModelV4`). */
@@ -59,11 +60,11 @@ export interface LanguageModelLike {
 /** How long an attempt may take; each is optional and off by default. */
 export interface GuardOptions {
   /** `generateText`: fail an attempt (a `TimeoutError`, counted) after this many ms. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** `streamText`: fail an attempt when no content arrived within this many ms. */
-  firstChunkTimeoutMs?: number;
+  firstChunkTimeoutMs?: number | undefined;
   /** `streamText`: fail when the model sends nothing for this many ms while the answer is read. */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /**
    * `streamText`: the contingency for an answer that fails after its first words (cut, an error
    * part, `idleTimeoutMs`); it is never retried. Its return value is appended as text to the
@@ -72,7 +73,7 @@ export interface GuardOptions {
    * normally, with the words sent so far and this text). Without it, a cut reaches the SDK as the
    * stream's error (an aborted response), an error part as itself.
    */
-  onInterrupted?: (error: unknown) => string | undefined;
+  onInterrupted?: ((error: unknown) => string | undefined) | undefined;
 }
 
 /** `breakerMiddleware`'s options. */
@@ -105,21 +106,21 @@ export interface FallbackTier<M extends LanguageModelLike> {
    * Its breaker: a `CircuitBreaker`, `SharedCircuitBreaker` or `StoreCircuitBreaker`. Default:
    * the one named `provider:modelId` in `modelBreakers()` (one per model in the process).
    */
-  breaker?: ChainBreaker;
+  breaker?: ChainBreaker | undefined;
   /** Named in `onTier` events. Default: the breaker's name. */
-  name?: string;
+  name?: string | undefined;
 }
 
 /** `fallbackModel`'s options. */
 export interface FallbackModelOptions extends GuardOptions {
   /** Named in the `CircuitOpenError` thrown when every tier refused. Default `"fallback-model"`. */
-  name?: string;
+  name?: string | undefined;
   /** Whether an error moves on to the next tier (see `FallbackChainOptions.fallThrough`). */
-  fallThrough?: (error: unknown) => boolean;
+  fallThrough?: ((error: unknown) => boolean) | undefined;
   /** Where tiers without a breaker find theirs. Default: `modelBreakers()`. */
-  registry?: BreakerRegistry;
+  registry?: BreakerRegistry | undefined;
   /** Options of the breakers the registry creates for tiers without one (when it creates them). */
-  breakerOptions?: CircuitBreakerOptions;
+  breakerOptions?: CircuitBreakerOptions | undefined;
 }
 
 /** The model `fallbackModel` returns: the tiers' specification, plus `onTier`. */
@@ -144,6 +145,8 @@ const ANSWER_ERROR = Symbol.for('breakwater.ModelAnswerError');
  * moves on. The breaker counts it as a failure.
  */
 export class ModelAnswerError extends Error {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'ModelAnswerError';
   readonly isModelAnswerError = true as const;
   /** `error-part`: the stream began with an error; `empty`: the model answered nothing. */
   readonly kind: 'error-part' | 'empty';
@@ -158,7 +161,7 @@ export class ModelAnswerError extends Error {
   constructor(
     kind: ModelAnswerError['kind'],
     message: string,
-    details: { error?: unknown; statusCode?: number; responseHeaders?: Record<string, string>; isRetryable: boolean },
+    details: { error?: unknown; statusCode?: number | undefined; responseHeaders?: Record<string, string> | undefined; isRetryable: boolean },
   ) {
     super(message, details.error === undefined ? undefined : { cause: details.error });
     this.name = 'ModelAnswerError';
@@ -413,7 +416,9 @@ export function fallbackModel<M extends LanguageModelLike>(
   if (o.registry !== undefined && typeof (o.registry as BreakerRegistry | null)?.get !== 'function') {
     fail('registry', o.registry, 'a BreakerRegistry', true);
   }
-  const breakerOptions = obj('breakerOptions', o.breakerOptions);
+  const breakerOptions = obj('breakerOptions', o.breakerOptions) as CircuitBreakerOptions | undefined;
+  // Checked now, under this function's name (a registry of your own checks them over its defaults).
+  if (breakerOptions !== undefined && o.registry === undefined) breakerConfig(breakerOptions, 'fallbackModel options.breakerOptions');
   let version: string | undefined;
   const defs = tiers.map((t, i) => {
     const tier = obj(`tiers[${i}]`, t) ?? fail(`tiers[${i}]`, t, 'an object { model, breaker? }', true);

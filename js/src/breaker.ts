@@ -20,11 +20,11 @@ export interface RateRule {
   /** Percentage in (0, 100] that opens the breaker. */
   threshold: number;
   /** Calls the window must hold before the rate counts. Default 10. */
-  minimumCalls?: number;
+  minimumCalls?: number | undefined;
   /** Count-based window: the last N calls. Default 100 (when `windowMs` is not given). */
-  windowCalls?: number;
+  windowCalls?: number | undefined;
   /** Time-based window in ms (10 buckets). */
-  windowMs?: number;
+  windowMs?: number | undefined;
 }
 
 export interface SlowCallRule extends RateRule {
@@ -32,36 +32,66 @@ export interface SlowCallRule extends RateRule {
   slowCallMs: number;
 }
 
-export interface CircuitBreakerOptions {
-  /** Failures that open the breaker: in a row, or within `monitoringWindow` if given. Default 5. */
-  failureThreshold?: number;
-  /** Count failures within this many ms (seed 000's sliding window) instead of in a row. */
-  monitoringWindow?: number;
-  /** Open when this share of the window's calls failed. */
-  failureRate?: RateRule;
-  /** Open when this share of the window's calls was slow. */
-  slowCallRate?: SlowCallRule;
+/** The options every trip rule shares. */
+export interface BreakerSettings {
   /** ms OPEN before a probe is let through. Default 30 000. */
-  resetTimeout?: number;
+  resetTimeout?: number | undefined;
   /** Successful probes needed to close. Default 1. */
-  halfOpenSuccessThreshold?: number;
+  halfOpenSuccessThreshold?: number | undefined;
   /** Probes in flight at once while HALF_OPEN (1–1024). Default 1. */
-  halfOpenMaxProbes?: number;
+  halfOpenMaxProbes?: number | undefined;
   /** A probe that never reports frees its slot after this many ms. Default 30 000. */
-  probeTimeout?: number;
+  probeTimeout?: number | undefined;
   /** Spread of each open period, a fraction in [0, 1): ±openJitter × resetTimeout. Default 0. */
-  openJitter?: number;
+  openJitter?: number | undefined;
   /** Each failed half-open round multiplies the next open period by this (≥ 1). Default 1. */
-  openBackoffFactor?: number;
+  openBackoffFactor?: number | undefined;
   /** Cap of the grown open period, ms. Default max(300 000, resetTimeout). */
-  maxResetTimeout?: number;
+  maxResetTimeout?: number | undefined;
   /** Decide yourself: true = upstream failure, false = ignore, undefined = default rules. */
-  isFailure?: (error: unknown) => boolean | undefined;
+  isFailure?: ((error: unknown) => boolean | undefined) | undefined;
   /** Milliseconds since the epoch. Default `Date.now`. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
   /** Uniform in [0, 1), for the open jitter's seed. Default `Math.random`. */
-  random?: () => number;
+  random?: (() => number) | undefined;
 }
+
+/** The default trip rule: failures in a row, or within `monitoringWindow`. */
+export interface ConsecutiveTrip {
+  /** Failures that open the breaker: in a row, or within `monitoringWindow` if given. Default 5. */
+  failureThreshold?: number | undefined;
+  /** Count failures within this many ms (seed 000's sliding window) instead of in a row. */
+  monitoringWindow?: number | undefined;
+  failureRate?: undefined;
+  slowCallRate?: undefined;
+}
+
+/** Open when a share of the window's calls failed. */
+export interface FailureRateTrip {
+  /** Open when this share of the window's calls failed. */
+  failureRate: RateRule;
+  failureThreshold?: undefined;
+  monitoringWindow?: undefined;
+  slowCallRate?: undefined;
+}
+
+/** Open when a share of the window's calls was slow. */
+export interface SlowCallRateTrip {
+  /** Open when this share of the window's calls was slow. */
+  slowCallRate: SlowCallRule;
+  failureThreshold?: undefined;
+  monitoringWindow?: undefined;
+  failureRate?: undefined;
+}
+
+/**
+ * One trip rule, chosen by its options: `failureThreshold` (+ `monitoringWindow`), `failureRate`
+ * or `slowCallRate`. Giving two is a type error (and a `TypeError` at run time).
+ */
+export type TripRule = ConsecutiveTrip | FailureRateTrip | SlowCallRateTrip;
+
+/** A breaker's options: the shared settings and one trip rule. */
+export type CircuitBreakerOptions = BreakerSettings & TripRule;
 
 const KEYS = [
   'failureThreshold',
@@ -82,16 +112,21 @@ const KEYS = [
 
 export interface ExecuteOptions<T> {
   /** Called instead of throwing `CircuitOpenError` when the breaker refuses the call. */
-  fallback?: (error: CircuitOpenError) => T | Promise<T>;
+  fallback?: ((error: CircuitOpenError) => T | Promise<T>) | undefined;
   /** Aborting rejects at once with the signal's reason; not counted as an upstream failure. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Fail the call with `TimeoutError` (an upstream failure) after this many ms. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 export interface CallContext {
   /** Aborted when the caller's signal aborts or the timeout fires (only with those options). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
+}
+
+/** What `stream` hands the call: a signal that aborts when the stream is given up (always there). */
+export interface StreamContext extends CallContext {
+  signal: AbortSignal;
 }
 
 /** A permit from `tryAcquire()`: settle it exactly once (later calls do nothing). */
@@ -142,19 +177,30 @@ export interface BreakerSnapshot {
 }
 
 /**
- * Validates the options (naming the option and value) and lays them out for the core: the
- * configuration array the wasm boundaries read (`breaker_config` in src/wasm/mod.rs). Also used
- * by `breakwater/shared` and `breakwater/store` (as `breakerConfig`).
+ * Validates the options (naming the option, the value and `where` they were given: the
+ * constructor or method that took them) and lays them out for the core: the configuration array
+ * the wasm boundaries read (`breaker_config` in src/wasm/mod.rs). Also used by `BreakerRegistry`,
+ * `breakwater/shared`, `breakwater/store` and `breakwater/ai` (as `breakerConfig`).
  * @internal
  */
-export function build(options: CircuitBreakerOptions): Float64Array {
-  const o = obj('options', options) ?? {};
-  checkKeys('CircuitBreaker options', o, KEYS);
+export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options'): Float64Array {
+  const o = obj(where, options) ?? {};
+  try {
+    return config(o, where);
+  } catch (e) {
+    // `invalid option "x": …` → `invalid option "x" in <where>: …`
+    if (e instanceof Error) e.message = e.message.replace(/^(breakwater: invalid option "[^"]*")(?=:)/, `$1 in ${where}`);
+    throw e;
+  }
+}
+
+function config(o: Record<string, unknown>, where: string): Float64Array {
+  checkKeys(where, o, KEYS);
   const cfg = new Float64Array(14);
   const rules = ['failureRate', 'slowCallRate'].filter((k) => o[k] !== undefined);
   if (rules.length > 1 || (rules.length === 1 && (o.failureThreshold !== undefined || o.monitoringWindow !== undefined))) {
     throw new TypeError(
-      'breakwater: choose one trip rule: failureThreshold (+ monitoringWindow), failureRate or slowCallRate',
+      `breakwater: choose one trip rule in ${where}: failureThreshold (+ monitoringWindow), failureRate or slowCallRate`,
     );
   }
   const rate = (o.failureRate ?? o.slowCallRate) as SlowCallRule | undefined;
@@ -162,12 +208,12 @@ export function build(options: CircuitBreakerOptions): Float64Array {
     const slow = o.slowCallRate !== undefined;
     const key = slow ? 'slowCallRate' : 'failureRate';
     const r = obj(key, rate) as unknown as Record<string, unknown>;
-    checkKeys(key, r, slow ? ['threshold', 'minimumCalls', 'windowCalls', 'windowMs', 'slowCallMs'] : ['threshold', 'minimumCalls', 'windowCalls', 'windowMs']);
+    checkKeys(`${key} of ${where}`, r, slow ? ['threshold', 'minimumCalls', 'windowCalls', 'windowMs', 'slowCallMs'] : ['threshold', 'minimumCalls', 'windowCalls', 'windowMs']);
     if (r.threshold === undefined) fail(`${key}.threshold`, undefined, 'a percentage in (0, 100]');
     const threshold = num(`${key}.threshold`, r.threshold, 50, 0, 100, false);
     if (threshold === 0) fail(`${key}.threshold`, 0, 'a percentage in (0, 100]');
     if (r.windowCalls !== undefined && r.windowMs !== undefined) {
-      throw new TypeError(`breakwater: give ${key}.windowCalls or ${key}.windowMs, not both`);
+      throw new TypeError(`breakwater: give ${key}.windowCalls or ${key}.windowMs, not both (in ${where})`);
     }
     cfg[0] = slow ? 3 : 2;
     cfg[1] = threshold;
@@ -189,6 +235,8 @@ export function build(options: CircuitBreakerOptions): Float64Array {
   } else {
     cfg[1] = num('failureThreshold', o.failureThreshold, 5, 1, 2 ** 32 - 1);
   }
+  fn('clock', o.clock);
+  fn('isFailure', o.isFailure);
   const reset = num('resetTimeout', o.resetTimeout, 30_000, 0);
   cfg[6] = reset;
   cfg[7] = num('openJitter', o.openJitter, 0, 0, 0.999999, false);
@@ -210,6 +258,8 @@ const NO_CONTEXT: CallContext = Object.freeze({});
  * A plain object, safe as a module-level singleton. The state machine is the Rust core, in wasm.
  */
 export class CircuitBreaker {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'CircuitBreaker';
   readonly name: string;
   #w: WasmBreaker;
   // The CLOSED fast path. While CLOSED (automatic mode), admitting a call changes nothing in the
@@ -239,8 +289,8 @@ export class CircuitBreaker {
     }
     this.name = name;
     this.#cfg = build(options);
-    this.#clock = fn<() => number>('clock', options.clock) ?? Date.now;
-    this.#isFailure = fn('isFailure', options.isFailure);
+    this.#clock = options.clock ?? Date.now;
+    this.#isFailure = options.isFailure;
     this.#w = create(glue().WasmBreaker.create, 0, this.#cfg);
     this.#fast = this.#cfg[0]! <= 1;
     this.#clean = this.#fast;
@@ -443,15 +493,15 @@ export class CircuitBreaker {
    * first content (or the whole stream with `measure: 'total'`).
    */
   stream(
-    fn: (context: CallContext) => Response | Promise<Response>,
+    fn: (context: StreamContext) => Response | Promise<Response>,
     options?: StreamOptions<Uint8Array>,
   ): Promise<ReadableStream<Uint8Array>>;
   stream<T>(
-    fn: (context: CallContext) => ReadableStream<T> | AsyncIterable<T> | Promise<ReadableStream<T> | AsyncIterable<T>>,
+    fn: (context: StreamContext) => ReadableStream<T> | AsyncIterable<T> | Promise<ReadableStream<T> | AsyncIterable<T>>,
     options?: StreamOptions<T>,
   ): Promise<ReadableStream<T>>;
   stream<T>(
-    fn: (context: CallContext) => StreamSource<T> | Promise<StreamSource<T>>,
+    fn: (context: StreamContext) => StreamSource<T> | Promise<StreamSource<T>>,
     options?: StreamOptions<T>,
   ): Promise<ReadableStream<T>> {
     if (options?.signal?.aborted) return Promise.reject(options.signal.reason);

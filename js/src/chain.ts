@@ -22,18 +22,18 @@ export interface Tier<T> {
   /** The call: its value for `execute()`; a stream source (a `Response`, a `ReadableStream`, an async iterable) for `stream()`. */
   call: (context: CallContext) => T | Promise<T>;
   /** Named in results and events. Default: the breaker's name. */
-  name?: string;
+  name?: string | undefined;
 }
 
 export interface FallbackChainOptions {
   /** Named in the `CircuitOpenError` thrown when every tier refused. Default `"fallback-chain"`. */
-  name?: string;
+  name?: string | undefined;
   /**
    * Whether an error moves on to the next tier. Default: yes for upstream failures, refusals and
    * provider-specific client errors (401, 403, 404: another provider's key and model may work);
    * no for a request error that would fail everywhere (400, 413, 422) and for a cancelled call.
    */
-  fallThrough?: (error: unknown) => boolean;
+  fallThrough?: ((error: unknown) => boolean) | undefined;
 }
 
 export interface ChainResult<T> {
@@ -67,8 +67,10 @@ class FailedResponse extends Error {
  * with the first that succeeds. Keep one per route at module scope, like the breakers.
  */
 export class FallbackChain<T = unknown> {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'FallbackChain';
   readonly name: string;
-  #tiers: Array<Required<Tier<T>>>;
+  #tiers: Array<{ breaker: ChainBreaker; call: Tier<T>['call']; name: string }>;
   #fallThrough: ((error: unknown) => boolean) | undefined;
   #events = new Emitter<TierEvent>();
 
@@ -119,7 +121,7 @@ export class FallbackChain<T = unknown> {
     return this.#events.subscribe(listener);
   }
 
-  async #walk<V>(signal: AbortSignal | undefined, attempt: (tier: Required<Tier<T>>) => Promise<V>): Promise<ChainResult<V>> {
+  async #walk<V>(signal: AbortSignal | undefined, attempt: (tier: { breaker: ChainBreaker; call: Tier<T>['call'] }) => Promise<V>): Promise<ChainResult<V>> {
     let soonest = Infinity;
     let last: unknown;
     let failed = false;

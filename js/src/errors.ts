@@ -11,6 +11,8 @@ export type RejectReason = 'open' | 'half-open-full' | 'isolated';
  * probe slot taken) and no `fallback` was given. `retryAfterMs` says when asking again may work.
  */
 export class CircuitOpenError extends Error {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'CircuitOpenError';
   /** Marker that survives duplicate copies of the package; test with `isCircuitOpenError`. */
   readonly isCircuitOpenError = true as const;
   readonly breaker: string;
@@ -41,6 +43,8 @@ export function isCircuitOpenError(err: unknown): err is CircuitOpenError {
 
 /** Thrown by `execute` when the call outlives `timeoutMs`; it counts as an upstream failure. */
 export class TimeoutError extends Error {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'TimeoutError';
   readonly isTimeoutError = true as const;
   readonly timeoutMs: number;
   constructor(timeoutMs: number) {

@@ -35,6 +35,8 @@ const STATES = [
  * retries are recorded in histograms when they end.
  */
 export class OpenTelemetryMetrics extends Collector {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'OpenTelemetryMetrics';
   #incident: Histogram;
   #retries: Histogram;
   #delay: Histogram;

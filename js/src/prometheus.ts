@@ -26,7 +26,7 @@ export type { RetryObserver } from './retry.js';
 
 /** One sample, in prom-client's shape (`metricName` for a histogram's `_bucket`/`_sum`/`_count`). */
 export interface Sample {
-  metricName?: string;
+  metricName?: string | undefined;
   labels: Record<string, string>;
   value: number;
 }
@@ -99,6 +99,8 @@ const formatValue = (v: number) => (v === Infinity ? '+Inf' : v === -Infinity ? 
  * from the state changes it sees).
  */
 export class PrometheusMetrics extends Collector {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'PrometheusMetrics';
   /** The Content-Type of `text()`. */
   readonly contentType = 'text/plain; version=0.0.4; charset=utf-8';
   #incidents = new Map<string, Histogram>();

@@ -1,4 +1,4 @@
-import { CircuitBreaker, type BreakerSnapshot, type CircuitBreakerOptions, type StateChangeEvent } from './breaker.js';
+import { CircuitBreaker, build, type BreakerSnapshot, type CircuitBreakerOptions, type StateChangeEvent } from './breaker.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { obj } from './options.js';
 
@@ -7,22 +7,30 @@ import { obj } from './options.js';
  * defaults plus per-name overrides. Keep the registry as a module-level singleton.
  */
 export class BreakerRegistry {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'BreakerRegistry';
   #defaults: CircuitBreakerOptions;
   #breakers = new Map<string, CircuitBreaker>();
   #unsubscribe = new Map<string, () => void>();
   #stateChange = new Emitter<StateChangeEvent>();
 
   constructor(defaults: CircuitBreakerOptions = {}) {
-    this.#defaults = { ...obj('defaults', defaults) };
     // Fail now, not on first use, if the defaults are invalid.
-    new CircuitBreaker('validate', this.#defaults);
+    build(defaults, 'BreakerRegistry defaults');
+    this.#defaults = { ...defaults };
   }
 
-  /** The breaker named `name`; `options` only apply when it is created. */
+  /**
+   * The breaker named `name`; `options` only apply when it is created, over the registry's
+   * defaults. Options that are `undefined` keep the defaults' values; a trip rule other than the
+   * defaults' (`failureRate` where they give `failureThreshold`, say) replaces theirs.
+   */
   get(name: string, options?: CircuitBreakerOptions): CircuitBreaker {
     let b = this.#breakers.get(name);
     if (b === undefined) {
-      b = new CircuitBreaker(name, { ...this.#defaults, ...obj('options', options) });
+      const o = merge(this.#defaults, options);
+      build(o, 'BreakerRegistry.get options');
+      b = new CircuitBreaker(name, o);
       this.#breakers.set(name, b);
       this.#unsubscribe.set(name, b.onStateChange((e) => this.#stateChange.emit(e)));
     }
@@ -65,6 +73,18 @@ export class BreakerRegistry {
       this.get(name).restore(s as BreakerSnapshot);
     }
   }
+}
+
+const RULES = [['failureThreshold', 'monitoringWindow'], ['failureRate'], ['slowCallRate']];
+
+/** `defaults` with the options `over` gives (not `undefined`); another trip rule replaces theirs. */
+function merge(defaults: CircuitBreakerOptions, over: CircuitBreakerOptions | undefined): CircuitBreakerOptions {
+  const o: Record<string, unknown> = { ...defaults };
+  const given = Object.entries(obj('BreakerRegistry.get options', over) ?? {}).filter(([, v]) => v !== undefined);
+  const rule = RULES.find((keys) => given.some(([k]) => keys.includes(k)));
+  if (rule !== undefined) for (const keys of RULES) if (keys !== rule) for (const k of keys) delete o[k];
+  for (const [k, v] of given) o[k] = v;
+  return o as CircuitBreakerOptions;
 }
 
 const GLOBAL = Symbol.for('breakwater.globalBreakers');

@@ -21,7 +21,7 @@
  * ```ts
  * import { createClient } from 'redis';
  * import { StoreCircuitBreaker, RedisStore, fromNodeRedis } from 'breakwater/store';
- * const redis = await createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).connect();
+ * const redis = await createClient({ url: process.env.REDIS_URL!, disableOfflineQueue: true }).connect();
  * export const breaker = new StoreCircuitBreaker('anthropic', {
  *   store: new RedisStore(fromNodeRedis(redis)),
  *   breaker: { failureThreshold: 5, resetTimeout: 30_000 },
@@ -30,9 +30,16 @@
  * ```
  * @packageDocumentation
  */
-import { breakerConfig, type CircuitBreaker, type CircuitBreakerOptions } from 'breakwater';
+import {
+  breakerConfig,
+  type BreakerSettings,
+  type CircuitBreaker,
+  type ConsecutiveTrip,
+  type FailureRateTrip,
+} from 'breakwater';
 import {
   SharedCircuitBreaker,
+  localConfig,
   sharedGlue,
   type Answer,
   type RawTransport,
@@ -57,7 +64,7 @@ export interface Versioned {
   version: number;
   value: string;
   /** The store's clock when it was read (ms since the epoch), if the store has one. */
-  now?: number;
+  now?: number | undefined;
 }
 
 /**
@@ -121,6 +128,8 @@ function timed(raw: unknown): Versioned | null {
 
 /** A `BreakerStore` on Redis: one string key per breaker, read and changed by Lua scripts. */
 export class RedisStore implements BreakerStore {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'RedisStore';
   #redis: RedisEval;
   constructor(redis: RedisEval) {
     if (typeof redis?.eval !== 'function') {
@@ -159,6 +168,8 @@ export function fromUpstash(client: { eval(script: string, keys: string[], args:
 
 /** A `BreakerStore` in this process's memory, on `clock` (the store's clock): tests and development. */
 export class MemoryStore implements BreakerStore {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'MemoryStore';
   #data = new Map<string, { v: Versioned; expires: number }>();
   constructor(private readonly clock: () => number = Date.now) {}
   #get(key: string): Versioned {
@@ -220,9 +231,9 @@ export interface StoreView {
   /** The fingerprint of the settings the shared breaker runs under. */
   options: number;
   /** When this instance's settings differ from the stored ones: `adopted` (the stored ones run; `reset()` installs this instance's). */
-  optionsMismatch?: { stored: number; configured: number; resolution: string };
+  optionsMismatch?: { stored: number; configured: number; resolution: string } | undefined;
   /** Why the stored record was replaced by a fresh CLOSED breaker, if it was. */
-  restoreError?: string;
+  restoreError?: string | undefined;
 }
 
 interface CoreView {
@@ -370,21 +381,27 @@ class StoreTransport {
 
 // ----- the breaker -----
 
+/**
+ * The shared breaker's options: `CircuitBreaker` options without `clock` (the store's clock
+ * rules) and without `slowCallRate` (outcomes reach the store as counts, without durations).
+ */
+export type StoreBreakerRule = Omit<BreakerSettings, 'clock'> & (ConsecutiveTrip | FailureRateTrip);
+
 export interface StoreBreakerOptions extends Omit<SharedBreakerOptions, 'shared' | 'transport' | 'service'> {
   /** Where the state lives: `new RedisStore(fromNodeRedis(client))`, or your own `BreakerStore`. */
   store: BreakerStore;
   /** The shared breaker's options (`CircuitBreaker` options, without `clock`; no `slowCallRate`): the same in every instance. */
-  breaker?: Omit<CircuitBreakerOptions, 'clock'>;
+  breaker?: StoreBreakerRule | undefined;
   /** Key prefix. Default `'breakwater:'` (the key is `breakwater:<name>`). */
-  prefix?: string;
+  prefix?: string | undefined;
   /** How long a CLOSED lease lets an instance admit calls without asking the store, ms. Default 1000. */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /** A CLOSED record expires after this long without a write, ms (an OPEN or isolated one never does). Default 7 days. */
-  keyTtlMs?: number;
+  keyTtlMs?: number | undefined;
   /** Compare-and-set attempts per change before giving up (then the local breaker decides). Default 32. */
-  maxCasAttempts?: number;
+  maxCasAttempts?: number | undefined;
   /** Bound of each store call, ms. Default 1000. (`requestTimeoutMs` bounds a whole exchange.) */
-  storeTimeoutMs?: number;
+  storeTimeoutMs?: number | undefined;
 }
 
 /**
@@ -392,6 +409,8 @@ export interface StoreBreakerOptions extends Omit<SharedBreakerOptions, 'shared'
  * the same breaker. Keep one per name per process (module scope).
  */
 export class StoreCircuitBreaker extends SharedCircuitBreaker {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'StoreCircuitBreaker';
   readonly key: string;
   #t: StoreTransport;
 
@@ -419,10 +438,12 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
     };
     const clock = o.clock ?? Date.now;
     const breaker = { ...(o.breaker ?? {}) };
-    const specJson = sharedGlue().spec_json(breakerConfig(breaker), int(o.leaseMs, 'leaseMs', 1000, 1));
+    const specJson = sharedGlue().spec_json(breakerConfig(breaker, 'StoreCircuitBreaker options.breaker'), int(o.leaseMs, 'leaseMs', 1000, 1));
+    // The local breaker's options, named as this constructor's (the shared one checks them again).
+    if (o.fallback !== undefined) localConfig(o.fallback, clock, 'StoreCircuitBreaker options');
     if (specJson.startsWith('!')) {
       const [field, why] = specJson.slice(1).split('|');
-      throw new RangeError(`breakwater: invalid ${field === 'spec' ? 'breaker options' : field}: ${why}`);
+      throw new RangeError(`breakwater: invalid ${field === 'spec' ? 'StoreCircuitBreaker options.breaker' : field}: ${why}`);
     }
     const t = new StoreTransport({
       name,

@@ -19,39 +19,41 @@ export interface SseEvent {
 
 export interface StreamOptions<T> {
   /** Aborting cancels the stream; a cancel says nothing about the upstream (ignored). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Fail (a `TimeoutError`, retryable) when no content arrives within this many ms of the call. */
-  firstChunkTimeoutMs?: number;
+  firstChunkTimeoutMs?: number | undefined;
   /** Fail when the upstream sends nothing for this many ms while the stream is read. */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /**
    * After the first content chunk a failure is never retried (the reader already has part of
    * the answer): the stream ends with what was sent plus this function's return value (a chunk,
    * or a string, encoded for byte streams) instead of erroring. Undefined ends it with nothing more.
    * (Not a hint for `T`: a string here leaves a byte stream's type `Uint8Array`.)
    */
-  onInterrupted?: (error: unknown) => NoInfer<T> | string | undefined | Promise<NoInfer<T> | string | undefined>;
+  onInterrupted?: ((error: unknown) => NoInfer<T> | string | undefined | Promise<NoInfer<T> | string | undefined>) | undefined;
   /**
    * Whether a chunk is content (the answer began). Chunks before it (a role header, a ping) are
    * held back and released with it. For a `text/event-stream` Response it gets each event.
    * Default: a non-empty chunk; for event streams, an event carrying text (not a ping, a start or
    * stop marker, `[DONE]` or an error) in the Anthropic, OpenAI or generic shape.
    */
-  isContent?: (chunk: T | SseEvent) => boolean;
+  isContent?: ((chunk: T | SseEvent) => boolean) | undefined;
   /**
    * An error carried inside the stream (an SSE `error` event in a 200 answer), or undefined.
    * Default for event streams: Anthropic's `event: error` and an `error` object in a `data:` line,
    * as a `StreamError` whose `status` follows the error's type (overloaded_error → 529...).
    */
-  errorOf?: (chunk: T | SseEvent) => unknown;
+  errorOf?: ((chunk: T | SseEvent) => unknown) | undefined;
   /** Which duration the slow-call rule sees: time to first content (default) or the whole stream. */
-  measure?: 'first-chunk' | 'total';
+  measure?: 'first-chunk' | 'total' | undefined;
 }
 
 const KEYS = ['signal', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'onInterrupted', 'isContent', 'errorOf', 'measure'] as const;
 
 /** Why a stream failed without a thrown error: an error status, an error event, or no content. */
 export class StreamError extends Error {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'StreamError';
   readonly isStreamError = true as const;
   /** The HTTP status the failure stands for (the response's, or the error event's type). */
   readonly status: number | undefined;

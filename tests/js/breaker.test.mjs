@@ -427,24 +427,24 @@ test('restore refuses garbage and mismatched snapshots without touching the brea
 
 test('invalid options throw RangeError/TypeError naming the option and the value', () => {
   const cases = [
-    [{ resetTimeout: -1 }, RangeError, /"resetTimeout": -1/],
-    [{ resetTimeout: NaN }, RangeError, /"resetTimeout": NaN/],
-    [{ failureThreshold: Infinity }, RangeError, /"failureThreshold": Infinity/],
-    [{ failureThreshold: 0 }, RangeError, /"failureThreshold": 0/],
-    [{ failureThreshold: 2.5 }, RangeError, /"failureThreshold": 2.5/],
-    [{ monitoringWindow: '60s' }, TypeError, /"monitoringWindow": "60s"/],
+    [{ resetTimeout: -1 }, RangeError, /"resetTimeout" in CircuitBreaker options: -1/],
+    [{ resetTimeout: NaN }, RangeError, /"resetTimeout" in CircuitBreaker options: NaN/],
+    [{ failureThreshold: Infinity }, RangeError, /"failureThreshold" in CircuitBreaker options: Infinity/],
+    [{ failureThreshold: 0 }, RangeError, /"failureThreshold" in CircuitBreaker options: 0/],
+    [{ failureThreshold: 2.5 }, RangeError, /"failureThreshold" in CircuitBreaker options: 2.5/],
+    [{ monitoringWindow: '60s' }, TypeError, /"monitoringWindow" in CircuitBreaker options: "60s"/],
     [{ resetTimout: 30_000 }, TypeError, /unknown option "resetTimout".*did you mean "resetTimeout"/],
-    [{ openJitter: 1 }, RangeError, /"openJitter": 1/],
-    [{ openBackoffFactor: 0.5 }, RangeError, /"openBackoffFactor": 0.5/],
-    [{ resetTimeout: 10_000, maxResetTimeout: 5_000 }, RangeError, /"maxResetTimeout": 5000 \(expected an integer in \[10000, /],
-    [{ halfOpenMaxProbes: 2000 }, RangeError, /"halfOpenMaxProbes": 2000/],
-    [{ probeTimeout: 0 }, RangeError, /"probeTimeout": 0/],
-    [{ clock: 5 }, TypeError, /"clock": 5/],
-    [{ failureRate: { threshold: 150 } }, RangeError, /"failureRate.threshold": 150/],
+    [{ openJitter: 1 }, RangeError, /"openJitter" in CircuitBreaker options: 1/],
+    [{ openBackoffFactor: 0.5 }, RangeError, /"openBackoffFactor" in CircuitBreaker options: 0.5/],
+    [{ resetTimeout: 10_000, maxResetTimeout: 5_000 }, RangeError, /"maxResetTimeout" in CircuitBreaker options: 5000 \(expected an integer in \[10000, /],
+    [{ halfOpenMaxProbes: 2000 }, RangeError, /"halfOpenMaxProbes" in CircuitBreaker options: 2000/],
+    [{ probeTimeout: 0 }, RangeError, /"probeTimeout" in CircuitBreaker options: 0/],
+    [{ clock: 5 }, TypeError, /"clock" in CircuitBreaker options: 5/],
+    [{ failureRate: { threshold: 150 } }, RangeError, /"failureRate.threshold" in CircuitBreaker options: 150/],
     [{ failureRate: { threshold: 50, windowCals: 10 } }, TypeError, /unknown option "windowCals"/],
     [{ slowCallRate: { threshold: 50 } }, TypeError, /slowCallRate.slowCallMs/],
     [{ failureThreshold: 3, failureRate: { threshold: 50 } }, TypeError, /choose one trip rule/],
-    ['fast', TypeError, /"options": "fast"/],
+    ['fast', TypeError, /"CircuitBreaker options": "fast"/],
   ];
   for (const [opts, type, message] of cases) {
     assert.throws(() => new CircuitBreaker('v', opts), (e) => e instanceof type && message.test(e.message), JSON.stringify(opts));

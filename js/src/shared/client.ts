@@ -49,7 +49,7 @@ export interface StubLike {
 export interface NamespaceLike {
   idFromName(name: string): unknown;
   get(id: unknown): StubLike;
-  getByName?(name: string): StubLike;
+  getByName?: ((name: string) => StubLike) | undefined;
 }
 
 /** A local breaker's shape (a `LocalFallbackBreaker` is one). */
@@ -88,15 +88,15 @@ export interface Lease {
 }
 export interface Exchange {
   client: string;
-  session?: number;
+  session?: number | undefined;
   batches: Batch[];
 }
 export interface Reply {
   lease: Lease;
-  permit?: { generation: number; probe: number | null; issued_at: number };
-  rejected?: { reason: 'open' | 'half_open_full' | 'isolated'; retry_after_ms: number };
+  permit?: { generation: number; probe: number | null; issued_at: number } | undefined;
+  rejected?: { reason: 'open' | 'half_open_full' | 'isolated'; retry_after_ms: number } | undefined;
   acked: number[];
-  refused?: Array<{ seq: number; reason: string }>;
+  refused?: Array<{ seq: number; reason: string }> | undefined;
 }
 
 /**
@@ -127,47 +127,47 @@ export interface ServiceOptions {
   /** The Worker's `SERVICE_TOKEN` secret. */
   token: string;
   /** Default: the global `fetch`. */
-  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
+  fetch?: ((input: string, init?: RequestInit) => Promise<Response>) | undefined;
 }
 
 export interface SharedBreakerOptions {
   /** The Durable Object namespace binding (`env.BREAKER`), possibly bound with `script_name`. */
-  shared?: NamespaceLike;
+  shared?: NamespaceLike | undefined;
   /** Instead of `shared`, from outside Cloudflare: the Worker's breaker service over HTTPS. */
-  service?: ServiceOptions;
+  service?: ServiceOptions | undefined;
   /** Instead of `shared`: another place holding the state (see `breakwater/store`). */
-  transport?: SharedTransport;
+  transport?: SharedTransport | undefined;
   /** Send waiting successes once this many outcomes wait. Default 1000 (at most 62 500). */
-  maxBatch?: number;
+  maxBatch?: number | undefined;
   /** Reject every call while the coordinator is unreachable. Default false (the local breaker decides). */
-  failClosed?: boolean;
+  failClosed?: boolean | undefined;
   /** How long to stay on the local breaker before trying the coordinator again, ms. Default 1000 (at most 300 000). */
-  retryUnreachableMs?: number;
+  retryUnreachableMs?: number | undefined;
   /** Abandon a request to the coordinator after this many ms (then fall back). Default 5000. */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /**
    * The local breaker that decides while the coordinator is unreachable: `CircuitBreaker`
    * options, or a `LocalFallbackBreaker` whose settings to use. It runs in the core, beside the
    * lease. Default: 5 consecutive failures open it for 30 s, then one probe.
    */
-  fallback?: CircuitBreakerOptions | LocalBreakerLike;
+  fallback?: CircuitBreakerOptions | LocalBreakerLike | undefined;
   /** How a result or error counts. Default: `classifyOutcome`, as `CircuitBreaker.execute` counts. */
-  classify?: (result: { ok: true; value: unknown } | { ok: false; error: unknown }) => Outcome;
+  classify?: ((result: { ok: true; value: unknown } | { ok: false; error: unknown }) => Outcome) | undefined;
   /** The clock, ms since the epoch. Default `Date.now`. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
   /** This client's id (1–64 of `A-Za-z0-9-_`). Default: random. A session drawn at random at start keeps a restarted process that reuses its id apart from its former self. */
-  clientId?: string;
+  clientId?: string | undefined;
 }
 
 export interface ExecuteOptions {
   /** Where to hand a report that need not delay this call (`(p) => ctx.waitUntil(p)`). */
-  waitUntil?: (promise: Promise<unknown>) => void;
+  waitUntil?: ((promise: Promise<unknown>) => void) | undefined;
   /** Overrides the breaker's `classify` for this call. */
-  classify?: SharedBreakerOptions['classify'];
+  classify?: SharedBreakerOptions['classify'] | undefined;
   /** Aborting rejects at once with the signal's reason; a cancel is not counted (a time-out's abort is). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Fail the call with `TimeoutError` (an upstream failure) after this many ms. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** `stream`'s options: the guard's, plus where to hand the report and how to count. */
@@ -194,6 +194,8 @@ export type SharedCircuitOpenError = CircuitOpenError;
  * open it for `openMs`, then one call probes. It is the package's `CircuitBreaker` (the core).
  */
 export class LocalFallbackBreaker extends CircuitBreaker {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'LocalFallbackBreaker';
   constructor(
     readonly threshold = 5,
     readonly openMs = 30_000,
@@ -219,18 +221,18 @@ function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE
   return v;
 }
 
-/** The local breaker's configuration array. */
-function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number): Float64Array {
+/** The local breaker's configuration array (`where`: the constructor, for error messages). @internal */
+export function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number, where: string): Float64Array {
   if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock });
   if (fallback instanceof LocalFallbackBreaker) {
     return breakerConfig({ failureThreshold: fallback.threshold, resetTimeout: fallback.openMs, clock });
   }
   if (typeof (fallback as LocalBreakerLike).isHealthy === 'function') {
     throw new TypeError(
-      'breakwater: invalid option "fallback": the local breaker runs in the core, beside the lease; give its CircuitBreaker options (e.g. { failureThreshold: 5, resetTimeout: 30000 }) or a LocalFallbackBreaker',
+      `breakwater: invalid option "fallback" in ${where}: the local breaker runs in the core, beside the lease; give its CircuitBreaker options (e.g. { failureThreshold: 5, resetTimeout: 30000 }) or a LocalFallbackBreaker`,
     );
   }
-  return breakerConfig({ ...(fallback as CircuitBreakerOptions), clock });
+  return breakerConfig({ ...(fallback as CircuitBreakerOptions), clock }, `${where}.fallback`);
 }
 
 function randomHex(): string {
@@ -323,6 +325,8 @@ function checkServiceUrl(url: string): void {
  * Keep one per breaker name per process (module scope).
  */
 export class SharedCircuitBreaker {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'SharedCircuitBreaker';
   readonly name: string;
   readonly clientId: string;
   #core: WasmLeaseClient;
@@ -372,7 +376,7 @@ export class SharedCircuitBreaker {
       o.failClosed === true ? 1 : 0,
       positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000),
     ]);
-    const fallback = localConfig(o.fallback, this.#now);
+    const fallback = localConfig(o.fallback, this.#now, 'SharedCircuitBreaker options');
     const g = sharedGlue();
     const core = g.WasmLeaseClient.create(id, randomSession(), lease, fallback);
     if (core === undefined) {
@@ -419,7 +423,7 @@ export class SharedCircuitBreaker {
   }
 
   /** Runs `fn` if admitted; throws a `CircuitOpenError` (`isCircuitOpenError`) if not. */
-  async execute<T>(fn: (context: { signal?: AbortSignal }) => T | Promise<T>, opts: ExecuteOptions = {}): Promise<T> {
+  async execute<T>(fn: (context: { signal?: AbortSignal | undefined }) => T | Promise<T>, opts: ExecuteOptions = {}): Promise<T> {
     const { signal, timeoutMs } = checkGuard(opts ?? {});
     if (signal?.aborted) throw signal.reason;
     const ticket = await this.#admit();

@@ -2,4 +2,4 @@
 // the entries, `sharedGlue` and the raw transport types for `breakwater/store`).
 export * from './index.js';
 export { setSharedGlue, sharedGlue } from './glue.js';
-export type { Answer, RawTransport } from './client.js';
+export { localConfig, type Answer, type RawTransport } from './client.js';
