@@ -634,7 +634,12 @@ fn run(config: BreakerConfig, start: u64, ops: &[Op]) -> Result<(), TestCaseErro
             Op::Rewind(ms) => clock = clock.saturating_sub(ms),
             Op::Acquire => {
                 let t = Timestamp(clock);
+                // `peek` answers what `acquire` will, and changes nothing.
+                let before = real.snapshot();
+                let peeked = real.peek(t);
+                prop_assert_eq!(real.snapshot(), before, "step {}: peek changed the state", step);
                 let admission = real.acquire(t);
+                prop_assert_eq!(peeked, admission.result.map(|_| ()), "step {}: peek", step);
                 prop_assert_eq!(admission, model.acquire(t), "step {}: {:?}", step, op);
                 if let Ok(permit) = admission.result {
                     held.push(permit);
