@@ -1,7 +1,8 @@
 // withRetry and RetryBudget of the built package, with injected sleep, random and clock.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withRetry, RetryBudget, CircuitBreaker, retryAfterMs, isCircuitOpenError } from 'breakwater';
+import { setTimeout as delay } from 'node:timers/promises';
+import { withRetry, RetryBudget, CircuitBreaker, retryAfterMs, isCircuitOpenError, classifyError } from 'breakwater';
 import { manualClock, httpError } from './helpers.mjs';
 
 const seed002 = { maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 16000, retryableStatuses: [429, 500, 503, 529] };
@@ -291,4 +292,40 @@ test('invalid withRetry options throw naming the option and the value', async ()
     await assert.rejects(withRetry(async () => 1, opts), (e) => e instanceof type && message.test(e.message), JSON.stringify(opts));
   }
   assert.throws(() => new RetryBudget({ ttlMs: 100 }), /"ttlMs": 100/);
+});
+
+test('an AbortSignal.timeout abort is classified as a timeout (retryable), as thrown or wrapped by Node', async () => {
+  // What fetch rejects with: the signal's reason, a DOMException named TimeoutError.
+  const s = AbortSignal.timeout(5);
+  const alive = setInterval(() => {}, 1_000); // AbortSignal.timeout's own timer does not hold the process
+  await new Promise((r) => s.addEventListener('abort', r, { once: true }));
+  clearInterval(alive);
+  assert.equal(s.reason.name, 'TimeoutError');
+  assert.deepEqual(
+    { ...classifyError(s.reason) },
+    { class: 'timeout', retryable: true, failure: true, ignored: false, status: undefined },
+  );
+  // What Node's timers/promises, http and events reject with: an AbortError whose cause is it.
+  const wrapped = await delay(60_000, 'late', { signal: AbortSignal.timeout(5) }).catch((e) => e);
+  assert.equal(wrapped.name, 'AbortError');
+  assert.equal(wrapped.cause?.name, 'TimeoutError');
+  assert.equal(classifyError(wrapped).class, 'timeout');
+  assert.equal(classifyError(wrapped).retryable, true);
+  // A plain AbortError (a cancel, no time-out behind it) is not taken for one.
+  const cancel = await delay(60_000, 'late', { signal: AbortSignal.abort() }).catch((e) => e);
+  assert.notEqual(classifyError(cancel).class, 'timeout');
+  // Per attempt, made by the caller's fn: onRetry says timeout, and the attempt is retried.
+  const kinds = [];
+  let n = 0;
+  const v = await withRetry(
+    async ({ attempt }) => {
+      n++;
+      if (attempt === 1) return delay(60_000, 'late', { signal: AbortSignal.timeout(10) });
+      return 'second';
+    },
+    { baseDelayMs: 1, jitter: 'none', onRetry: (e) => kinds.push([e.verdict.class, e.verdict.retryable]) },
+  );
+  assert.equal(v, 'second');
+  assert.equal(n, 2);
+  assert.deepEqual(kinds, [['timeout', true]]);
 });
