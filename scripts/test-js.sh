@@ -7,7 +7,8 @@
 #     (breakwater/prometheus checked with parse-prometheus-text-format and prom-client,
 #     breakwater/otel with the OpenTelemetry SDK's in-memory exporter; root devDependencies)
 #   - a Chromium page (playwright-core + /usr/bin/chromium), Vercel's edge-runtime, workerd
-#     (Miniflare), and Deno when `npm i deno` works.
+#     (Miniflare), and Deno and Bun when `npm i deno` / `npm i bun` work (one body of checks,
+#     tests/js/runtime-cases.mjs, run by tests/js/deno and tests/js/bun).
 # Servers bind 127.0.0.1 only and are stopped by the tests. No timing assertions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +63,27 @@ if "$deno_dir/node_modules/.bin/deno" --version >/dev/null 2>&1; then
       --node-modules-dir=manual --allow-read --allow-env deno/"
 else
   log "deno: SKIPPED (npm i deno@$DENO_VERSION did not give a working binary)"
+fi
+
+# Bun, likewise: the npm package `bun` ships the binary in an optional dependency
+# (@oven/bun-<platform>), which its postinstall links in place of bin/bun.exe.
+bun_dir=target/js-tools/bun
+BUN_VERSION=1.4.5
+if ! "$bun_dir/node_modules/.bin/bun" --version 2>/dev/null | grep -qx "$BUN_VERSION"; then
+  log "installing bun@$BUN_VERSION from npm into $bun_dir"
+  rm -rf "$bun_dir" && mkdir -p "$bun_dir"
+  (cd "$bun_dir" && echo '{"private":true}' > package.json &&
+    npm install --silent --no-audit --no-fund --no-package-lock "bun@$BUN_VERSION") || true
+  # Where npm was told not to run install scripts, run that postinstall by hand.
+  if ! "$bun_dir/node_modules/.bin/bun" --version >/dev/null 2>&1 && [ -f "$bun_dir/node_modules/bun/install.js" ]; then
+    (cd "$bun_dir/node_modules/bun" && node install.js) || true
+  fi
+fi
+if "$bun_dir/node_modules/.bin/bun" --version >/dev/null 2>&1; then
+  run "bun test" env DO_NOT_TRACK=1 BUN_RUNTIME_TRANSPILER_CACHE_PATH=0 \
+    sh -c "cd tests/js && '$PWD/$bun_dir/node_modules/.bin/bun' test ./bun/breakwater.test.mjs"
+else
+  log "bun: SKIPPED (npm i bun@$BUN_VERSION did not give a working binary)"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -193,9 +193,20 @@ export function codeOf(err: unknown): number {
   return code;
 }
 
-/** A time-out's abort: `AbortSignal.timeout`'s `TimeoutError`, or breakwater's. */
+/** `AbortSignal.timeout`'s `TimeoutError` (a DOMException), or breakwater's. */
+function isTimeoutName(v: unknown): boolean {
+  return isTimeoutError(v) || (typeof v === 'object' && v !== null && (v as { name?: unknown }).name === 'TimeoutError');
+}
+
+/**
+ * A time-out's abort: the `TimeoutError` itself (what fetch rejects with), or an `AbortError`
+ * whose `cause` is one (Node's timers/promises, http, events and streams wrap the reason so).
+ */
 function isTimeoutReason(reason: unknown): boolean {
-  return isTimeoutError(reason) || (typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError');
+  if (isTimeoutName(reason)) return true;
+  if (typeof reason !== 'object' || reason === null) return false;
+  const e = reason as { name?: unknown; cause?: unknown };
+  return e.name === 'AbortError' && isTimeoutName(e.cause);
 }
 
 export function isAbort(err: unknown, signal?: AbortSignal): boolean {

@@ -1,6 +1,7 @@
 import { glue, type WasmBudget, type WasmRetry } from './glue.js';
 import { checkKeys, create, fail, fn, num, obj } from './options.js';
 import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from './classify.js';
+import { TimeoutError } from './errors.js';
 import type { CircuitBreaker } from './breaker.js';
 
 export type Jitter = 'full' | 'equal' | 'decorrelated' | 'none' | number;
@@ -40,7 +41,10 @@ export interface GiveUpEvent {
 export interface AttemptContext {
   /** 1 for the first attempt. */
   attempt: number;
-  /** The caller's signal, to pass on to fetch or an SDK. */
+  /**
+   * The signal to pass on to fetch or an SDK: the caller's, or with `attemptTimeoutMs` this
+   * attempt's own, which also aborts (with a `TimeoutError`) when the attempt runs out of time.
+   */
   signal?: AbortSignal;
 }
 
@@ -65,6 +69,12 @@ export interface RetryOptions {
   retryableStatuses?: readonly number[];
   /** Give up rather than start an attempt later than this many ms after the first. */
   deadlineMs?: number;
+  /**
+   * Each attempt's own time limit (integer ms ≥ 1): its signal aborts and the attempt fails with a
+   * `TimeoutError`, an upstream failure that is retried (and counted by `breaker`). Unlike
+   * `execute`'s `timeoutMs`, which bounds one call, this bounds every attempt anew.
+   */
+  attemptTimeoutMs?: number;
   /** Honour Retry-After up to this long; a longer one gives up at once. Default 60 000 ms. */
   maxRetryAfterMs?: number;
   /** Caps retries across all calls sharing it. */
@@ -97,6 +107,7 @@ const KEYS = [
   'jitter',
   'retryableStatuses',
   'deadlineMs',
+  'attemptTimeoutMs',
   'maxRetryAfterMs',
   'budget',
   'breaker',
@@ -175,6 +186,30 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T
   });
 }
 
+/** One attempt's signal: aborts with the caller's reason, or with a `TimeoutError` after `ms`. */
+interface AttemptSignal {
+  signal: AbortSignal;
+  /** The attempt settled: no time-out any more (the caller's abort still reaches a body being read). */
+  settled(): void;
+  /** The attempt's result is dropped: stop listening to the caller's signal too. */
+  release(): void;
+}
+
+function attemptSignal(ms: number, caller: AbortSignal | undefined): AttemptSignal {
+  const ac = new AbortController();
+  const forward = () => ac.abort(caller!.reason);
+  caller?.addEventListener('abort', forward, { once: true });
+  const timer = setTimeout(() => ac.abort(new TimeoutError(ms)), ms);
+  return {
+    signal: ac.signal,
+    settled: () => clearTimeout(timer),
+    release: () => {
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', forward);
+    },
+  };
+}
+
 /**
  * Calls `fn` until it succeeds, retrying transient failures (429, 5xx, 529, network errors) with
  * exponential backoff and jitter, honouring Retry-After. A drop-in for seed 002's `withRetry`.
@@ -205,6 +240,8 @@ export async function withRetry<T>(
   if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
     fail('signal', signal, 'an AbortSignal');
   }
+  const attemptTimeoutMs =
+    opts.attemptTimeoutMs === undefined ? undefined : num('attemptTimeoutMs', opts.attemptTimeoutMs, 0, 1);
   // Validate everything now (cheap); build the wasm policy only when a first attempt fails.
   policy(opts).free();
   let p: WasmRetry | undefined;
@@ -216,18 +253,23 @@ export async function withRetry<T>(
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw signal.reason;
-      const context: AttemptContext = signal ? { attempt, signal } : { attempt };
+      // With attemptTimeoutMs the attempt has its own signal (the caller's abort reaches it too).
+      const own = attemptTimeoutMs === undefined ? undefined : attemptSignal(attemptTimeoutMs, signal);
+      const s = own?.signal ?? signal;
+      const context: AttemptContext = s ? { attempt, signal: s } : { attempt };
       let error: unknown;
       let resolved = false;
       try {
         const run = breaker
-          ? breaker.execute(() => fn(context), signal ? { signal } : undefined)
+          ? breaker.execute(() => fn(context), s ? { signal: s } : undefined)
           : Promise.resolve().then(() => fn(context));
-        const v = await raceAbort(run, signal);
+        const v = await raceAbort(run, s);
+        own?.settled();
         if (!isResponse(v) || v.status < 400) return v;
         error = v;
         resolved = true;
       } catch (e) {
+        own?.release();
         if (isAbort(e, signal) || signal?.aborted) throw signal?.aborted ? signal.reason : e;
         error = e;
       }
@@ -251,6 +293,7 @@ export async function withRetry<T>(
         if (resolved) return error as T;
         throw error;
       }
+      own?.release();
       onRetry?.({ attempt, delayMs: d, error, retryAfterMs, verdict });
       await raceAbort(Promise.resolve(sleep(d, signal)), signal);
       previousDelay = d;

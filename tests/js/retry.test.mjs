@@ -1,7 +1,8 @@
 // withRetry and RetryBudget of the built package, with injected sleep, random and clock.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withRetry, RetryBudget, CircuitBreaker, retryAfterMs, isCircuitOpenError } from 'breakwater';
+import { setTimeout as delay } from 'node:timers/promises';
+import { withRetry, RetryBudget, CircuitBreaker, retryAfterMs, isCircuitOpenError, isTimeoutError, classifyError } from 'breakwater';
 import { manualClock, httpError } from './helpers.mjs';
 
 const seed002 = { maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 16000, retryableStatuses: [429, 500, 503, 529] };
@@ -286,9 +287,173 @@ test('invalid withRetry options throw naming the option and the value', async ()
     [{ maxAtempts: 3 }, TypeError, /unknown option "maxAtempts".*"maxAttempts"/],
     [{ sleep: 100 }, TypeError, /"sleep": 100/],
     [{ budget: {} }, TypeError, /"budget"/],
+    [{ attemptTimeoutMs: 0 }, RangeError, /"attemptTimeoutMs": 0 \(expected an integer in \[1, /],
+    [{ attemptTimeoutMs: -5 }, RangeError, /"attemptTimeoutMs": -5/],
+    [{ attemptTimeoutMs: 1.5 }, RangeError, /"attemptTimeoutMs": 1.5/],
+    [{ attemptTimeoutMs: NaN }, RangeError, /"attemptTimeoutMs": NaN/],
+    [{ attemptTimeoutMs: Infinity }, RangeError, /"attemptTimeoutMs": Infinity/],
+    [{ attemptTimeoutMs: '100' }, TypeError, /"attemptTimeoutMs": "100"/],
+    [{ attemptTimeoutMs: null }, TypeError, /"attemptTimeoutMs": null/],
+    [{ attemptTimoutMs: 100 }, TypeError, /unknown option "attemptTimoutMs".*"attemptTimeoutMs"/],
   ];
   for (const [opts, type, message] of cases) {
     await assert.rejects(withRetry(async () => 1, opts), (e) => e instanceof type && message.test(e.message), JSON.stringify(opts));
   }
   assert.throws(() => new RetryBudget({ ttlMs: 100 }), /"ttlMs": 100/);
+});
+
+// attemptTimeoutMs: each attempt's own time limit (real timers of tens of ms; no assertion on speed).
+
+/** An upstream that never answers, but records its attempts and when their signal aborts. */
+function hanging() {
+  const fn = ({ attempt, signal }) => {
+    fn.calls.push({ attempt, signal });
+    return new Promise(() => {});
+  };
+  fn.calls = [];
+  return fn;
+}
+
+test('attemptTimeoutMs: a hung attempt is aborted with a TimeoutError and retried, each with its own signal', async () => {
+  const fn = hanging();
+  const retries = [];
+  const giveUps = [];
+  const err = await withRetry(fn, {
+    attemptTimeoutMs: 20,
+    maxAttempts: 3,
+    baseDelayMs: 1,
+    jitter: 'none',
+    onRetry: (e) => retries.push(e),
+    onGiveUp: (e, ev) => giveUps.push(ev),
+  }).then(
+    () => assert.fail('resolved'),
+    (e) => e,
+  );
+  assert.ok(isTimeoutError(err), String(err));
+  assert.equal(err.name, 'TimeoutError');
+  assert.equal(err.timeoutMs, 20);
+  assert.deepEqual(fn.calls.map((c) => c.attempt), [1, 2, 3]);
+  const signals = fn.calls.map((c) => c.signal);
+  assert.equal(new Set(signals).size, 3, 'a fresh signal per attempt');
+  for (const s of signals) {
+    assert.ok(s instanceof AbortSignal);
+    assert.equal(s.aborted, true);
+    assert.ok(isTimeoutError(s.reason));
+  }
+  assert.equal(retries.length, 2);
+  for (const r of retries) {
+    assert.ok(isTimeoutError(r.error));
+    assert.equal(r.verdict.class, 'timeout');
+    assert.equal(r.verdict.retryable, true);
+    assert.equal(r.verdict.failure, true);
+  }
+  assert.deepEqual(giveUps.map((g) => [g.reason, g.attempts, g.verdict.class]), [['attempts-exhausted', 3, 'timeout']]);
+});
+
+test('attemptTimeoutMs: a slow first attempt times out, a fast second one succeeds', async () => {
+  const seen = [];
+  const v = await withRetry(
+    async ({ attempt, signal }) => {
+      seen.push(signal);
+      if (attempt === 1) return new Promise(() => {});
+      return 'fast';
+    },
+    { attemptTimeoutMs: 20, baseDelayMs: 1, jitter: 'none' },
+  );
+  assert.equal(v, 'fast');
+  assert.equal(seen.length, 2);
+  assert.equal(seen[0].aborted, true);
+  // The attempt that answered keeps an unaborted signal (a response body read later is not cut).
+  await delay(40);
+  assert.equal(seen[1].aborted, false);
+});
+
+test('attemptTimeoutMs: the timer is cleared when an attempt settles (nothing keeps the process waiting)', async () => {
+  // One hour: a leaked timer would keep this test file's process alive; node --test would then hang.
+  assert.equal(await withRetry(async () => 'ok', { attemptTimeoutMs: 3_600_000 }), 'ok');
+  const fn = upstream(httpError(503), 'ok');
+  assert.equal(await withRetry(fn, { attemptTimeoutMs: 3_600_000, baseDelayMs: 1, jitter: 'none' }), 'ok');
+  assert.equal(fn.calls.length, 2);
+  assert.equal(fn.calls[0].signal.aborted, false);
+});
+
+test("attemptTimeoutMs: the caller's abort during an attempt stops everything at once, not retried", async () => {
+  const ac = new AbortController();
+  const fn = hanging();
+  const retries = [];
+  const giveUps = [];
+  const p = withRetry(fn, {
+    signal: ac.signal,
+    attemptTimeoutMs: 60_000,
+    onRetry: (e) => retries.push(e),
+    onGiveUp: () => giveUps.push(1),
+  });
+  setImmediate(() => ac.abort(new Error('client disconnected')));
+  await assert.rejects(p, /client disconnected/);
+  assert.equal(fn.calls.length, 1);
+  // The attempt's own signal is not the caller's, but aborts with it, for the same reason.
+  assert.notEqual(fn.calls[0].signal, ac.signal);
+  assert.equal(fn.calls[0].signal.aborted, true);
+  assert.equal(fn.calls[0].signal.reason, ac.signal.reason);
+  assert.deepEqual(retries, []);
+  assert.deepEqual(giveUps, []);
+  // Already aborted: no attempt at all.
+  const fn2 = hanging();
+  await assert.rejects(withRetry(fn2, { signal: AbortSignal.abort(new Error('early')), attemptTimeoutMs: 20 }), /early/);
+  assert.equal(fn2.calls.length, 0);
+});
+
+test('attemptTimeoutMs with a breaker: each time-out counts as a failure on it and opens it', async () => {
+  const breaker = new CircuitBreaker('attempt-timeouts', { failureThreshold: 2, resetTimeout: 600_000 });
+  const failures = [];
+  breaker.onFailure((e) => failures.push(e.error));
+  const fn = hanging();
+  const err = await withRetry(fn, { breaker, attemptTimeoutMs: 20, maxAttempts: 5, baseDelayMs: 1, jitter: 'none' }).then(
+    () => assert.fail('resolved'),
+    (e) => e,
+  );
+  // Two time-outs opened it; the third attempt was refused, and its wait is too long to honour.
+  assert.equal(fn.calls.length, 2);
+  assert.equal(breaker.state, 'OPEN');
+  assert.ok(isCircuitOpenError(err), String(err));
+  assert.equal(breaker.stats.failures, 2);
+  assert.equal(failures.length, 2);
+  for (const e of failures) assert.ok(isTimeoutError(e), String(e));
+  for (const c of fn.calls) assert.ok(isTimeoutError(c.signal.reason));
+});
+
+test('an AbortSignal.timeout abort is classified as a timeout (retryable), as thrown or wrapped by Node', async () => {
+  // What fetch rejects with: the signal's reason, a DOMException named TimeoutError.
+  const s = AbortSignal.timeout(5);
+  const alive = setInterval(() => {}, 1_000); // AbortSignal.timeout's own timer does not hold the process
+  await new Promise((r) => s.addEventListener('abort', r, { once: true }));
+  clearInterval(alive);
+  assert.equal(s.reason.name, 'TimeoutError');
+  assert.deepEqual(
+    { ...classifyError(s.reason) },
+    { class: 'timeout', retryable: true, failure: true, ignored: false, status: undefined },
+  );
+  // What Node's timers/promises, http and events reject with: an AbortError whose cause is it.
+  const wrapped = await delay(60_000, 'late', { signal: AbortSignal.timeout(5) }).catch((e) => e);
+  assert.equal(wrapped.name, 'AbortError');
+  assert.equal(wrapped.cause?.name, 'TimeoutError');
+  assert.equal(classifyError(wrapped).class, 'timeout');
+  assert.equal(classifyError(wrapped).retryable, true);
+  // A plain AbortError (a cancel, no time-out behind it) is not taken for one.
+  const cancel = await delay(60_000, 'late', { signal: AbortSignal.abort() }).catch((e) => e);
+  assert.notEqual(classifyError(cancel).class, 'timeout');
+  // Per attempt, made by the caller's fn: onRetry says timeout, and the attempt is retried.
+  const kinds = [];
+  let n = 0;
+  const v = await withRetry(
+    async ({ attempt }) => {
+      n++;
+      if (attempt === 1) return delay(60_000, 'late', { signal: AbortSignal.timeout(10) });
+      return 'second';
+    },
+    { baseDelayMs: 1, jitter: 'none', onRetry: (e) => kinds.push([e.verdict.class, e.verdict.retryable]) },
+  );
+  assert.equal(v, 'second');
+  assert.equal(n, 2);
+  assert.deepEqual(kinds, [['timeout', true]]);
 });
