@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Next.js example: the built npm package installed from its tarball as a user would,
-# `next build`, then the end-to-end suite against `next start` on 127.0.0.1.
+# The Next.js example: the built npm package installed from its tarball as a user would, then
+# the end-to-end suites against `next start` on 127.0.0.1 after a Turbopack and a webpack build,
+# and against `next dev`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -24,7 +25,24 @@ tarball=$(cd out && npm pack --silent "$root/pkg" | tail -1)
 cd examples/nextjs
 npm ci --no-audit --no-fund --loglevel=error
 npm install --no-save --no-audit --no-fund --loglevel=error "$root/out/$tarball"
-rm -rf .next
-npx next build
 cd "$root"
-node --test --test-concurrency=1 tests/nextjs/*.test.mjs
+
+# The example has no serverExternalPackages: breakwater must bundle as it is, with both of
+# Next's bundlers, in production builds and in `next dev`.
+status=0
+log() { printf '[test-nextjs] %s\n' "$*" >&2; }
+build() { (cd examples/nextjs && rm -rf .next && npx next build "$@"); }
+
+log "next build (Turbopack), every suite against next start"
+build
+node --test --test-concurrency=1 tests/nextjs/*.test.mjs || status=1
+
+log "next build --webpack, the single-instance suites against next start"
+build --webpack
+node --test --test-concurrency=1 tests/nextjs/nextjs.test.mjs tests/nextjs/proxy.test.mjs \
+  tests/nextjs/stream.test.mjs || status=1
+
+log "next dev (Turbopack): the routes and proxy.ts, compiled on first request"
+NEXT_E2E_MODE=dev node --test --test-concurrency=1 tests/nextjs/nextjs.test.mjs \
+  tests/nextjs/proxy.test.mjs || status=1
+exit $status

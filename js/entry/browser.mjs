@@ -1,13 +1,6 @@
 // Browsers and Deno: fetch the .wasm next to this file (bundlers understand this `new URL`).
+import { compile } from './compile.mjs';
 import { start } from './instantiate.mjs';
 
-const url = new URL('../web/breakwater_bg.wasm', import.meta.url);
-let module;
-try {
-  module = await WebAssembly.compileStreaming(fetch(url));
-} catch {
-  // No streaming compile, or a server that does not send application/wasm.
-  module = await WebAssembly.compile(await (await fetch(url)).arrayBuffer());
-}
-start(module);
+start(await compile(new URL('../web/breakwater_bg.wasm', import.meta.url)));
 export * from './api.mjs';

@@ -1,12 +1,6 @@
 // Browsers and Deno, breakwater/shared: fetch the .wasm next to this file.
+import { compile } from './compile.mjs';
 import { startShared } from './instantiate-shared.mjs';
 
-const url = new URL('../web-shared/breakwater_shared_bg.wasm', import.meta.url);
-let module;
-try {
-  module = await WebAssembly.compileStreaming(fetch(url));
-} catch {
-  module = await WebAssembly.compile(await (await fetch(url)).arrayBuffer());
-}
-startShared(module);
+startShared(await compile(new URL('../web-shared/breakwater_shared_bg.wasm', import.meta.url)));
 export * from './shared-api.mjs';

@@ -133,8 +133,11 @@ export interface StreamContext extends CallContext {
 export interface BreakerPermit {
   /** The call succeeded. */
   success(): void;
-  /** The call failed; `error` is classified as `execute` would (no error: an upstream failure). */
-  failure(error?: unknown): void;
+  /**
+   * The call failed; `error` is classified as `execute` would (no error: an upstream failure).
+   * With the call's `signal`, the caller's own abort is ignored rather than counted.
+   */
+  failure(error?: unknown, signal?: AbortSignal): void;
   /** The call says nothing about the upstream, or was never made: frees the permit. */
   ignore(): void;
 }
@@ -383,7 +386,8 @@ export class CircuitBreaker {
     };
     return {
       success: () => settle(SUCCESS),
-      failure: (error?: unknown) => settle(error === undefined ? FAILURE : this.#outcome(error), error),
+      failure: (error?: unknown, signal?: AbortSignal) =>
+        settle(error === undefined ? FAILURE : this.#outcome(error, false, signal), error),
       ignore: () => settle(IGNORED),
     };
   }
@@ -410,12 +414,14 @@ export class CircuitBreaker {
 
   /**
    * Reports how a call let through by `isHealthy()` failed. The error is classified as
-   * `execute` would: a client error (400, 401, 404, 422…), an abort or what `isFailure` rejects
-   * does not count against the upstream (it frees a probe slot like `recordIgnored()`); with no
-   * error it counts as an upstream failure.
+   * `execute` would: a client error (400, 401, 404, 422…) or what `isFailure` rejects does not
+   * count against the upstream (it frees a probe slot like `recordIgnored()`); with no error it
+   * counts as an upstream failure. Pass the call's `signal` so that the caller's own abort is not
+   * counted, as `execute({ signal })` does (an `AbortError` with no aborted signal behind it, such
+   * as a hand-made time-out's `controller.abort()`, counts as a failure).
    */
-  recordFailure(error?: unknown): void {
-    this.#settle(0, -1, error === undefined ? FAILURE : this.#outcome(error), error);
+  recordFailure(error?: unknown, signal?: AbortSignal): void {
+    this.#settle(0, -1, error === undefined ? FAILURE : this.#outcome(error, false, signal), error);
   }
 
   /** Reports a call let through by `isHealthy()` that says nothing about the upstream (or was never made): frees its probe slot. */

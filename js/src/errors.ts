@@ -13,6 +13,10 @@ export type RejectReason = 'open' | 'half-open-full' | 'isolated';
 export class CircuitOpenError extends Error {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'CircuitOpenError';
+  /** `instanceof` holds for one thrown by any copy of this package (Next.js bundles one per layer). */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return isCircuitOpenError(value);
+  }
   /** Marker that survives duplicate copies of the package; test with `isCircuitOpenError`. */
   readonly isCircuitOpenError = true as const;
   readonly breaker: string;
@@ -45,6 +49,10 @@ export function isCircuitOpenError(err: unknown): err is CircuitOpenError {
 export class TimeoutError extends Error {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'TimeoutError';
+  /** `instanceof` holds for one thrown by any copy of this package. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return isTimeoutError(value);
+  }
   readonly isTimeoutError = true as const;
   readonly timeoutMs: number;
   constructor(timeoutMs: number) {

@@ -45,7 +45,7 @@ export interface AttemptContext {
    * The signal to pass on to fetch or an SDK: the caller's, or with `attemptTimeoutMs` this
    * attempt's own, which also aborts (with a `TimeoutError`) when the attempt runs out of time.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** What `withRetry`'s `metrics` option takes (the metrics adapters' `retries(name)`). */
@@ -56,47 +56,47 @@ export interface RetryObserver {
 
 export interface RetryOptions {
   /** Attempts in all, the first included (1–10 000). Default 4. */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** Delay before the first retry, before jitter. Default 1000 ms. */
-  baseDelayMs?: number;
+  baseDelayMs?: number | undefined;
   /** No backoff delay exceeds this. Default 16 000 ms. */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
   /** Growth per retry (≥ 1). Default 2. */
-  factor?: number;
+  factor?: number | undefined;
   /** 'full' (default), 'equal', 'decorrelated', 'none', or a proportion p for ±p (seed 002: 0.3). */
-  jitter?: Jitter;
+  jitter?: Jitter | undefined;
   /** Statuses worth retrying. Default 408, 429, 500, 502, 503, 504, 529. */
-  retryableStatuses?: readonly number[];
+  retryableStatuses?: readonly number[] | undefined;
   /** Give up rather than start an attempt later than this many ms after the first. */
-  deadlineMs?: number;
+  deadlineMs?: number | undefined;
   /**
    * Each attempt's own time limit (integer ms ≥ 1): its signal aborts and the attempt fails with a
    * `TimeoutError`, an upstream failure that is retried (and counted by `breaker`). Unlike
    * `execute`'s `timeoutMs`, which bounds one call, this bounds every attempt anew.
    */
-  attemptTimeoutMs?: number;
+  attemptTimeoutMs?: number | undefined;
   /** Honour Retry-After up to this long; a longer one gives up at once. Default 60 000 ms. */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs?: number | undefined;
   /** Caps retries across all calls sharing it. */
-  budget?: RetryBudget;
+  budget?: RetryBudget | undefined;
   /** Runs each attempt through this breaker (its rejections are waited out like a Retry-After). */
-  breaker?: CircuitBreaker;
+  breaker?: CircuitBreaker | undefined;
   /** Told each call's retries and backoff waiting (see `breakwater/prometheus`, `breakwater/otel`). */
-  metrics?: RetryObserver;
+  metrics?: RetryObserver | undefined;
   /** Override: true = retry, false = do not, undefined = default rules. */
   shouldRetry?: (error: unknown, attempt: number) => boolean | undefined;
   /** Called before each wait. */
-  onRetry?: (event: RetryEvent) => void;
+  onRetry?: ((event: RetryEvent) => void) | undefined;
   /** Called once when the retries end in failure (seed 002's dead-letter hook). */
-  onGiveUp?: (error: unknown, event: GiveUpEvent) => void;
+  onGiveUp?: ((error: unknown, event: GiveUpEvent) => void) | undefined;
   /** Waits; default setTimeout. Injected for tests. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  sleep?: ((ms: number, signal?: AbortSignal) => Promise<void>) | undefined;
   /** Uniform in [0, 1), for the jitter. Default Math.random. */
-  random?: () => number;
+  random?: (() => number) | undefined;
   /** Milliseconds since the epoch. Default Date.now. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
   /** Aborting stops the attempts and the waits at once; rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 const KEYS = [
@@ -312,11 +312,11 @@ function fn_<F>(option: string, v: unknown): F | undefined {
 
 export interface RetryBudgetOptions {
   /** The window retries are measured over, 1 000–60 000 ms. Default 10 000. */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** Retries per second always allowed. Default 10. */
-  minPerSec?: number;
+  minPerSec?: number | undefined;
   /** Retries allowed as a percentage of calls in the window (0–1000). Default 20. */
-  retryPercent?: number;
+  retryPercent?: number | undefined;
 }
 
 /**

@@ -54,6 +54,10 @@ const KEYS = ['signal', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'onInterrupted',
 export class StreamError extends Error {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'StreamError';
+  /** `instanceof` holds for one thrown by any copy of this package. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return (value as Partial<StreamError> | null)?.isStreamError === true;
+  }
   readonly isStreamError = true as const;
   /** The HTTP status the failure stands for (the response's, or the error event's type). */
   readonly status: number | undefined;

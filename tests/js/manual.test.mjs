@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { CircuitBreaker, globalBreakers, isCircuitOpenError } from 'breakwater';
+import { CircuitBreaker, CircuitOpenError, TimeoutError, StreamError, globalBreakers, isCircuitOpenError } from 'breakwater';
 import { manualClock, httpError } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
@@ -109,24 +109,40 @@ test('a permit from an earlier state does not settle a later probe (no stale suc
   assert.equal(b.state, 'CLOSED');
 });
 
-test('permit.failure(error) and recordFailure(error) classify like execute: client errors and aborts do not count', () => {
+test('permit.failure(error) and recordFailure(error) classify like execute: client errors and the caller\'s aborts do not count', () => {
   const clock = manualClock(1_000);
   const b = new CircuitBreaker('llm', { ...options, clock });
+  const controller = new AbortController();
+  controller.abort();
   const abort = new DOMException('the user left', 'AbortError');
   for (let i = 0; i < 10; i++) {
     b.recordFailure(httpError(400));
-    b.recordFailure(abort);
+    b.recordFailure(abort, controller.signal);
+    b.recordFailure(controller.signal.reason, controller.signal);
     b.tryAcquire().failure(httpError(422));
-    b.tryAcquire().failure(abort);
+    b.tryAcquire().failure(abort, controller.signal);
   }
   assert.equal(b.state, 'CLOSED');
   assert.equal(b.stats.failures, 0);
-  assert.equal(b.stats.ignored, 40);
+  assert.equal(b.stats.ignored, 50);
   b.recordFailure(httpError(529));
   b.tryAcquire().failure(httpError(429));
   b.recordFailure(); // no error: an upstream failure
   assert.equal(b.stats.failures, 3);
   assert.equal(b.state, 'OPEN');
+});
+
+test('an AbortError with no aborted signal behind it (a hand-made time-out) counts, as in execute', async () => {
+  const b = new CircuitBreaker('llm', { ...options, clock: manualClock(1) });
+  const abort = new DOMException('timed out by hand', 'AbortError');
+  b.recordFailure(abort);
+  b.tryAcquire().failure(abort);
+  await b.execute(() => Promise.reject(abort)).catch(() => {});
+  assert.equal(b.stats.failures, 3);
+  // An AbortSignal.timeout() abort is a time-out whatever the signal: a failure.
+  const timeout = new CircuitBreaker('llm2', { ...options, clock: manualClock(1) });
+  timeout.recordFailure(new DOMException('slow', 'TimeoutError'));
+  assert.equal(timeout.stats.failures, 1);
 });
 
 test('recordFailure(error) honours isFailure, as execute does', () => {
@@ -157,8 +173,9 @@ test('isHealthy() in HALF_OPEN: a client error or recordIgnored() frees the prob
 test('globalBreakers(): the ESM and the CommonJS copies of the package in one process share one registry', async () => {
   const cjs = require('breakwater');
   assert.notEqual(cjs.CircuitBreaker, CircuitBreaker, 'two copies of the package');
+  const cjsRegistry = cjs.globalBreakers(); // made by the CommonJS copy, with its classes
   const esmRegistry = globalBreakers();
-  assert.equal(cjs.globalBreakers(), esmRegistry);
+  assert.equal(esmRegistry, cjsRegistry);
   const name = `shared-${Math.random()}`;
   const fromCjs = cjs.globalBreakers().get(name, { failureThreshold: 2 });
   assert.equal(esmRegistry.get(name), fromCjs);
@@ -168,5 +185,24 @@ test('globalBreakers(): the ESM and the CommonJS copies of the package in one pr
   assert.equal(gate.isOpen(), true);
   const err = await gate.execute(() => 'never').catch((e) => e);
   assert.ok(isCircuitOpenError(err));
+  // The breaker was built by the CommonJS copy: its errors are still `instanceof` the ESM classes.
+  assert.equal(Object.getPrototypeOf(err), cjs.CircuitOpenError.prototype);
+  assert.ok(err instanceof CircuitOpenError);
+  assert.ok(new cjs.TimeoutError(5) instanceof TimeoutError);
+  assert.ok(new cjs.StreamError('empty', 'no content') instanceof StreamError);
+  assert.equal(new Error('x') instanceof CircuitOpenError, false);
+  assert.equal(null instanceof TimeoutError, false);
   esmRegistry.delete(name);
+});
+
+test('the browser entry, where its .wasm cannot be fetched, fails with an error that says what to check', async () => {
+  // Node's fetch refuses file: URLs, as a browser would a .wasm the bundler did not copy.
+  const path = await import('node:path');
+  const { pathToFileURL } = await import('node:url');
+  const root = path.dirname(require.resolve('breakwater/package.json'));
+  const err = await import(pathToFileURL(path.join(root, 'dist/browser.mjs')).href).catch((e) => e);
+  assert.ok(err instanceof Error);
+  assert.match(err.message, /breakwater: could not load its WebAssembly from file:.*breakwater_bg\.wasm/);
+  assert.match(err.message, /new URL\(\.\.\., import\.meta\.url\)/);
+  assert.match(err.message, /node entry/);
 });

@@ -26,13 +26,7 @@ const READMES = ['README.md', 'js/README.md'];
 const ENTRIES = ['breakwater', 'breakwater/shared', 'breakwater/store', 'breakwater/ai', 'breakwater/prometheus', 'breakwater/otel'];
 
 /** Diagnostics a block is known to produce, with the reason; the test fails when one goes away. */
-const RETRY_SIGNAL = 'RetryOptions (js/src/retry.ts) declares `signal?: AbortSignal` without `| undefined`';
-const KNOWN = [
-  { file: 'js/README.md', code: 2379, text: /'RetryOptions'/, reason: RETRY_SIGNAL },
-  // The route using lib/llm.ts's `ask`, whose type the error above spoils.
-  { file: 'js/README.md', code: 18048, text: /^'message' is possibly 'undefined'/, reason: `${RETRY_SIGNAL} (app/api/agent/route.ts)` },
-  { file: 'js/README.md', code: 2339, text: /^Property 'content' does not exist on type '\{\}'/, reason: `${RETRY_SIGNAL} (app/api/agent/route.ts)` },
-];
+const KNOWN = [];
 
 // The app's own functions and values the blocks use, declared in each block that does not declare
 // them itself (in the module, so that they shadow the DOM's globals: `prompt`, `request`...).

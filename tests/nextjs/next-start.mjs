@@ -1,5 +1,6 @@
 // `next start` of the example app on a free port of 127.0.0.1, for the e2e suites: waits until
-// it answers, keeps its log, and stops its whole process group.
+// it answers, keeps its log, and stops its whole process group. With NEXT_E2E_MODE=dev it runs
+// `next dev` (Turbopack, compiling each route on its first request) instead.
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +13,8 @@ export async function nextStart(env) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   let log = '';
-  const proc = spawn(process.execPath, [path.join(app, 'node_modules/next/dist/bin/next'), 'start', '-H', '127.0.0.1', '-p', String(port)], {
+  const command = process.env.NEXT_E2E_MODE === 'dev' ? 'dev' : 'start';
+  const proc = spawn(process.execPath, [path.join(app, 'node_modules/next/dist/bin/next'), command, '-H', '127.0.0.1', '-p', String(port)], {
     cwd: app,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -21,7 +23,7 @@ export async function nextStart(env) {
   proc.stdout.on('data', (d) => (log += d));
   proc.stderr.on('data', (d) => (log += d));
   await until(async () => {
-    if (proc.exitCode !== null) throw new Error(`next start exited:\n${log}`);
+    if (proc.exitCode !== null) throw new Error(`next ${command} exited:\n${log}`);
     try {
       return (await fetch(`${base}/api/breaker`)).ok;
     } catch {

@@ -4,8 +4,8 @@
 // at the provider.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { nextStart } from './next-start.mjs';
+import { startProvider } from './json-provider.mjs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import fs from 'node:fs';
@@ -15,26 +15,6 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
 const app = path.join(root, 'examples/nextjs');
 const RESET_MS = 1_500;
-
-/** A provider that is up or down (answering `status`), optionally slow, and counts calls. */
-function startProvider() {
-  const state = { status: 200, delayMs: 0, calls: 0 };
-  const server = http.createServer(async (req, res) => {
-    for await (const _ of req);
-    state.calls += 1;
-    if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
-    if (state.status === 200) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ type: 'message', content: [{ type: 'text', text: 'hello from the provider' }] }));
-    } else {
-      res.writeHead(state.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
-    }
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ state, url: `http://127.0.0.1:${server.address().port}`, server })),
-  );
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -161,6 +141,8 @@ test('the page renders the breaker state (Chromium)', async () => {
     ],
   });
   try {
+    // Under `next dev` the page compiles on its first request, which can outlast the open period.
+    if (process.env.NEXT_E2E_MODE === 'dev') await fetch(base + '/');
     // Trip the Node runtime's breaker so the page has something to show.
     provider.state.status = 529;
     for (let i = 0; i < 3; i++) await chat('/api/chat');

@@ -21,7 +21,7 @@ export function streamMessage(model: string, prompt: string, signal?: AbortSigna
       'x-api-key': process.env.ANTHROPIC_API_KEY ?? '',
     },
     body: JSON.stringify({ model, max_tokens: 1024, stream: true, messages: [{ role: 'user', content: prompt }] }),
-    signal,
+    signal: signal ?? null,
   });
 }
 

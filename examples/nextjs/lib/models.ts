@@ -5,9 +5,7 @@ import { breaker } from './breakers';
 import { BACKUP_MODEL, INTERRUPTED, PRIMARY_MODEL, UNAVAILABLE } from './anthropic-stream';
 
 // Anthropic at PROVIDER_URL when it is set (the tests' fake provider), otherwise the real API.
-const anthropic = createAnthropic({
-  baseURL: process.env.PROVIDER_URL ? `${process.env.PROVIDER_URL}/v1` : undefined,
-});
+const anthropic = createAnthropic(process.env.PROVIDER_URL ? { baseURL: `${process.env.PROVIDER_URL}/v1` } : {});
 
 /**
  * The chat model: the primary, or the backup when the primary's breaker is OPEN (no request) or

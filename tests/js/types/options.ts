@@ -27,7 +27,6 @@ export async function forwarded(): Promise<unknown> {
     await breaker.stream(() => fetch('https://example.com', { signal: signal ?? null }), { signal, firstChunkTimeoutMs: maybeMs });
     await shared.execute(() => 1, { signal, timeoutMs: maybeMs });
     await new FallbackChain([{ breaker, call: () => 1 }]).execute({ signal });
-    // @ts-expect-error RetryOptions (js/src/retry.ts) still declares `signal?: AbortSignal`; remove this line once it is `| undefined`
     await withRetry(() => 1, { signal });
     return 1;
   });

@@ -1,0 +1,22 @@
+// A fake LLM provider for the Next.js e2e suites (non-streaming Messages API), on 127.0.0.1.
+import http from 'node:http';
+
+/** A provider that is up or down (answering `status`), optionally slow, and counts calls. */
+export function startProvider() {
+  const state = { status: 200, delayMs: 0, calls: 0 };
+  const server = http.createServer(async (req, res) => {
+    for await (const _ of req);
+    state.calls += 1;
+    if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
+    if (state.status === 200) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'message', content: [{ type: 'text', text: 'hello from the provider' }] }));
+    } else {
+      res.writeHead(state.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+    }
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ state, url: `http://127.0.0.1:${server.address().port}`, server })),
+  );
+}
