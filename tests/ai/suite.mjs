@@ -13,7 +13,7 @@ import { startFakeProvider, STREAM_TEXT, errors, emptyAnswers } from '../js/fake
  * @param {Function} sdk.MockModel MockLanguageModelV3 (ai@6) or MockLanguageModelV4 (ai@7)
  * @param {string} sdk.spec the providers' specification version ('v3' or 'v4')
  */
-export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, breakwater, bwai, store }) {
+export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, breakwater, breakwaterCjs, bwai, store }) {
   const { generateText, wrapLanguageModel, simulateReadableStream } = ai;
   // Errors reach the tests through the stream; the SDK's default onError would log them too.
   const streamText = (options) => ai.streamText({ onError: () => {}, ...options });
@@ -316,6 +316,23 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
     assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages']);
     assert.deepEqual(counts(primary), { admitted: 1, rejected: 0, successes: 0, failures: 1, ignored: 0 });
     assert.deepEqual(counts(backup), { admitted: 0, rejected: 0, successes: 0, failures: 0, ignored: 0 });
+  });
+
+  test(`${label}: fallbackModel with onInterrupted over a breaker from another copy of the package: the contingency, not a stray object`, async () => {
+    // globalBreakers() hands a breaker built by one bundled copy to code bundled with another.
+    const primary = new breakwaterCjs.CircuitBreaker('primary-cut-cjs');
+    const model = fallbackModel(
+      [
+        { model: anthropic('claude-test'), breaker: primary },
+        { model: openai.chat('gpt-test'), breaker: new CircuitBreaker('backup-cut-cjs') },
+      ],
+      { onInterrupted: () => ' [interrupted]' },
+    );
+    provider.cue({ cutAfter: 2 });
+    const res = streamText({ model, prompt: 'hi', maxRetries: 2, onError: () => {} }).toTextStreamResponse();
+    assert.equal(await res.text(), 'hello from  [interrupted]');
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages']);
+    assert.equal(primary.stats.failures, 1);
   });
 
   test(`${label}: fallbackModel: every tier refused → CircuitOpenError, not retried; a 400 stops the chain`, async () => {

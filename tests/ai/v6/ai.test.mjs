@@ -7,5 +7,9 @@ import * as breakwater from 'breakwater';
 import * as bwai from 'breakwater/ai';
 import * as store from 'breakwater/store';
 import { suite } from '../suite.mjs';
+import { createRequire } from 'node:module';
 
-suite({ label: 'ai@6', ai, MockModel: MockLanguageModelV3, createAnthropic, createOpenAI, breakwater, bwai, store });
+// The CommonJS copy of the package, a second copy in this process (as Next.js bundles one per layer).
+const breakwaterCjs = createRequire(import.meta.url)('breakwater');
+
+suite({ label: 'ai@6', ai, MockModel: MockLanguageModelV3, createAnthropic, createOpenAI, breakwater, breakwaterCjs, bwai, store });
