@@ -637,7 +637,12 @@ fn run(config: BreakerConfig, start: u64, ops: &[Op]) -> Result<(), TestCaseErro
                 // `peek` answers what `acquire` will, and changes nothing.
                 let before = real.snapshot();
                 let peeked = real.peek(t);
-                prop_assert_eq!(real.snapshot(), before, "step {}: peek changed the state", step);
+                prop_assert_eq!(
+                    real.snapshot(),
+                    before,
+                    "step {}: peek changed the state",
+                    step
+                );
                 let admission = real.acquire(t);
                 prop_assert_eq!(peeked, admission.result.map(|_| ()), "step {}: peek", step);
                 prop_assert_eq!(admission, model.acquire(t), "step {}: {:?}", step, op);
