@@ -1,5 +1,7 @@
-// A fake LLM provider for the Next.js e2e suites (non-streaming Messages API), on 127.0.0.1.
+// A fake LLM provider for the Next.js e2e suites (non-streaming Messages API), on 127.0.0.1, and
+// the example app started in front of it.
 import http from 'node:http';
+import { nextStart } from './next-start.mjs';
 
 /** A provider that is up or down (answering `status`), optionally slow, and counts calls. */
 export function startProvider() {
@@ -19,4 +21,27 @@ export function startProvider() {
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve({ state, url: `http://127.0.0.1:${server.address().port}`, server })),
   );
+}
+
+/**
+ * The provider and the example app in front of it (`nextStart`), with the breaker and retry
+ * settings the single-instance suites use: 3 failures open it for `resetMs`, 2 attempts per call.
+ */
+export async function startAppWithProvider(resetMs) {
+  const provider = await startProvider();
+  const server = await nextStart({
+    PROVIDER_URL: provider.url,
+    BREAKER_FAILURE_THRESHOLD: '3',
+    BREAKER_RESET_MS: String(resetMs),
+    RETRY_MAX_ATTEMPTS: '2',
+    RETRY_BASE_DELAY_MS: '20',
+  });
+  return {
+    provider,
+    server,
+    async stop() {
+      await server.stop();
+      await new Promise((r) => provider.server.close(r));
+    },
+  };
 }

@@ -4,8 +4,7 @@
 // at the provider.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { nextStart } from './next-start.mjs';
-import { startProvider } from './json-provider.mjs';
+import { startAppWithProvider } from './json-provider.mjs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import fs from 'node:fs';
@@ -13,30 +12,22 @@ import { createRequire } from 'node:module';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
-const app = path.join(root, 'examples/nextjs');
 const RESET_MS = 1_500;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let provider;
-let server;
+let running;
 let base;
 
 before(async () => {
-  provider = await startProvider();
-  server = await nextStart({
-    PROVIDER_URL: provider.url,
-    BREAKER_FAILURE_THRESHOLD: '3',
-    BREAKER_RESET_MS: String(RESET_MS),
-    RETRY_MAX_ATTEMPTS: '2',
-    RETRY_BASE_DELAY_MS: '20',
-  });
-  base = server.base;
+  running = await startAppWithProvider(RESET_MS);
+  ({ provider } = running);
+  base = running.server.base;
 });
 
 after(async () => {
-  await server?.stop();
-  await new Promise((r) => provider.server.close(r));
+  await running?.stop();
 });
 
 async function chat(route, body = {}) {

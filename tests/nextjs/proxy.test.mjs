@@ -5,27 +5,20 @@
 // Every upstream count is taken at the provider.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { nextStart } from './next-start.mjs';
-import { startProvider } from './json-provider.mjs';
+import { startAppWithProvider } from './json-provider.mjs';
 
 const RESET_MS = 2_000;
 let provider;
 let server;
+let app;
 
 before(async () => {
-  provider = await startProvider();
-  server = await nextStart({
-    PROVIDER_URL: provider.url,
-    BREAKER_FAILURE_THRESHOLD: '3',
-    BREAKER_RESET_MS: String(RESET_MS),
-    RETRY_MAX_ATTEMPTS: '2',
-    RETRY_BASE_DELAY_MS: '20',
-  });
+  app = await startAppWithProvider(RESET_MS);
+  ({ provider, server } = app);
 }, { timeout: 180_000 });
 
 after(async () => {
-  await server?.stop();
-  await new Promise((r) => provider?.server.close(r));
+  await app?.stop();
 });
 
 async function post(route, body = {}) {
