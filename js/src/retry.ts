@@ -1,8 +1,8 @@
 import { glue, type WasmBudget, type WasmRetry } from './glue.js';
 import { checkKeys, create, fail, fn, num, obj } from './options.js';
 import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from './classify.js';
-import { TimeoutError } from './errors.js';
-import type { CircuitBreaker } from './breaker.js';
+import { guardCall } from './call.js';
+import type { CallContext, CircuitBreaker } from './breaker.js';
 
 export type Jitter = 'full' | 'equal' | 'decorrelated' | 'none' | number;
 export type GiveUpReason =
@@ -84,7 +84,7 @@ export interface RetryOptions {
   /** Told each call's retries and backoff waiting (see `breakwater/prometheus`, `breakwater/otel`). */
   metrics?: RetryObserver | undefined;
   /** Override: true = retry, false = do not, undefined = default rules. */
-  shouldRetry?: (error: unknown, attempt: number) => boolean | undefined;
+  shouldRetry?: ((error: unknown, attempt: number) => boolean | undefined) | undefined;
   /** Called before each wait. */
   onRetry?: ((event: RetryEvent) => void) | undefined;
   /** Called once when the retries end in failure (seed 002's dead-letter hook). */
@@ -166,6 +166,9 @@ function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Without a breaker, the attempt guard's outcome goes nowhere (withRetry classifies it itself). */
+const uncounted = () => 0;
+
 /** Settles like `p`, or rejects with the signal's reason as soon as it aborts. */
 function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return p;
@@ -184,30 +187,6 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T
       },
     );
   });
-}
-
-/** One attempt's signal: aborts with the caller's reason, or with a `TimeoutError` after `ms`. */
-interface AttemptSignal {
-  signal: AbortSignal;
-  /** The attempt settled: no time-out any more (the caller's abort still reaches a body being read). */
-  settled(): void;
-  /** The attempt's result is dropped: stop listening to the caller's signal too. */
-  release(): void;
-}
-
-function attemptSignal(ms: number, caller: AbortSignal | undefined): AttemptSignal {
-  const ac = new AbortController();
-  const forward = () => ac.abort(caller!.reason);
-  caller?.addEventListener('abort', forward, { once: true });
-  const timer = setTimeout(() => ac.abort(new TimeoutError(ms)), ms);
-  return {
-    signal: ac.signal,
-    settled: () => clearTimeout(timer),
-    release: () => {
-      clearTimeout(timer);
-      caller?.removeEventListener('abort', forward);
-    },
-  };
 }
 
 /**
@@ -233,7 +212,10 @@ export async function withRetry<T>(
   const onGiveUp = fn_<RetryOptions['onGiveUp']>('onGiveUp', opts.onGiveUp);
   const { signal, budget, breaker, metrics } = opts;
   if (metrics !== undefined && typeof metrics.observeRetries !== 'function') fail('metrics', metrics, 'a RetryObserver');
-  if (budget !== undefined && !(budget instanceof RetryBudget)) fail('budget', budget, 'a RetryBudget');
+  // Not `instanceof`: a budget may come from another bundled copy of the package.
+  if (budget !== undefined && typeof (budget as Partial<RetryBudget> | null)?.withdraw !== 'function') {
+    fail('budget', budget, 'a RetryBudget');
+  }
   if (breaker !== undefined && (typeof breaker !== 'object' || typeof breaker.execute !== 'function')) {
     fail('breaker', breaker, 'a CircuitBreaker');
   }
@@ -242,6 +224,7 @@ export async function withRetry<T>(
   }
   const attemptTimeoutMs =
     opts.attemptTimeoutMs === undefined ? undefined : num('attemptTimeoutMs', opts.attemptTimeoutMs, 0, 1);
+  const guarded = signal !== undefined || attemptTimeoutMs !== undefined;
   // Validate everything now (cheap); build the wasm policy only when a first attempt fails.
   policy(opts).free();
   let p: WasmRetry | undefined;
@@ -253,23 +236,22 @@ export async function withRetry<T>(
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw signal.reason;
-      // With attemptTimeoutMs the attempt has its own signal (the caller's abort reaches it too).
-      const own = attemptTimeoutMs === undefined ? undefined : attemptSignal(attemptTimeoutMs, signal);
-      const s = own?.signal ?? signal;
-      const context: AttemptContext = s ? { attempt, signal: s } : { attempt };
+      // With attemptTimeoutMs each attempt runs under execute's guard (the breaker's, or the
+      // same guard alone): its own signal, aborted by the caller's or with a TimeoutError.
+      const call = (c: CallContext) => fn(c.signal ? { attempt, signal: c.signal } : { attempt });
       let error: unknown;
       let resolved = false;
       try {
         const run = breaker
-          ? breaker.execute(() => fn(context), s ? { signal: s } : undefined)
-          : Promise.resolve().then(() => fn(context));
-        const v = await raceAbort(run, s);
-        own?.settled();
+          ? breaker.execute(call, guarded ? { signal, timeoutMs: attemptTimeoutMs } : undefined)
+          : attemptTimeoutMs !== undefined
+            ? guardCall(call, signal, attemptTimeoutMs, uncounted, uncounted)
+            : Promise.resolve().then(() => fn(signal ? { attempt, signal } : { attempt }));
+        const v = await raceAbort(run, signal);
         if (!isResponse(v) || v.status < 400) return v;
         error = v;
         resolved = true;
       } catch (e) {
-        own?.release();
         if (isAbort(e, signal) || signal?.aborted) throw signal?.aborted ? signal.reason : e;
         error = e;
       }
@@ -293,7 +275,6 @@ export async function withRetry<T>(
         if (resolved) return error as T;
         throw error;
       }
-      own?.release();
       onRetry?.({ attempt, delayMs: d, error, retryAfterMs, verdict });
       await raceAbort(Promise.resolve(sleep(d, signal)), signal);
       previousDelay = d;
