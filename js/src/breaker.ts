@@ -1,7 +1,7 @@
 import { glue, type WasmBreaker } from './glue.js';
 import { CircuitOpenError, type RejectReason } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
-import { checkKeys, create, fail, fn, num, obj } from './options.js';
+import { checkKeys, create, fail, fn, num, obj, within } from './options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from './classify.js';
 import { guardStream, type StreamOptions, type StreamSource } from './stream.js';
 import { checkGuard, guardCall } from './call.js';
@@ -188,13 +188,7 @@ export interface BreakerSnapshot {
  */
 export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options'): Float64Array {
   const o = obj(where, options) ?? {};
-  try {
-    return config(o, where);
-  } catch (e) {
-    // `invalid option "x": …` → `invalid option "x" in <where>: …`
-    if (e instanceof Error) e.message = e.message.replace(/^(breakwater: invalid option "[^"]*")(?=:)/, `$1 in ${where}`);
-    throw e;
-  }
+  return within(where, () => config(o, where));
 }
 
 function config(o: Record<string, unknown>, where: string): Float64Array {

@@ -8,8 +8,3 @@ export { Chunks, guardStream } from './stream.js';
 export { checkGuard, guardCall } from './call.js';
 export { checkKeys, fail, num, obj } from './options.js';
 export { Emitter } from './events.js';
-
-// The exported classes declare their names (`static name`), which minifiers keep; RetryBudget's
-// is set here.
-import { RetryBudget } from './retry.js';
-Object.defineProperty(RetryBudget, 'name', { value: 'RetryBudget' });

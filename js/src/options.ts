@@ -24,9 +24,24 @@ function close(a: string, b: string): boolean {
   return a.length - i - j <= 2 && b.length - i - j <= 2;
 }
 
+/** Where the options being checked were given (see `within`); named in `fail`'s messages. */
+let scope: string | undefined;
+
+/** Runs `check` with `fail` naming `where` (`invalid option "x" in <where>: …`). */
+export function within<T>(where: string, check: () => T): T {
+  const outer = scope;
+  scope = where;
+  try {
+    return check();
+  } finally {
+    scope = outer;
+  }
+}
+
 /** A RangeError for a number out of range, a TypeError for anything else (or when `type`). */
 export function fail(option: string, value: unknown, expected: string, type = false): never {
-  const msg = `breakwater: invalid option "${option}": ${describe(value)} (expected ${expected})`;
+  const at = scope === undefined ? '' : ` in ${scope}`;
+  const msg = `breakwater: invalid option "${option}"${at}: ${describe(value)} (expected ${expected})`;
   throw typeof value === 'number' && !type ? new RangeError(msg) : new TypeError(msg);
 }
 

@@ -305,6 +305,8 @@ export interface RetryBudgetOptions {
  * `withRetry` call that is given it: in a 429 storm the fleet stops multiplying its load.
  */
 export class RetryBudget {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'RetryBudget';
   #w: WasmBudget;
   #clock: () => number;
 
