@@ -1,4 +1,9 @@
-//! Behaviour of the breaker state machine, on a manual clock.
+//! Behaviour of the breaker state machine, on a manual clock. Each test body runs natively
+//! (`cargo test`) and compiled to wasm32 under Node and headless Chromium (`wasm-pack test`,
+//! see scripts/test-js.sh).
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use breakwater::{
     Breaker, BreakerConfig, Mode, Outcome, Permit, RejectReason, State, Timestamp, TripRule, Window,
@@ -31,7 +36,7 @@ fn succeed(b: &mut Breaker, now: Timestamp) -> Option<breakwater::Transition> {
 }
 
 #[test]
-fn opens_after_consecutive_failures() {
+fn opens_after_consecutive_failures_and_says_when_to_come_back() {
     let mut b = Breaker::new(consecutive(3)).unwrap();
     assert_eq!(fail(&mut b, at(0)), None);
     assert_eq!(fail(&mut b, at(1)), None);
@@ -39,6 +44,28 @@ fn opens_after_consecutive_failures() {
     assert_eq!((t.from, t.to, t.at), (State::Closed, State::Open, at(2)));
     assert_eq!(b.state(), State::Open);
     assert_eq!(b.stats().opened, 1);
+    let r = b.acquire(at(2_002)).result.unwrap_err();
+    assert_eq!(r.reason, RejectReason::Open);
+    assert_eq!(r.retry_after_ms, 8_000);
+}
+
+#[test]
+fn the_defaults_open_after_five_failures_for_thirty_seconds_with_one_probe() {
+    let mut b = Breaker::new(BreakerConfig::new()).unwrap();
+    for i in 0..4 {
+        assert_eq!(fail(&mut b, at(i)), None, "failure {i}");
+    }
+    assert_eq!(fail(&mut b, at(4)).unwrap().to, State::Open);
+    let r = b.acquire(at(10_004)).result.unwrap_err();
+    assert_eq!((r.reason, r.retry_after_ms), (RejectReason::Open, 20_000));
+    let probe = admit(&mut b, at(30_004));
+    let r = b.acquire(at(30_004)).result.unwrap_err();
+    assert_eq!(r.reason, RejectReason::HalfOpenFull);
+    assert_eq!(
+        b.report(at(30_005), probe, Outcome::Success).unwrap().to,
+        State::Closed,
+        "one successful probe closes"
+    );
 }
 
 #[test]
@@ -78,6 +105,7 @@ fn half_open_admits_only_the_configured_probes() {
             .filter(|_| b.acquire(at(10_000)).result.is_ok())
             .count();
         assert_eq!(admitted, probes as usize);
+        assert_eq!(b.state(), State::HalfOpen);
         assert_eq!(b.probes_in_flight(), probes as usize);
         let r = b.acquire(at(10_001)).result.unwrap_err();
         assert_eq!(r.reason, RejectReason::HalfOpenFull);
@@ -130,17 +158,24 @@ fn an_unreported_probe_frees_its_slot_when_its_lease_expires() {
 }
 
 #[test]
-fn a_stale_permit_from_before_a_transition_is_ignored() {
+fn a_stale_permit_from_an_older_generation_is_ignored() {
     let mut b = Breaker::new(consecutive(2)).unwrap();
+    let early = admit(&mut b, at(0));
     let old = admit(&mut b, at(0));
     let _ = fail(&mut b, at(1));
     let _ = fail(&mut b, at(2)); // opens
+
+    // A success from before the trip neither closes the circuit nor moves its reopen time.
+    assert_eq!(b.report(at(3), early, Outcome::Success), None);
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.open_until(), Some(at(10_002)));
+    assert_eq!(b.stats().stale, 1);
     let _ = succeed(&mut b, at(10_002)); // probe closes
     assert_eq!(b.state(), State::Closed);
     // The permit from the first CLOSED period fails now: it must not count.
     assert_eq!(b.report(at(10_003), old, Outcome::Failure), None);
     assert_eq!(fail(&mut b, at(10_004)), None, "only one failure counted");
-    assert_eq!(b.stats().stale, 1);
+    assert_eq!(b.stats().stale, 2);
 }
 
 #[test]
@@ -177,6 +212,24 @@ fn failures_in_window_count_only_within_the_window() {
     let _ = succeed(&mut b, at(20_100));
     let _ = fail(&mut b, at(20_500));
     assert_eq!(fail(&mut b, at(20_999)).unwrap().to, State::Open);
+
+    // Likewise for outcomes recorded without a permit: five failures 15 001 ms apart never
+    // share a 60 s window; five within four seconds do.
+    let cfg = BreakerConfig::new().with_trip(TripRule::FailuresInWindow {
+        threshold: 5,
+        window_ms: 60_000,
+    });
+    let mut b = Breaker::new(cfg).unwrap();
+    for i in 0..20 {
+        assert_eq!(b.record(at(i * 15_001), Outcome::Failure), None, "{i}");
+    }
+    for i in 0..4 {
+        assert_eq!(b.record(at(400_000 + i * 1_000), Outcome::Failure), None);
+    }
+    assert_eq!(
+        b.record(at(404_000), Outcome::Failure).unwrap().to,
+        State::Open
+    );
 }
 
 #[test]
@@ -256,30 +309,34 @@ fn failure_rate_over_a_time_window_expires_buckets() {
 
 #[test]
 fn slow_calls_trip_the_slow_call_rule() {
-    let cfg = BreakerConfig::new().with_trip(TripRule::SlowCallRate {
-        threshold_percent: 50.0,
-        slow_call_ms: 2_000,
-        minimum_calls: 4,
-        window: Window::Calls(10),
-    });
-    let mut b = Breaker::new(cfg).unwrap();
-    let mut t = 0;
-    let mut call = |b: &mut Breaker, took: u64, outcome| {
-        let p = b.acquire(at(t)).result.unwrap();
-        t += took;
-        let tr = b.report(at(t), p, outcome);
-        t += 1;
-        tr
-    };
-    // Fast failures do not count under this rule; a call of exactly 2 s is not slow.
-    assert_eq!(call(&mut b, 10, Outcome::Failure), None);
-    assert_eq!(call(&mut b, 2_000, Outcome::Success), None);
-    assert_eq!(call(&mut b, 2_001, Outcome::Success), None);
-    assert_eq!(
-        call(&mut b, 5_000, Outcome::Success).unwrap().to,
-        State::Open
-    );
-    assert_eq!(b.stats().slow, 2);
+    // Over a window of calls and over a window of time alike.
+    for window in [Window::Calls(10), Window::Millis(60_000)] {
+        let cfg = BreakerConfig::new().with_trip(TripRule::SlowCallRate {
+            threshold_percent: 50.0,
+            slow_call_ms: 2_000,
+            minimum_calls: 4,
+            window,
+        });
+        let mut b = Breaker::new(cfg).unwrap();
+        let mut t = 0;
+        let mut call = |b: &mut Breaker, took: u64, outcome| {
+            let p = b.acquire(at(t)).result.unwrap();
+            t += took;
+            let tr = b.report(at(t), p, outcome);
+            t += 1;
+            tr
+        };
+        // Fast failures do not count under this rule; a call of exactly 2 s is not slow.
+        assert_eq!(call(&mut b, 10, Outcome::Failure), None, "{window:?}");
+        assert_eq!(call(&mut b, 2_000, Outcome::Success), None, "{window:?}");
+        assert_eq!(call(&mut b, 2_001, Outcome::Success), None, "{window:?}");
+        assert_eq!(
+            call(&mut b, 5_000, Outcome::Success).unwrap().to,
+            State::Open,
+            "{window:?}"
+        );
+        assert_eq!(b.stats().slow, 2);
+    }
 }
 
 #[test]
