@@ -1,4 +1,8 @@
-//! Behaviour of the retry policy, Retry-After parsing, the budget and classification.
+//! Behaviour of the retry policy, Retry-After parsing, the budget and classification. Each test
+//! body runs natively and compiled to wasm32 under Node and headless Chromium (scripts/test-js.sh).
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use breakwater::retry::Class;
 use breakwater::{
@@ -170,6 +174,15 @@ fn retry_after_is_honoured_up_to_the_maximum() {
         p.decide(&mut s, NOW, server(30_001), &mut rng, None),
         RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong {
             retry_after_ms: 30_001
+        })
+    );
+    // The default maximum refuses an hour's wait.
+    let p = RetryPolicy::new();
+    let mut s = p.start(NOW);
+    assert_eq!(
+        p.decide(&mut s, NOW, server(3_600_000), &mut rng, None),
+        RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong {
+            retry_after_ms: 3_600_000
         })
     );
 }
@@ -368,6 +381,15 @@ fn classification_follows_how_llm_apis_fail() {
     assert_eq!(quota.class, Class::QuotaExhausted);
     assert!(!quota.retryable);
     assert_eq!(quota.outcome, Outcome::Failure);
+    let quota = c.classify(&Signal {
+        status: Some(429),
+        error_code: Some("insufficient_quota"),
+        ..Signal::default()
+    });
+    assert_eq!(
+        (quota.class, quota.retryable),
+        (Class::QuotaExhausted, false)
+    );
     let v = c.classify_status(501, None);
     assert!(!v.retryable);
     assert_eq!(v.outcome, Outcome::Failure);
