@@ -1,4 +1,8 @@
 //! Snapshots: the whole state as data, restored exactly; bad data is an error, never a panic.
+//! Runs natively and compiled to wasm32 (scripts/test-js.sh); the JSON module needs `serde`.
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use breakwater::breaker::Counter;
 use breakwater::{
