@@ -41,12 +41,16 @@ run() {
 run "node:test (ESM, CJS, SDKs, README, types, browser page, edge-runtime, workerd, size, metrics)" \
   node --test --test-reporter=spec tests/js/*.test.mjs tests/js/*.test.cjs
 
-# The core's tests (tests/wasm.rs) in wasm: `--mode no-install` fails fast instead of building
-# another wasm-bindgen when the installed one does not match Cargo.lock.
+# The core's tests, the same bodies `cargo test` runs natively (tests/breaker.rs, retry.rs,
+# snapshot.rs), and the numeric boundary's (tests/boundary.rs, wasm only), compiled to wasm32:
+# `--mode no-install` fails fast instead of building another wasm-bindgen when the installed one
+# does not match Cargo.lock.
 run "wasm-pack test --node" \
-  wasm-pack test --node --mode no-install -- --features wasm --test wasm
+  wasm-pack test --node --mode no-install -- --features wasm \
+    --test breaker --test retry --test snapshot --test boundary
 run "wasm-pack test --headless --chrome" \
-  env WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --mode no-install -- --features wasm --test wasm
+  env WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome --mode no-install -- --features wasm \
+    --test breaker --test retry --test snapshot --test boundary
 
 # Deno, if the registry serves it (the npm package `deno` ships the binary as a dependency).
 deno_dir=target/js-tools/deno
