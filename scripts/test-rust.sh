@@ -15,3 +15,5 @@ cargo clippy --features worker-config --bin breakwater-worker-config -- -D warni
 cargo build --lib --no-default-features --target thumbv7em-none-eabihf
 cargo test --features json --all-targets
 cargo test --features json --doc
+# The unit tests again without `std` (e.g. every error type is a `core::error::Error` there too).
+cargo test --lib --no-default-features

@@ -14,6 +14,11 @@
 //!   [`RetryBudget`]; [`Classifier`] maps HTTP statuses and provider errors to decisions.
 //! - [`CircuitBreaker`] and [`Registry`]: a host that holds a [`Clock`] and runs the call.
 //!
+//! The crate is always `#![no_std]` + `alloc`, and every error type implements
+//! [`core::error::Error`] in every build. The default feature `std` only adds `SystemClock` and
+//! `SplitMix64::from_entropy`; `serde`, `json`, `wasm`, `worker` and `sim` add the serialisation,
+//! the npm package's boundary, the Cloudflare Worker and the outage simulator (see the README).
+//!
 //! ```
 //! use breakwater::{BreakerConfig, CircuitBreaker, Error, ManualClock, Timestamp, TripRule};
 //!
