@@ -5,13 +5,25 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh rust
 
 cargo fmt --all -- --check
+# Every feature set that ships, on a target it ships for. A subset is linted on its own: code can
+# be dead, or cfg'd out, in it and not in its superset. The simulator (`sim`: the library,
+# breakwater-sim and tests/sim.rs) is linted by scripts/test-sim.sh.
+# Natively: the default build, and `json` (with `serde`) over every target again, which includes
+# the tests compiled only with it.
 cargo clippy --all-targets -- -D warnings
+cargo clippy --all-targets --features json -- -D warnings
+# no_std, alone and with `serde`.
 cargo clippy --lib --no-default-features --target thumbv7em-none-eabihf -- -D warnings
-# The shared breaker's wasm module, the Worker (with and without its demo app) and the
-# BREAKERS check command, on the targets they ship for.
+cargo clippy --lib --no-default-features --features serde --target thumbv7em-none-eabihf -- -D warnings
+# The npm package's two wasm modules (scripts/build-pkg.sh), the Worker as deployed and with its
+# demo app (scripts/build-worker.sh), and the BREAKERS check command.
+cargo clippy --lib --no-default-features --features wasm --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --no-default-features --features wasm-shared --target wasm32-unknown-unknown -- -D warnings
+cargo clippy --lib --features worker --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --features worker,demo --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --features worker-config --bin breakwater-worker-config -- -D warnings
 cargo build --lib --no-default-features --target thumbv7em-none-eabihf
 cargo test --features json --all-targets
 cargo test --features json --doc
+# The unit tests again without `std` (e.g. every error type is a `core::error::Error` there too).
+cargo test --lib --no-default-features

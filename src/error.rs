@@ -99,15 +99,12 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for ConfigError {}
+impl core::error::Error for ConfigError {}
 
-#[cfg(feature = "std")]
-impl std::error::Error for SnapshotError {}
+impl core::error::Error for SnapshotError {}
 
-#[cfg(feature = "std")]
-impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl<E: core::error::Error + 'static> core::error::Error for Error<E> {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             Error::Inner(e) => Some(e),
             Error::Rejected(_) => None,

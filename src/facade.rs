@@ -31,8 +31,7 @@ impl fmt::Display for InvalidName {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for InvalidName {}
+impl core::error::Error for InvalidName {}
 
 /// Checks a breaker name: 1 to 128 bytes of ASCII letters, digits and `- _ . : /`. Names become
 /// Durable Object names and store keys, so they must come from configuration, never from request
@@ -219,8 +218,7 @@ impl fmt::Display for BuildError {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for BuildError {}
+impl core::error::Error for BuildError {}
 
 /// One breaker per name (per provider, model or tool), all on one clock.
 ///

@@ -14,6 +14,11 @@
 //!   [`RetryBudget`]; [`Classifier`] maps HTTP statuses and provider errors to decisions.
 //! - [`CircuitBreaker`] and [`Registry`]: a host that holds a [`Clock`] and runs the call.
 //!
+//! The crate is always `#![no_std]` + `alloc`, and every error type implements
+//! [`core::error::Error`] in every build. The default feature `std` only adds `SystemClock` and
+//! `SplitMix64::from_entropy`; `serde`, `json`, `wasm`, `worker` and `sim` add the serialisation,
+//! the npm package's boundary, the Cloudflare Worker and the outage simulator (see the README).
+//!
 //! ```
 //! use breakwater::{BreakerConfig, CircuitBreaker, Error, ManualClock, Timestamp, TripRule};
 //!
@@ -82,3 +87,75 @@ pub use snapshot::{RestoreError, Snapshot, SNAPSHOT_VERSION};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// Every public error type is a `core::error::Error` in every build: scripts/test-rust.sh runs
+/// these with and without `std`.
+#[cfg(test)]
+mod error_tests {
+    use alloc::string::{String, ToString};
+    use core::error::Error as CoreError;
+
+    use crate::{
+        validate_name, Breaker, BreakerConfig, BuildError, CircuitBreaker, ConfigError, Error,
+        ManualClock, RestoreError, Timestamp, TripRule,
+    };
+
+    /// Its `Display` through `dyn core::error::Error`, and its source's, if any.
+    fn describe(e: &(dyn CoreError + 'static)) -> (String, Option<String>) {
+        (e.to_string(), e.source().map(|s| s.to_string()))
+    }
+
+    fn config_error() -> ConfigError {
+        BreakerConfig::new()
+            .with_half_open_max_probes(0)
+            .validate()
+            .unwrap_err()
+    }
+
+    #[test]
+    fn configuration_errors_are_errors_naming_the_field() {
+        let (message, source) = describe(&config_error());
+        assert!(message.contains("half_open_max_probes"), "{message}");
+        assert_eq!(source, None);
+    }
+
+    #[test]
+    fn snapshot_and_restore_errors_are_errors() {
+        let mut snapshot = Breaker::new(BreakerConfig::new()).unwrap().snapshot();
+        snapshot.version = 2;
+        let e = snapshot.check(&BreakerConfig::new()).unwrap_err();
+        let (message, _) = describe(&e);
+        assert!(message.contains("version 2"), "{message}");
+
+        let e: RestoreError = Breaker::restore(BreakerConfig::new(), snapshot).unwrap_err();
+        assert_eq!(describe(&e).0, message);
+    }
+
+    #[test]
+    fn name_and_build_errors_are_errors() {
+        let e = validate_name("no spaces").unwrap_err();
+        let (message, _) = describe(&e);
+        assert!(message.contains("no spaces"), "{message}");
+
+        let clock = ManualClock::new(Timestamp(0));
+        let e: BuildError =
+            CircuitBreaker::new("no spaces", BreakerConfig::new(), clock).unwrap_err();
+        assert_eq!(describe(&e).0, message);
+    }
+
+    #[test]
+    fn a_failed_call_is_an_error_whose_source_is_the_calls_own() {
+        let inner: Error<ConfigError> = Error::Inner(config_error());
+        let source = CoreError::source(&inner).expect("the call's own error is the source");
+        assert_eq!(source.downcast_ref::<ConfigError>(), Some(&config_error()));
+
+        let one_strike =
+            BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 1 });
+        let clock = ManualClock::new(Timestamp(0));
+        let mut breaker = CircuitBreaker::new("upstream", one_strike, clock).unwrap();
+        let _ = breaker.call(|| Err::<(), _>(config_error()));
+        let rejected = breaker.call(|| Ok::<_, ConfigError>(())).unwrap_err();
+        assert!(rejected.is_rejected());
+        assert_eq!(describe(&rejected).1, None, "a rejection has no source");
+    }
+}

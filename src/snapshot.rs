@@ -113,8 +113,7 @@ impl core::fmt::Display for RestoreError {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for RestoreError {}
+impl core::error::Error for RestoreError {}
 
 impl Snapshot {
     /// Checks the snapshot against the configuration it is to be restored under.
