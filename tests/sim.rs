@@ -370,3 +370,218 @@ fn binary_writes_the_table_and_the_svg_and_exits_2_on_a_bad_file() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("retry.max_attempts"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ----- Retry-After per failure phase -----
+
+/// One request at t = 0 against an upstream answering 429 for a minute (after 50 ms), retried
+/// once after a fixed 1 s backoff; `phase_extra` adds to the 429 phase.
+fn one_rate_limited_request(phase_extra: &str, retry_extra: &str) -> Report {
+    let text = format!(
+        r#"
+name = "429"
+duration_ms = 1000
+strategies = ["retry_only"]
+load = {{ at_ms = [0] }}
+
+[upstream]
+latency_ms = 100
+latency_jitter = 0.0
+error_latency_ms = 50
+
+[[upstream.phases]]
+kind = "error"
+status = 429
+duration_ms = 60000
+{phase_extra}
+
+[retry]
+max_attempts = 2
+base_delay_ms = 1000
+max_delay_ms = 1000
+jitter = "none"
+{retry_extra}
+"#
+    );
+    let scenario = Scenario::parse(&text, Format::Toml).unwrap_or_else(|e| panic!("{e}"));
+    sim::run(&scenario).unwrap()
+}
+
+/// The seconds in which the upstream received a call.
+fn seconds_with_calls(r: &StrategyReport) -> Vec<usize> {
+    let calls = &r.timeline.calls;
+    (0..calls.len()).filter(|i| calls[*i] > 0).collect()
+}
+
+#[test]
+fn retry_waits_for_the_phases_retry_after() {
+    let r = one_rate_limited_request("retry_after_ms = 7000", "");
+    let retry = get(&r, Strategy::RetryOnly);
+    assert_eq!(retry.upstream_calls, 2);
+    // The 429 arrives at 50 ms; the second attempt waits 7 s for it, not the 1 s backoff.
+    assert_eq!(seconds_with_calls(retry), vec![0, 7]);
+    // Its 429 arrives at 7 050 + 50 ms, and the request gives up.
+    assert_eq!(retry.latency_p50_ms, 7_100);
+    assert_eq!(retry.failed, 1);
+}
+
+#[test]
+fn retry_uses_its_backoff_without_retry_after() {
+    let r = one_rate_limited_request("", "");
+    let retry = get(&r, Strategy::RetryOnly);
+    assert_eq!(retry.upstream_calls, 2);
+    assert_eq!(seconds_with_calls(retry), vec![0, 1]);
+    assert_eq!(retry.latency_p50_ms, 1_100);
+}
+
+#[test]
+fn retry_after_shorter_than_the_backoff_keeps_the_backoff() {
+    let r = one_rate_limited_request("retry_after_ms = 200", "");
+    assert_eq!(get(&r, Strategy::RetryOnly).latency_p50_ms, 1_100);
+}
+
+#[test]
+fn retry_after_beyond_max_retry_after_ends_the_retries_at_once() {
+    let r = one_rate_limited_request("retry_after_ms = 7000", "max_retry_after_ms = 5000");
+    let retry = get(&r, Strategy::RetryOnly);
+    assert_eq!(retry.upstream_calls, 1);
+    assert_eq!(retry.latency_p50_ms, 50);
+}
+
+#[test]
+fn a_retry_after_the_rate_limit_succeeds() {
+    // The 429s stop after 5 s; the retry, 5 s after the first answer, is served.
+    let text = r#"
+name = "429"
+duration_ms = 1000
+strategies = ["retry_only"]
+load = { at_ms = [0] }
+[upstream]
+latency_ms = 100
+latency_jitter = 0.0
+error_latency_ms = 50
+[[upstream.phases]]
+kind = "error"
+status = 429
+duration_ms = 5000
+retry_after_ms = 5000
+[retry]
+max_attempts = 2
+jitter = "none"
+"#;
+    let r = sim::run(&Scenario::parse(text, Format::Toml).unwrap()).unwrap();
+    let retry = get(&r, Strategy::RetryOnly);
+    assert_eq!((retry.succeeded, retry.upstream_calls), (1, 2));
+    assert_eq!(retry.latency_p50_ms, 5_150);
+}
+
+#[test]
+fn retry_after_is_refused_where_no_error_carries_it() {
+    let phase = |kind: &str, extra: &str| {
+        toml_error(&format!(
+            "[[upstream.phases]]\nkind = \"{kind}\"\nduration_ms = 1000\n{extra}\n"
+        ))
+    };
+    for kind in ["stalled", "healthy"] {
+        let e = phase(kind, "retry_after_ms = 3000");
+        assert_names(&e, "upstream.phases[0].retry_after_ms");
+        assert!(
+            e.message.contains("3000") && e.message.contains(kind),
+            "{e}"
+        );
+    }
+    let e = phase("error", "status = 400\nretry_after_ms = 3000");
+    assert_names(&e, "upstream.phases[0].retry_after_ms");
+    assert!(e.message.contains("400"), "{e}");
+    let e = phase("error", "status = 429\nretry_after_ms = 90000000");
+    assert_names(&e, "upstream.phases[0].retry_after_ms");
+    assert!(e.message.contains("90000000"), "{e}");
+    let e = json_error(
+        r#"{"name":"t","duration_ms":1000,"load":{"at_ms":[0]},
+            "upstream":{"phases":[{"kind":"error","duration_ms":1,"retry_after_ms":-1}]}}"#,
+    );
+    assert_names(&e, "upstream.phases[0].retry_after_ms");
+    // Accepted on a retried status of an error or flapping phase.
+    for kind in ["error", "flapping"] {
+        let text = format!(
+            "{MINIMAL}[[upstream.phases]]\nkind = \"{kind}\"\nstatus = 503\nduration_ms = 1\nretry_after_ms = 0\n"
+        );
+        Scenario::parse(&text, Format::Toml).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    }
+}
+
+// ----- arrivals spread over the instances -----
+
+const SPREAD: &str = r#"
+name = "spread"
+duration_ms = 30000
+instances = 3
+strategies = ["breaker_per_instance", "shared_breaker"]
+load = { arrivals_per_s = 30.0 }
+[upstream]
+latency_ms = 200
+error_latency_ms = 20
+[[upstream.phases]]
+kind = "healthy"
+duration_ms = 5000
+[[upstream.phases]]
+kind = "error"
+duration_ms = 10000
+[retry]
+max_attempts = 1
+[breaker]
+trip = { kind = "consecutive_failures", threshold = 5 }
+open_duration_ms = 60000
+"#;
+
+#[test]
+fn arrivals_without_users_go_round_robin_over_the_instances() {
+    let r = sim::run(&Scenario::parse(SPREAD, Format::Toml).unwrap()).unwrap();
+    assert_eq!(r.requests_per_instance.len(), 3);
+    assert_eq!(r.requests_per_instance.iter().sum::<u64>(), r.requests);
+    let (min, max) = (
+        *r.requests_per_instance.iter().min().unwrap(),
+        *r.requests_per_instance.iter().max().unwrap(),
+    );
+    assert!(max - min <= 1, "{:?}", r.requests_per_instance);
+    assert!(min > 200, "{:?}", r.requests_per_instance);
+    // Every instance's own breaker meets the outage and opens; the shared one opens once.
+    assert_eq!(get(&r, Strategy::BreakerPerInstance).breaker_opened, 3);
+    assert_eq!(get(&r, Strategy::SharedBreaker).breaker_opened, 1);
+    // Each per-instance breaker needs its own 5 consecutive failures before it opens (answers to
+    // calls sent before the outage may still reset the count): more calls get through.
+    let per = get(&r, Strategy::BreakerPerInstance).upstream_calls_during_outage;
+    let shared = get(&r, Strategy::SharedBreaker).upstream_calls_during_outage;
+    assert!(
+        per >= 3 * 5 && shared >= 5 && per > shared,
+        "{per} vs {shared}"
+    );
+    let table = r.to_string();
+    assert!(table.contains("3 instances ("), "{table}");
+}
+
+#[test]
+fn explicit_times_without_users_go_round_robin_too() {
+    let text =
+        "name = \"t\"\nduration_ms = 10000\ninstances = 2\nload = { at_ms = [0, 1, 2, 3, 4] }\n";
+    let r = sim::run(&Scenario::parse(text, Format::Toml).unwrap()).unwrap();
+    assert_eq!(r.requests_per_instance, vec![3, 2]);
+}
+
+#[test]
+fn fewer_users_than_instances_is_refused() {
+    let e = toml_error("instances = 3\n");
+    assert_names(&e, "load.users");
+    assert!(e.message.contains("2 user(s) for 3 instances"), "{e}");
+    let e = Scenario::parse(
+        "name = \"t\"\nduration_ms = 1000\ninstances = 2\nload = { requests_per_user_per_s = 1.0 }\n",
+        Format::Toml,
+    )
+    .unwrap_err();
+    assert_names(&e, "load.users");
+    let e = Scenario::parse(
+        "name = \"t\"\nduration_ms = 1000\ninstances = 4\nload = { users = 3, arrivals_per_s = 1.0 }\n",
+        Format::Toml,
+    )
+    .unwrap_err();
+    assert_names(&e, "load.users");
+}

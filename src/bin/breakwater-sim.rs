@@ -243,6 +243,7 @@ fn recording(v: &Value) -> Result<Report, String> {
         composition: Default::default(),
         duration_ms: 0,
         requests: field_opt_u64(v, "", "requests")?.unwrap_or(0),
+        requests_per_instance: Vec::new(),
         affected_latency_ms: 0,
         strategies,
     })

@@ -156,6 +156,8 @@ pub struct Report {
     pub duration_ms: u64,
     /// User requests (the same for every strategy).
     pub requests: u64,
+    /// How many of them each instance served (the same for every strategy).
+    pub requests_per_instance: Vec<u64>,
     /// The latency above which a successful request counts as affected.
     pub affected_latency_ms: u64,
     /// One entry per strategy, in the scenario's order.
@@ -200,6 +202,20 @@ const HEADERS: [&str; 11] = [
     "affected after recovery",
 ];
 
+/// `1 instance`, `4 instances (8912–9050 requests each)`.
+fn instances(n: u32, per_instance: &[u64]) -> String {
+    if n == 1 {
+        return String::from("1 instance");
+    }
+    let min = per_instance.iter().copied().min();
+    let max = per_instance.iter().copied().max();
+    match (min, max) {
+        (Some(min), Some(max)) if min == max => std::format!("{n} instances ({min} requests each)"),
+        (Some(min), Some(max)) => std::format!("{n} instances ({min}–{max} requests each)"),
+        _ => std::format!("{n} instances"),
+    }
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "scenario {}: {}", self.scenario, self.description)?;
@@ -210,10 +226,10 @@ impl fmt::Display for Report {
         };
         writeln!(
             f,
-            "{} requests over {}, {} instance(s), breaker {}; {}",
+            "{} requests over {}, {}, breaker {}; {}",
             self.requests,
             duration(self.duration_ms),
-            self.instances,
+            instances(self.instances, &self.requests_per_instance),
             match self.composition {
                 Composition::PerAttempt => "per attempt: retry(breaker(call))",
                 Composition::PerRequest => "per request: breaker(retry(call))",
