@@ -14,8 +14,10 @@
 //! writes them): a JSON object with `title`, `bucket_ms`, `instances`, `requests`,
 //! `outage_start_ms`, `recovered_at_ms` and `strategies`, a list of objects with `strategy`
 //! (`no_protection`, `retry_only`, `breaker_per_instance`, `shared_breaker`), `upstream_calls`,
-//! `failed_fast`, and the per-bucket series `calls`, `rejected` and `breaker_open` (0 closed,
-//! 0.5 half-open, 1 open; empty without a breaker).
+//! `failed_fast` (requests the breaker refused before any upstream call; default: as
+//! `rejected_attempts`), `rejected_attempts` (attempts the breaker refused, retries included;
+//! default: the sum of `rejected`), and the per-bucket series `calls` (upstream calls), `rejected` (attempts rejected
+//! by the breaker) and `breaker_open` (0 closed, 0.5 half-open, 1 open; empty without a breaker).
 //! Exit status: 0 on success, 2 on a usage error, an unreadable or invalid scenario, or an
 //! unwritable output file.
 
@@ -199,8 +201,9 @@ fn recording(v: &Value) -> Result<Report, String> {
         })?;
         let upstream_calls = field_opt_u64(s, &path, "upstream_calls")?
             .unwrap_or_else(|| calls.iter().map(|c| u64::from(*c)).sum());
-        let rejected_attempts = field_opt_u64(s, &path, "failed_fast")?
+        let rejected_attempts = field_opt_u64(s, &path, "rejected_attempts")?
             .unwrap_or_else(|| rejected.iter().map(|c| u64::from(*c)).sum());
+        let failed_fast = field_opt_u64(s, &path, "failed_fast")?.unwrap_or(rejected_attempts);
         let timeline = Timeline {
             bucket_ms,
             calls,
@@ -218,7 +221,7 @@ fn recording(v: &Value) -> Result<Report, String> {
             rejected_attempts,
             succeeded: 0,
             failed: 0,
-            failed_fast: rejected_attempts,
+            failed_fast,
             unfinished: 0,
             latency_p50_ms: 0,
             latency_p99_ms: 0,

@@ -49,6 +49,9 @@
 //!   ends the queue, abandoned calls included, is served in order). A phase with `until_quiet_ms`
 //!   lasts until the upstream has gone that long without a call: an overloaded service that
 //!   recovers only once callers back off. After the last phase the upstream is healthy.
+//! - **Words.** A request *failed fast* when the breaker refused its first attempt: no upstream
+//!   call, the fallback served at once. Every attempt the breaker refuses, first or retry, is an
+//!   attempt *rejected by the breaker* (a rejected retry ends its request as *failed*).
 //! - **Recovery** is when the last degraded phase ends (it may differ per strategy with
 //!   `until_quiet_ms`). A request is *affected* if it failed, failed fast, or took longer than
 //!   `affected_latency_ms`; *affected after recovery* runs from recovery to the end of the last
