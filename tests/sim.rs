@@ -585,3 +585,57 @@ fn fewer_users_than_instances_is_refused() {
     .unwrap_err();
     assert_names(&e, "load.users");
 }
+
+// ----- output files -----
+
+#[test]
+fn binary_creates_the_missing_folders_of_its_output_files() {
+    let exe = env!("CARGO_BIN_EXE_breakwater-sim");
+    let dir = std::env::temp_dir().join(format!("breakwater-sim-dirs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let svg = dir.join("out/run/seed003.svg");
+    let out = std::process::Command::new(exe)
+        .args(["run", "seed003", "--svg"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+
+    let recording = dir.join("recording.json");
+    std::fs::write(
+        &recording,
+        r#"{"instances": 2, "strategies": [{"strategy": "shared_breaker", "calls": [3, 1],
+            "rejected": [0, 2], "breaker_open": [0, 1]}]}"#,
+    )
+    .unwrap();
+    let plotted = dir.join("out/plot/live.svg");
+    let out = std::process::Command::new(exe)
+        .arg("plot")
+        .arg(&recording)
+        .arg("--svg")
+        .arg(&plotted)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&plotted).unwrap().contains("<svg"));
+
+    // A parent that is a file is reported, with exit status 2.
+    let blocked = dir.join("recording.json/inside.svg");
+    let out = std::process::Command::new(exe)
+        .args(["run", "seed003", "--svg"])
+        .arg(&blocked)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("recording.json"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

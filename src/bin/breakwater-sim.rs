@@ -18,6 +18,7 @@
 //! `rejected_attempts`), `rejected_attempts` (attempts the breaker refused, retries included;
 //! default: the sum of `rejected`), and the per-bucket series `calls` (upstream calls), `rejected` (attempts rejected
 //! by the breaker) and `breaker_open` (0 closed, 0.5 half-open, 1 open; empty without a breaker).
+//! Output files go where they are asked, their missing parent folders created.
 //! Exit status: 0 on success, 2 on a usage error, an unreadable or invalid scenario, or an
 //! unwritable output file.
 
@@ -34,7 +35,8 @@ usage: breakwater-sim run <scenario> [--json] [--svg <out.svg>] [--seed <n>]
 
 <scenario> is a built-in name (seed000, seed003) or a .toml / .json file.
   --json        print the report as JSON instead of the table
-  --svg <file>  also write the timeline (calls/s and breaker state per strategy) as SVG
+  --svg <file>  also write the timeline (calls/s and breaker state per strategy) as SVG;
+                missing parent folders are created
   --seed <n>    override the scenario's seed
 plot draws the timeline of per-second series recorded elsewhere (e.g. by demo/live.mjs).";
 
@@ -88,6 +90,16 @@ fn load(name: &str) -> Result<Scenario, String> {
     Scenario::parse(&text, Format::from_path(name)).map_err(|e| format!("{name}: {e}"))
 }
 
+/// Writes an output file, creating its missing parent folders first.
+fn write_output(path: &str, contents: &str) -> Result<(), String> {
+    let parent = std::path::Path::new(path).parent();
+    if let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the folder {}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, contents).map_err(|e| format!("cannot write {path}: {e}"))
+}
+
 fn run(args: Args) -> Result<(), String> {
     let mut scenario = load(&args.scenario)?;
     if let Some(seed) = args.seed {
@@ -101,7 +113,7 @@ fn run(args: Args) -> Result<(), String> {
     }
     if let Some(path) = args.svg {
         let svg = sim::render_svg(&report).map_err(|e| e.to_string())?;
-        std::fs::write(&path, svg).map_err(|e| format!("cannot write {path}: {e}"))?;
+        write_output(&path, &svg)?;
         if !args.json {
             println!("\ntimeline written to {path}");
         }
@@ -127,7 +139,7 @@ fn plot(mut it: impl Iterator<Item = String>) -> Result<(), String> {
         serde_json::from_str(&text).map_err(|e| format!("{input}: not valid JSON: {e}"))?;
     let report = recording(&value).map_err(|e| format!("{input}: {e}"))?;
     let out = sim::render_svg(&report).map_err(|e| e.to_string())?;
-    std::fs::write(&svg, out).map_err(|e| format!("cannot write {svg}: {e}"))?;
+    write_output(&svg, &out)?;
     println!("timeline written to {svg}");
     Ok(())
 }
