@@ -325,7 +325,7 @@ fn svg_timeline_is_well_formed_with_one_panel_per_strategy() {
             "no panel for {s}"
         );
     }
-    assert!(svg.contains("breaker open"));
+    assert!(svg.contains(">half-open</text>"), "no breaker state axis");
     assert!(svg.contains("<polyline"), "no line series");
 }
 
@@ -638,4 +638,215 @@ fn binary_creates_the_missing_folders_of_its_output_files() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("recording.json"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ----- the SVG's layout -----
+
+/// The opening tags named `name` in `svg`, as their text between `<` and `>`.
+fn tags<'a>(svg: &'a str, name: &str) -> Vec<&'a str> {
+    let open = format!("<{name} ");
+    svg.match_indices(&open)
+        .map(|(i, _)| {
+            let rest = &svg[i..];
+            &rest[..rest.find('>').expect("tag closes")]
+        })
+        .collect()
+}
+
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!(" {name}=\"");
+    let start = tag.find(&key)? + key.len();
+    Some(&tag[start..start + tag[start..].find('"')?])
+}
+
+fn num(tag: &str, name: &str) -> f64 {
+    attr(tag, name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no number {name} in {tag}"))
+}
+
+/// `[x0, y0, x1, y1]` of a `<rect>`.
+fn rect_box(tag: &str) -> [f64; 4] {
+    let (x, y) = (num(tag, "x"), num(tag, "y"));
+    [x, y, x + num(tag, "width"), y + num(tag, "height")]
+}
+
+fn boxes_with_class(svg: &str, class: &str) -> Vec<[f64; 4]> {
+    tags(svg, "rect")
+        .into_iter()
+        .filter(|t| attr(t, "class") == Some(class))
+        .map(rect_box)
+        .collect()
+}
+
+fn overlaps(a: [f64; 4], b: [f64; 4]) -> bool {
+    a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]
+}
+
+fn inside(p: (f64, f64), b: [f64; 4]) -> bool {
+    p.0 >= b[0] - 0.05 && p.0 <= b[2] + 0.05 && p.1 >= b[1] - 0.05 && p.1 <= b[3] + 0.05
+}
+
+/// The `<text>` elements: tag and content.
+fn texts(svg: &str) -> Vec<(&str, &str)> {
+    svg.match_indices("<text ")
+        .map(|(i, _)| {
+            let rest = &svg[i..];
+            let end = rest.find('>').unwrap();
+            let close = rest.find("</text>").unwrap();
+            (&rest[..end], &rest[end + 1..close])
+        })
+        .collect()
+}
+
+fn assert_readable_layout(svg: &str, report: &Report) {
+    let width = num(tags(svg, "svg")[0], "width");
+    let height = num(tags(svg, "svg")[0], "height");
+    let plots = boxes_with_class(svg, "plot-area");
+    let breakers = report
+        .strategies
+        .iter()
+        .filter(|r| r.strategy.has_breaker())
+        .count();
+    assert_eq!(plots.len(), report.strategies.len() + breakers);
+    for (i, a) in plots.iter().enumerate() {
+        assert!(a[0] >= 0.0 && a[1] >= 0.0 && a[2] <= width && a[3] <= height);
+        for b in plots.iter().skip(i + 1) {
+            assert!(!overlaps(*a, *b), "plots overlap: {a:?} {b:?}");
+        }
+    }
+    // The legend is one box, outside every plotting area, and holds its entries.
+    let legend = boxes_with_class(svg, "legend-box");
+    assert_eq!(legend.len(), 1, "one legend");
+    let legend = legend[0];
+    for p in &plots {
+        assert!(!overlaps(legend, *p), "legend {legend:?} covers plot {p:?}");
+    }
+    let entries: Vec<_> = texts(svg)
+        .into_iter()
+        .filter(|(t, _)| attr(t, "class") == Some("legend-text"))
+        .collect();
+    assert!(entries.len() >= 2, "legend entries: {entries:?}");
+    for (tag, text) in &entries {
+        let (x, y) = (num(tag, "x"), num(tag, "y"));
+        let right = x + text.chars().count() as f64 * num(tag, "font-size") * 0.6;
+        assert!(
+            inside((x, y), legend) && right <= legend[2] + 0.5,
+            "{text} outside the legend"
+        );
+    }
+    // Every line of data is drawn inside a plotting area.
+    let lines = tags(svg, "polyline");
+    assert!(lines.len() >= report.strategies.len());
+    for line in lines {
+        for point in attr(line, "points").unwrap().split_whitespace() {
+            let (x, y) = point.split_once(',').unwrap();
+            let p = (x.parse().unwrap(), y.parse().unwrap());
+            assert!(
+                plots.iter().any(|b| inside(p, *b)),
+                "{p:?} outside the plots"
+            );
+        }
+    }
+    // No text sits on the data, and none runs off the picture.
+    for (tag, text) in texts(svg) {
+        let (x, y) = (num(tag, "x"), num(tag, "y"));
+        assert!(
+            !plots.iter().any(|b| inside((x, y), *b)),
+            "{text:?} on a plot"
+        );
+        let w = text.chars().count() as f64 * num(tag, "font-size") * 0.6;
+        let (left, right) = match attr(tag, "text-anchor") {
+            Some("middle") => (x - w / 2.0, x + w / 2.0),
+            Some("end") => (x - w, x),
+            _ => (x, x + w),
+        };
+        if attr(tag, "transform").is_none() {
+            assert!(
+                left >= 0.0 && right <= width,
+                "{text:?} runs off: {left}..{right}"
+            );
+        }
+        assert!(y > 0.0 && y < height, "{text:?} at y {y}");
+    }
+    // Every axis says what it measures.
+    let titles: Vec<&str> = texts(svg)
+        .into_iter()
+        .filter(|(t, _)| attr(t, "class") == Some("axis-title"))
+        .map(|(_, text)| text)
+        .collect();
+    let count = |s: &str| titles.iter().filter(|t| **t == s).count();
+    assert_eq!(
+        count("time since start (s)"),
+        report.strategies.len(),
+        "{titles:?}"
+    );
+    assert_eq!(
+        count("attempts per second"),
+        report.strategies.len(),
+        "{titles:?}"
+    );
+    assert_eq!(count("breaker") + count("breakers"), breakers, "{titles:?}");
+}
+
+#[test]
+fn svg_legend_stays_off_the_plots_and_every_axis_is_titled() {
+    for name in ["seed000", "seed003"] {
+        let r = if name == "seed000" {
+            seed000().clone()
+        } else {
+            report(name)
+        };
+        assert_readable_layout(&sim::render_svg(&r).unwrap(), &r);
+    }
+    let flapping = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/flapping.json");
+    let text = std::fs::read_to_string(flapping).unwrap();
+    let r = sim::run(&Scenario::parse(&text, Format::Json).unwrap()).unwrap();
+    assert_readable_layout(&sim::render_svg(&r).unwrap(), &r);
+}
+
+#[test]
+fn svg_time_axis_switches_to_minutes_for_long_runs() {
+    let text = "name = \"long\"\nduration_ms = 3600000\nstrategies = [\"no_protection\"]\nload = { at_ms = [0] }\n";
+    let r = sim::run(&Scenario::parse(text, Format::Toml).unwrap()).unwrap();
+    let svg = sim::render_svg(&r).unwrap();
+    assert!(svg.contains(">time since start (min)</text>"));
+    // About one point per pixel, not one per second.
+    let points = attr(tags(&svg, "polyline")[0], "points").unwrap();
+    assert!(
+        points.split_whitespace().count() < 2_100,
+        "{}",
+        points.len()
+    );
+}
+
+#[test]
+fn table_and_svg_use_failed_fast_for_requests_and_rejected_for_attempts() {
+    let r = seed000();
+    let table = r.to_string();
+    let svg = sim::render_svg(r).unwrap();
+    for s in [Strategy::BreakerPerInstance, Strategy::SharedBreaker] {
+        let b = get(r, s);
+        assert!(
+            b.rejected_attempts > b.failed_fast,
+            "{s}: retries are rejected too"
+        );
+        let caption = format!(
+            "{} requests failed fast, {} attempts rejected by the breaker",
+            b.failed_fast, b.rejected_attempts
+        );
+        assert!(svg.contains(&caption), "{s}: no {caption:?}");
+        assert!(
+            table.contains(&format!("{} {}", s.label(), b.rejected_attempts)),
+            "{table}"
+        );
+    }
+    assert!(
+        table.contains("attempts rejected by the breaker"),
+        "{table}"
+    );
+    for text in [&table, &svg] {
+        assert!(!text.contains("attempts failed fast"), "{text}");
+        assert!(!text.contains("calls failed fast"), "{text}");
+    }
 }

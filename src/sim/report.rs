@@ -220,7 +220,11 @@ fn instances(n: u32, per_instance: &[u64]) -> String {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "scenario {}: {}", self.scenario, self.description)?;
+        if self.description.is_empty() {
+            writeln!(f, "scenario {}", self.scenario)?;
+        } else {
+            writeln!(f, "scenario {}: {}", self.scenario, self.description)?;
+        }
         let first = self.strategies.first();
         let outage = match first.and_then(|r| r.outage_start_ms) {
             Some(start) => std::format!("upstream degraded from {}", duration(start)),
