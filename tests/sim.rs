@@ -850,3 +850,36 @@ fn table_and_svg_use_failed_fast_for_requests_and_rejected_for_attempts() {
         assert!(!text.contains("calls failed fast"), "{text}");
     }
 }
+
+#[test]
+fn rate_limited_retries_honouring_retry_after_send_fewer_calls_into_the_limit() {
+    let with = sim::builtin("rate-limited").expect("built in");
+    assert_eq!(with.upstream.phases[1].retry_after_ms, Some(20_000));
+    let mut without = with.clone();
+    without.upstream.phases[1].retry_after_ms = None;
+    let (a, b) = (sim::run(&with).unwrap(), sim::run(&without).unwrap());
+    let (ra, rb) = (get(&a, Strategy::RetryOnly), get(&b, Strategy::RetryOnly));
+    // Waiting for the window to reopen: fewer calls while limited, more requests answered (some
+    // retries land after the limit lifts), at the cost of users waiting for it.
+    assert!(
+        ra.upstream_calls_during_outage < rb.upstream_calls_during_outage,
+        "{} vs {}",
+        ra.upstream_calls_during_outage,
+        rb.upstream_calls_during_outage
+    );
+    assert!(
+        ra.succeeded > rb.succeeded,
+        "{} vs {}",
+        ra.succeeded,
+        rb.succeeded
+    );
+    assert!(ra.latency_p99_ms >= 20_000, "{}", ra.latency_p99_ms);
+    assert!(rb.latency_p99_ms < 20_000, "{}", rb.latency_p99_ms);
+    // Three instances, each with its own breaker needing 5 failures, against one shared breaker.
+    assert_eq!(a.requests_per_instance.len(), 3);
+    let per = get(&a, Strategy::BreakerPerInstance);
+    let shared = get(&a, Strategy::SharedBreaker);
+    assert_eq!(per.breaker_opened, 3);
+    assert_eq!(shared.breaker_opened, 1);
+    assert!(per.upstream_calls_during_outage >= 3 * shared.upstream_calls_during_outage);
+}

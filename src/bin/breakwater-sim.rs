@@ -33,7 +33,7 @@ usage: breakwater-sim run <scenario> [--json] [--svg <out.svg>] [--seed <n>]
        breakwater-sim show <builtin>
        breakwater-sim plot <recording.json> --svg <out.svg>
 
-<scenario> is a built-in name (seed000, seed003) or a .toml / .json file.
+<scenario> is a built-in name (seed000, seed003, rate-limited) or a .toml / .json file.
   --json        print the report as JSON instead of the table
   --svg <file>  also write the timeline (calls/s and breaker state per strategy) as SVG;
                 missing parent folders are created
@@ -90,6 +90,19 @@ fn load(name: &str) -> Result<Scenario, String> {
     Scenario::parse(&text, Format::from_path(name)).map_err(|e| format!("{name}: {e}"))
 }
 
+/// Writes to stdout. A reader that went away (`| head`, `| grep -q`) ends the output quietly
+/// instead of a panic.
+fn say(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to stdout: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Writes an output file, creating its missing parent folders first.
 fn write_output(path: &str, contents: &str) -> Result<(), String> {
     let parent = std::path::Path::new(path).parent();
@@ -107,15 +120,15 @@ fn run(args: Args) -> Result<(), String> {
     }
     let report = sim::run(&scenario).map_err(|e| e.to_string())?;
     if args.json {
-        println!("{}", report.to_json());
+        say(&format!("{}\n", report.to_json()))?;
     } else {
-        print!("{report}");
+        say(&report.to_string())?;
     }
     if let Some(path) = args.svg {
         let svg = sim::render_svg(&report).map_err(|e| e.to_string())?;
         write_output(&path, &svg)?;
         if !args.json {
-            println!("\ntimeline written to {path}");
+            say(&format!("\ntimeline written to {path}\n"))?;
         }
     }
     Ok(())
@@ -140,7 +153,7 @@ fn plot(mut it: impl Iterator<Item = String>) -> Result<(), String> {
     let report = recording(&value).map_err(|e| format!("{input}: {e}"))?;
     let out = sim::render_svg(&report).map_err(|e| e.to_string())?;
     write_output(&svg, &out)?;
-    println!("timeline written to {svg}");
+    say(&format!("timeline written to {svg}\n"))?;
     Ok(())
 }
 
@@ -269,24 +282,18 @@ fn main() -> ExitCode {
     let result = match argv.next().as_deref() {
         Some("run") => parse_run(argv).and_then(run),
         Some("plot") => plot(argv),
-        Some("list") => {
-            for (name, source) in sim::BUILTINS {
-                let description = Scenario::parse(source, Format::Toml)
-                    .map(|s| s.description)
-                    .unwrap_or_default();
-                println!("{name:<10} {description}");
-            }
-            Ok(())
-        }
+        Some("list") => sim::BUILTINS.iter().try_for_each(|(name, source)| {
+            let description = Scenario::parse(source, Format::Toml)
+                .map(|s| s.description)
+                .unwrap_or_default();
+            say(&format!("{name:<12} {description}\n"))
+        }),
         Some("show") => match argv.next().as_deref().and_then(sim::builtin_source) {
-            Some(source) => {
-                print!("{source}");
-                Ok(())
-            }
+            Some(source) => say(source),
             None => Err("show: give a built-in scenario name (see `list`)".into()),
         },
         Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
+            let _ = say(&format!("{USAGE}\n"));
             return ExitCode::SUCCESS;
         }
         Some(other) if !other.starts_with('-') => {

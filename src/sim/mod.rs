@@ -122,9 +122,13 @@ impl std::error::Error for SimError {
 }
 
 /// The built-in scenarios: name and TOML source (the files in `scenarios/`).
-pub const BUILTINS: [(&str, &str); 2] = [
+pub const BUILTINS: [(&str, &str); 3] = [
     ("seed000", include_str!("../../scenarios/seed000.toml")),
     ("seed003", include_str!("../../scenarios/seed003.toml")),
+    (
+        "rate-limited",
+        include_str!("../../scenarios/rate-limited.toml"),
+    ),
 ];
 
 /// The TOML source of a built-in scenario.

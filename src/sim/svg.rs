@@ -288,8 +288,10 @@ pub fn render_svg(report: &Report) -> Result<String, SimError> {
     draw(report).map_err(chart_err)
 }
 
+/// The seconds in which calls or rejections were recorded (the breaker's state is sampled on
+/// while pending client timeouts run out; its flat tail is not worth the width).
 fn seconds_of(tl: &Timeline) -> f64 {
-    tl.len() as f64 * tl.bucket_ms as f64 / 1_000.0
+    tl.calls.len().max(tl.rejected.len()) as f64 * tl.bucket_ms as f64 / 1_000.0
 }
 
 fn draw(report: &Report) -> Result<String, fmt::Error> {
