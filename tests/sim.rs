@@ -325,7 +325,7 @@ fn svg_timeline_is_well_formed_with_one_panel_per_strategy() {
             "no panel for {s}"
         );
     }
-    assert!(svg.contains("breaker open"));
+    assert!(svg.contains(">half-open</text>"), "no breaker state axis");
     assert!(svg.contains("<polyline"), "no line series");
 }
 
@@ -369,4 +369,517 @@ fn binary_writes_the_table_and_the_svg_and_exits_2_on_a_bad_file() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("retry.max_attempts"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ----- Retry-After per failure phase -----
+
+/// One request at t = 0 against an upstream answering 429 for a minute (after 50 ms), retried
+/// once after a fixed 1 s backoff; `phase_extra` adds to the 429 phase.
+fn one_rate_limited_request(phase_extra: &str, retry_extra: &str) -> Report {
+    let text = format!(
+        r#"
+name = "429"
+duration_ms = 1000
+strategies = ["retry_only"]
+load = {{ at_ms = [0] }}
+
+[upstream]
+latency_ms = 100
+latency_jitter = 0.0
+error_latency_ms = 50
+
+[[upstream.phases]]
+kind = "error"
+status = 429
+duration_ms = 60000
+{phase_extra}
+
+[retry]
+max_attempts = 2
+base_delay_ms = 1000
+max_delay_ms = 1000
+jitter = "none"
+{retry_extra}
+"#
+    );
+    let scenario = Scenario::parse(&text, Format::Toml).unwrap_or_else(|e| panic!("{e}"));
+    sim::run(&scenario).unwrap()
+}
+
+/// The seconds in which the upstream received a call.
+fn seconds_with_calls(r: &StrategyReport) -> Vec<usize> {
+    let calls = &r.timeline.calls;
+    (0..calls.len()).filter(|i| calls[*i] > 0).collect()
+}
+
+#[test]
+fn retry_waits_for_the_phases_retry_after() {
+    let r = one_rate_limited_request("retry_after_ms = 7000", "");
+    let retry = get(&r, Strategy::RetryOnly);
+    assert_eq!(retry.upstream_calls, 2);
+    // The 429 arrives at 50 ms; the second attempt waits 7 s for it, not the 1 s backoff.
+    assert_eq!(seconds_with_calls(retry), vec![0, 7]);
+    // Its 429 arrives at 7 050 + 50 ms, and the request gives up.
+    assert_eq!(retry.latency_p50_ms, 7_100);
+    assert_eq!(retry.failed, 1);
+}
+
+#[test]
+fn retry_uses_its_backoff_without_retry_after() {
+    let r = one_rate_limited_request("", "");
+    let retry = get(&r, Strategy::RetryOnly);
+    assert_eq!(retry.upstream_calls, 2);
+    assert_eq!(seconds_with_calls(retry), vec![0, 1]);
+    assert_eq!(retry.latency_p50_ms, 1_100);
+}
+
+#[test]
+fn retry_after_shorter_than_the_backoff_keeps_the_backoff() {
+    let r = one_rate_limited_request("retry_after_ms = 200", "");
+    assert_eq!(get(&r, Strategy::RetryOnly).latency_p50_ms, 1_100);
+}
+
+#[test]
+fn retry_after_beyond_max_retry_after_ends_the_retries_at_once() {
+    let r = one_rate_limited_request("retry_after_ms = 7000", "max_retry_after_ms = 5000");
+    let retry = get(&r, Strategy::RetryOnly);
+    assert_eq!(retry.upstream_calls, 1);
+    assert_eq!(retry.latency_p50_ms, 50);
+}
+
+#[test]
+fn a_retry_after_the_rate_limit_succeeds() {
+    // The 429s stop after 5 s; the retry, 5 s after the first answer, is served.
+    let text = r#"
+name = "429"
+duration_ms = 1000
+strategies = ["retry_only"]
+load = { at_ms = [0] }
+[upstream]
+latency_ms = 100
+latency_jitter = 0.0
+error_latency_ms = 50
+[[upstream.phases]]
+kind = "error"
+status = 429
+duration_ms = 5000
+retry_after_ms = 5000
+[retry]
+max_attempts = 2
+jitter = "none"
+"#;
+    let r = sim::run(&Scenario::parse(text, Format::Toml).unwrap()).unwrap();
+    let retry = get(&r, Strategy::RetryOnly);
+    assert_eq!((retry.succeeded, retry.upstream_calls), (1, 2));
+    assert_eq!(retry.latency_p50_ms, 5_150);
+}
+
+#[test]
+fn retry_after_is_refused_where_no_error_carries_it() {
+    let phase = |kind: &str, extra: &str| {
+        toml_error(&format!(
+            "[[upstream.phases]]\nkind = \"{kind}\"\nduration_ms = 1000\n{extra}\n"
+        ))
+    };
+    for kind in ["stalled", "healthy"] {
+        let e = phase(kind, "retry_after_ms = 3000");
+        assert_names(&e, "upstream.phases[0].retry_after_ms");
+        assert!(
+            e.message.contains("3000") && e.message.contains(kind),
+            "{e}"
+        );
+    }
+    let e = phase("error", "status = 400\nretry_after_ms = 3000");
+    assert_names(&e, "upstream.phases[0].retry_after_ms");
+    assert!(e.message.contains("400"), "{e}");
+    let e = phase("error", "status = 429\nretry_after_ms = 90000000");
+    assert_names(&e, "upstream.phases[0].retry_after_ms");
+    assert!(e.message.contains("90000000"), "{e}");
+    let e = json_error(
+        r#"{"name":"t","duration_ms":1000,"load":{"at_ms":[0]},
+            "upstream":{"phases":[{"kind":"error","duration_ms":1,"retry_after_ms":-1}]}}"#,
+    );
+    assert_names(&e, "upstream.phases[0].retry_after_ms");
+    // Accepted on a retried status of an error or flapping phase.
+    for kind in ["error", "flapping"] {
+        let text = format!(
+            "{MINIMAL}[[upstream.phases]]\nkind = \"{kind}\"\nstatus = 503\nduration_ms = 1\nretry_after_ms = 0\n"
+        );
+        Scenario::parse(&text, Format::Toml).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    }
+}
+
+// ----- arrivals spread over the instances -----
+
+const SPREAD: &str = r#"
+name = "spread"
+duration_ms = 30000
+instances = 3
+strategies = ["breaker_per_instance", "shared_breaker"]
+load = { arrivals_per_s = 30.0 }
+[upstream]
+latency_ms = 200
+error_latency_ms = 20
+[[upstream.phases]]
+kind = "healthy"
+duration_ms = 5000
+[[upstream.phases]]
+kind = "error"
+duration_ms = 10000
+[retry]
+max_attempts = 1
+[breaker]
+trip = { kind = "consecutive_failures", threshold = 5 }
+open_duration_ms = 60000
+"#;
+
+#[test]
+fn arrivals_without_users_go_round_robin_over_the_instances() {
+    let r = sim::run(&Scenario::parse(SPREAD, Format::Toml).unwrap()).unwrap();
+    assert_eq!(r.requests_per_instance.len(), 3);
+    assert_eq!(r.requests_per_instance.iter().sum::<u64>(), r.requests);
+    let (min, max) = (
+        *r.requests_per_instance.iter().min().unwrap(),
+        *r.requests_per_instance.iter().max().unwrap(),
+    );
+    assert!(max - min <= 1, "{:?}", r.requests_per_instance);
+    assert!(min > 200, "{:?}", r.requests_per_instance);
+    // Every instance's own breaker meets the outage and opens; the shared one opens once.
+    assert_eq!(get(&r, Strategy::BreakerPerInstance).breaker_opened, 3);
+    assert_eq!(get(&r, Strategy::SharedBreaker).breaker_opened, 1);
+    // Each per-instance breaker needs its own 5 consecutive failures before it opens (answers to
+    // calls sent before the outage may still reset the count): more calls get through.
+    let per = get(&r, Strategy::BreakerPerInstance).upstream_calls_during_outage;
+    let shared = get(&r, Strategy::SharedBreaker).upstream_calls_during_outage;
+    assert!(
+        per >= 3 * 5 && shared >= 5 && per > shared,
+        "{per} vs {shared}"
+    );
+    let table = r.to_string();
+    assert!(table.contains("3 instances ("), "{table}");
+}
+
+#[test]
+fn explicit_times_without_users_go_round_robin_too() {
+    let text =
+        "name = \"t\"\nduration_ms = 10000\ninstances = 2\nload = { at_ms = [0, 1, 2, 3, 4] }\n";
+    let r = sim::run(&Scenario::parse(text, Format::Toml).unwrap()).unwrap();
+    assert_eq!(r.requests_per_instance, vec![3, 2]);
+}
+
+#[test]
+fn fewer_users_than_instances_is_refused() {
+    let e = toml_error("instances = 3\n");
+    assert_names(&e, "load.users");
+    assert!(e.message.contains("2 user(s) for 3 instances"), "{e}");
+    let e = Scenario::parse(
+        "name = \"t\"\nduration_ms = 1000\ninstances = 2\nload = { requests_per_user_per_s = 1.0 }\n",
+        Format::Toml,
+    )
+    .unwrap_err();
+    assert_names(&e, "load.users");
+    let e = Scenario::parse(
+        "name = \"t\"\nduration_ms = 1000\ninstances = 4\nload = { users = 3, arrivals_per_s = 1.0 }\n",
+        Format::Toml,
+    )
+    .unwrap_err();
+    assert_names(&e, "load.users");
+}
+
+// ----- output files -----
+
+#[test]
+fn binary_creates_the_missing_folders_of_its_output_files() {
+    let exe = env!("CARGO_BIN_EXE_breakwater-sim");
+    let dir = std::env::temp_dir().join(format!("breakwater-sim-dirs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let svg = dir.join("out/run/seed003.svg");
+    let out = std::process::Command::new(exe)
+        .args(["run", "seed003", "--svg"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+
+    let recording = dir.join("recording.json");
+    std::fs::write(
+        &recording,
+        r#"{"instances": 2, "strategies": [{"strategy": "shared_breaker", "calls": [3, 1],
+            "rejected": [0, 2], "breaker_open": [0, 1]}]}"#,
+    )
+    .unwrap();
+    let plotted = dir.join("out/plot/live.svg");
+    let out = std::process::Command::new(exe)
+        .arg("plot")
+        .arg(&recording)
+        .arg("--svg")
+        .arg(&plotted)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&plotted).unwrap().contains("<svg"));
+
+    // A parent that is a file is reported, with exit status 2.
+    let blocked = dir.join("recording.json/inside.svg");
+    let out = std::process::Command::new(exe)
+        .args(["run", "seed003", "--svg"])
+        .arg(&blocked)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("recording.json"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ----- the SVG's layout -----
+
+/// The opening tags named `name` in `svg`, as their text between `<` and `>`.
+fn tags<'a>(svg: &'a str, name: &str) -> Vec<&'a str> {
+    let open = format!("<{name} ");
+    svg.match_indices(&open)
+        .map(|(i, _)| {
+            let rest = &svg[i..];
+            &rest[..rest.find('>').expect("tag closes")]
+        })
+        .collect()
+}
+
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!(" {name}=\"");
+    let start = tag.find(&key)? + key.len();
+    Some(&tag[start..start + tag[start..].find('"')?])
+}
+
+fn num(tag: &str, name: &str) -> f64 {
+    attr(tag, name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no number {name} in {tag}"))
+}
+
+/// `[x0, y0, x1, y1]` of a `<rect>`.
+fn rect_box(tag: &str) -> [f64; 4] {
+    let (x, y) = (num(tag, "x"), num(tag, "y"));
+    [x, y, x + num(tag, "width"), y + num(tag, "height")]
+}
+
+fn boxes_with_class(svg: &str, class: &str) -> Vec<[f64; 4]> {
+    tags(svg, "rect")
+        .into_iter()
+        .filter(|t| attr(t, "class") == Some(class))
+        .map(rect_box)
+        .collect()
+}
+
+fn overlaps(a: [f64; 4], b: [f64; 4]) -> bool {
+    a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]
+}
+
+fn inside(p: (f64, f64), b: [f64; 4]) -> bool {
+    p.0 >= b[0] - 0.05 && p.0 <= b[2] + 0.05 && p.1 >= b[1] - 0.05 && p.1 <= b[3] + 0.05
+}
+
+/// The `<text>` elements: tag and content.
+fn texts(svg: &str) -> Vec<(&str, &str)> {
+    svg.match_indices("<text ")
+        .map(|(i, _)| {
+            let rest = &svg[i..];
+            let end = rest.find('>').unwrap();
+            let close = rest.find("</text>").unwrap();
+            (&rest[..end], &rest[end + 1..close])
+        })
+        .collect()
+}
+
+fn assert_readable_layout(svg: &str, report: &Report) {
+    let width = num(tags(svg, "svg")[0], "width");
+    let height = num(tags(svg, "svg")[0], "height");
+    let plots = boxes_with_class(svg, "plot-area");
+    let breakers = report
+        .strategies
+        .iter()
+        .filter(|r| r.strategy.has_breaker())
+        .count();
+    assert_eq!(plots.len(), report.strategies.len() + breakers);
+    for (i, a) in plots.iter().enumerate() {
+        assert!(a[0] >= 0.0 && a[1] >= 0.0 && a[2] <= width && a[3] <= height);
+        for b in plots.iter().skip(i + 1) {
+            assert!(!overlaps(*a, *b), "plots overlap: {a:?} {b:?}");
+        }
+    }
+    // The legend is one box, outside every plotting area, and holds its entries.
+    let legend = boxes_with_class(svg, "legend-box");
+    assert_eq!(legend.len(), 1, "one legend");
+    let legend = legend[0];
+    for p in &plots {
+        assert!(!overlaps(legend, *p), "legend {legend:?} covers plot {p:?}");
+    }
+    let entries: Vec<_> = texts(svg)
+        .into_iter()
+        .filter(|(t, _)| attr(t, "class") == Some("legend-text"))
+        .collect();
+    assert!(entries.len() >= 2, "legend entries: {entries:?}");
+    for (tag, text) in &entries {
+        let (x, y) = (num(tag, "x"), num(tag, "y"));
+        let right = x + text.chars().count() as f64 * num(tag, "font-size") * 0.6;
+        assert!(
+            inside((x, y), legend) && right <= legend[2] + 0.5,
+            "{text} outside the legend"
+        );
+    }
+    // Every line of data is drawn inside a plotting area.
+    let lines = tags(svg, "polyline");
+    assert!(lines.len() >= report.strategies.len());
+    for line in lines {
+        for point in attr(line, "points").unwrap().split_whitespace() {
+            let (x, y) = point.split_once(',').unwrap();
+            let p = (x.parse().unwrap(), y.parse().unwrap());
+            assert!(
+                plots.iter().any(|b| inside(p, *b)),
+                "{p:?} outside the plots"
+            );
+        }
+    }
+    // No text sits on the data, and none runs off the picture.
+    for (tag, text) in texts(svg) {
+        let (x, y) = (num(tag, "x"), num(tag, "y"));
+        assert!(
+            !plots.iter().any(|b| inside((x, y), *b)),
+            "{text:?} on a plot"
+        );
+        let w = text.chars().count() as f64 * num(tag, "font-size") * 0.6;
+        let (left, right) = match attr(tag, "text-anchor") {
+            Some("middle") => (x - w / 2.0, x + w / 2.0),
+            Some("end") => (x - w, x),
+            _ => (x, x + w),
+        };
+        if attr(tag, "transform").is_none() {
+            assert!(
+                left >= 0.0 && right <= width,
+                "{text:?} runs off: {left}..{right}"
+            );
+        }
+        assert!(y > 0.0 && y < height, "{text:?} at y {y}");
+    }
+    // Every axis says what it measures.
+    let titles: Vec<&str> = texts(svg)
+        .into_iter()
+        .filter(|(t, _)| attr(t, "class") == Some("axis-title"))
+        .map(|(_, text)| text)
+        .collect();
+    let count = |s: &str| titles.iter().filter(|t| **t == s).count();
+    assert_eq!(
+        count("time since start (s)"),
+        report.strategies.len(),
+        "{titles:?}"
+    );
+    assert_eq!(
+        count("attempts per second"),
+        report.strategies.len(),
+        "{titles:?}"
+    );
+    assert_eq!(count("breaker") + count("breakers"), breakers, "{titles:?}");
+}
+
+#[test]
+fn svg_legend_stays_off_the_plots_and_every_axis_is_titled() {
+    for name in ["seed000", "seed003"] {
+        let r = if name == "seed000" {
+            seed000().clone()
+        } else {
+            report(name)
+        };
+        assert_readable_layout(&sim::render_svg(&r).unwrap(), &r);
+    }
+    let flapping = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/flapping.json");
+    let text = std::fs::read_to_string(flapping).unwrap();
+    let r = sim::run(&Scenario::parse(&text, Format::Json).unwrap()).unwrap();
+    assert_readable_layout(&sim::render_svg(&r).unwrap(), &r);
+}
+
+#[test]
+fn svg_time_axis_switches_to_minutes_for_long_runs() {
+    let text = "name = \"long\"\nduration_ms = 3600000\nstrategies = [\"no_protection\"]\nload = { at_ms = [0] }\n";
+    let r = sim::run(&Scenario::parse(text, Format::Toml).unwrap()).unwrap();
+    let svg = sim::render_svg(&r).unwrap();
+    assert!(svg.contains(">time since start (min)</text>"));
+    // About one point per pixel, not one per second.
+    let points = attr(tags(&svg, "polyline")[0], "points").unwrap();
+    assert!(
+        points.split_whitespace().count() < 2_100,
+        "{}",
+        points.len()
+    );
+}
+
+#[test]
+fn table_and_svg_use_failed_fast_for_requests_and_rejected_for_attempts() {
+    let r = seed000();
+    let table = r.to_string();
+    let svg = sim::render_svg(r).unwrap();
+    for s in [Strategy::BreakerPerInstance, Strategy::SharedBreaker] {
+        let b = get(r, s);
+        assert!(
+            b.rejected_attempts > b.failed_fast,
+            "{s}: retries are rejected too"
+        );
+        let caption = format!(
+            "{} requests failed fast, {} attempts rejected by the breaker",
+            b.failed_fast, b.rejected_attempts
+        );
+        assert!(svg.contains(&caption), "{s}: no {caption:?}");
+        assert!(
+            table.contains(&format!("{} {}", s.label(), b.rejected_attempts)),
+            "{table}"
+        );
+    }
+    assert!(
+        table.contains("attempts rejected by the breaker"),
+        "{table}"
+    );
+    for text in [&table, &svg] {
+        assert!(!text.contains("attempts failed fast"), "{text}");
+        assert!(!text.contains("calls failed fast"), "{text}");
+    }
+}
+
+#[test]
+fn rate_limited_retries_honouring_retry_after_send_fewer_calls_into_the_limit() {
+    let with = sim::builtin("rate-limited").expect("built in");
+    assert_eq!(with.upstream.phases[1].retry_after_ms, Some(20_000));
+    let mut without = with.clone();
+    without.upstream.phases[1].retry_after_ms = None;
+    let (a, b) = (sim::run(&with).unwrap(), sim::run(&without).unwrap());
+    let (ra, rb) = (get(&a, Strategy::RetryOnly), get(&b, Strategy::RetryOnly));
+    // Waiting for the window to reopen: fewer calls while limited, more requests answered (some
+    // retries land after the limit lifts), at the cost of users waiting for it.
+    assert!(
+        ra.upstream_calls_during_outage < rb.upstream_calls_during_outage,
+        "{} vs {}",
+        ra.upstream_calls_during_outage,
+        rb.upstream_calls_during_outage
+    );
+    assert!(
+        ra.succeeded > rb.succeeded,
+        "{} vs {}",
+        ra.succeeded,
+        rb.succeeded
+    );
+    assert!(ra.latency_p99_ms >= 20_000, "{}", ra.latency_p99_ms);
+    assert!(rb.latency_p99_ms < 20_000, "{}", rb.latency_p99_ms);
+    // Three instances, each with its own breaker needing 5 failures, against one shared breaker.
+    assert_eq!(a.requests_per_instance.len(), 3);
+    let per = get(&a, Strategy::BreakerPerInstance);
+    let shared = get(&a, Strategy::SharedBreaker);
+    assert_eq!(per.breaker_opened, 3);
+    assert_eq!(shared.breaker_opened, 1);
+    assert!(per.upstream_calls_during_outage >= 3 * shared.upstream_calls_during_outage);
 }

@@ -14,8 +14,11 @@
 //! writes them): a JSON object with `title`, `bucket_ms`, `instances`, `requests`,
 //! `outage_start_ms`, `recovered_at_ms` and `strategies`, a list of objects with `strategy`
 //! (`no_protection`, `retry_only`, `breaker_per_instance`, `shared_breaker`), `upstream_calls`,
-//! `failed_fast`, and the per-bucket series `calls`, `rejected` and `breaker_open` (0 closed,
-//! 0.5 half-open, 1 open; empty without a breaker).
+//! `failed_fast` (requests the breaker refused before any upstream call; default: as
+//! `rejected_attempts`), `rejected_attempts` (attempts the breaker refused, retries included;
+//! default: the sum of `rejected`), and the per-bucket series `calls` (upstream calls), `rejected` (attempts rejected
+//! by the breaker) and `breaker_open` (0 closed, 0.5 half-open, 1 open; empty without a breaker).
+//! Output files go where they are asked, their missing parent folders created.
 //! Exit status: 0 on success, 2 on a usage error, an unreadable or invalid scenario, or an
 //! unwritable output file.
 
@@ -30,9 +33,10 @@ usage: breakwater-sim run <scenario> [--json] [--svg <out.svg>] [--seed <n>]
        breakwater-sim show <builtin>
        breakwater-sim plot <recording.json> --svg <out.svg>
 
-<scenario> is a built-in name (seed000, seed003) or a .toml / .json file.
+<scenario> is a built-in name (seed000, seed003, rate-limited) or a .toml / .json file.
   --json        print the report as JSON instead of the table
-  --svg <file>  also write the timeline (calls/s and breaker state per strategy) as SVG
+  --svg <file>  also write the timeline (calls/s and breaker state per strategy) as SVG;
+                missing parent folders are created
   --seed <n>    override the scenario's seed
 plot draws the timeline of per-second series recorded elsewhere (e.g. by demo/live.mjs).";
 
@@ -86,6 +90,29 @@ fn load(name: &str) -> Result<Scenario, String> {
     Scenario::parse(&text, Format::from_path(name)).map_err(|e| format!("{name}: {e}"))
 }
 
+/// Writes to stdout. A reader that went away (`| head`, `| grep -q`) ends the output quietly
+/// instead of a panic.
+fn say(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to stdout: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes an output file, creating its missing parent folders first.
+fn write_output(path: &str, contents: &str) -> Result<(), String> {
+    let parent = std::path::Path::new(path).parent();
+    if let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the folder {}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, contents).map_err(|e| format!("cannot write {path}: {e}"))
+}
+
 fn run(args: Args) -> Result<(), String> {
     let mut scenario = load(&args.scenario)?;
     if let Some(seed) = args.seed {
@@ -93,15 +120,15 @@ fn run(args: Args) -> Result<(), String> {
     }
     let report = sim::run(&scenario).map_err(|e| e.to_string())?;
     if args.json {
-        println!("{}", report.to_json());
+        say(&format!("{}\n", report.to_json()))?;
     } else {
-        print!("{report}");
+        say(&report.to_string())?;
     }
     if let Some(path) = args.svg {
         let svg = sim::render_svg(&report).map_err(|e| e.to_string())?;
-        std::fs::write(&path, svg).map_err(|e| format!("cannot write {path}: {e}"))?;
+        write_output(&path, &svg)?;
         if !args.json {
-            println!("\ntimeline written to {path}");
+            say(&format!("\ntimeline written to {path}\n"))?;
         }
     }
     Ok(())
@@ -125,8 +152,8 @@ fn plot(mut it: impl Iterator<Item = String>) -> Result<(), String> {
         serde_json::from_str(&text).map_err(|e| format!("{input}: not valid JSON: {e}"))?;
     let report = recording(&value).map_err(|e| format!("{input}: {e}"))?;
     let out = sim::render_svg(&report).map_err(|e| e.to_string())?;
-    std::fs::write(&svg, out).map_err(|e| format!("cannot write {svg}: {e}"))?;
-    println!("timeline written to {svg}");
+    write_output(&svg, &out)?;
+    say(&format!("timeline written to {svg}\n"))?;
     Ok(())
 }
 
@@ -199,8 +226,9 @@ fn recording(v: &Value) -> Result<Report, String> {
         })?;
         let upstream_calls = field_opt_u64(s, &path, "upstream_calls")?
             .unwrap_or_else(|| calls.iter().map(|c| u64::from(*c)).sum());
-        let rejected_attempts = field_opt_u64(s, &path, "failed_fast")?
+        let rejected_attempts = field_opt_u64(s, &path, "rejected_attempts")?
             .unwrap_or_else(|| rejected.iter().map(|c| u64::from(*c)).sum());
+        let failed_fast = field_opt_u64(s, &path, "failed_fast")?.unwrap_or(rejected_attempts);
         let timeline = Timeline {
             bucket_ms,
             calls,
@@ -218,7 +246,7 @@ fn recording(v: &Value) -> Result<Report, String> {
             rejected_attempts,
             succeeded: 0,
             failed: 0,
-            failed_fast: rejected_attempts,
+            failed_fast,
             unfinished: 0,
             latency_p50_ms: 0,
             latency_p99_ms: 0,
@@ -243,6 +271,7 @@ fn recording(v: &Value) -> Result<Report, String> {
         composition: Default::default(),
         duration_ms: 0,
         requests: field_opt_u64(v, "", "requests")?.unwrap_or(0),
+        requests_per_instance: Vec::new(),
         affected_latency_ms: 0,
         strategies,
     })
@@ -253,24 +282,18 @@ fn main() -> ExitCode {
     let result = match argv.next().as_deref() {
         Some("run") => parse_run(argv).and_then(run),
         Some("plot") => plot(argv),
-        Some("list") => {
-            for (name, source) in sim::BUILTINS {
-                let description = Scenario::parse(source, Format::Toml)
-                    .map(|s| s.description)
-                    .unwrap_or_default();
-                println!("{name:<10} {description}");
-            }
-            Ok(())
-        }
+        Some("list") => sim::BUILTINS.iter().try_for_each(|(name, source)| {
+            let description = Scenario::parse(source, Format::Toml)
+                .map(|s| s.description)
+                .unwrap_or_default();
+            say(&format!("{name:<12} {description}\n"))
+        }),
         Some("show") => match argv.next().as_deref().and_then(sim::builtin_source) {
-            Some(source) => {
-                print!("{source}");
-                Ok(())
-            }
+            Some(source) => say(source),
             None => Err("show: give a built-in scenario name (see `list`)".into()),
         },
         Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
+            let _ = say(&format!("{USAGE}\n"));
             return ExitCode::SUCCESS;
         }
         Some(other) if !other.starts_with('-') => {

@@ -33,17 +33,32 @@ pub(crate) struct ArrivalAt {
     pub user: u32,
 }
 
+impl ArrivalAt {
+    /// The instance serving the request: its user's, `user % instances`.
+    pub fn instance(&self, instances: u32) -> usize {
+        (self.user % instances.max(1)) as usize
+    }
+}
+
+/// The user sending request number `i` of an `at_ms` or `arrivals_per_s` load: user `i % users`,
+/// or, without `users`, a user of its own (so the requests go round robin over the instances).
+fn user_of(i: u64, users: Option<u32>) -> u32 {
+    match users {
+        Some(u) => (i % u64::from(u.max(1))) as u32,
+        None => (i % (u64::from(u32::MAX) + 1)) as u32,
+    }
+}
+
 /// The arrival times of a scenario, the same for every strategy.
 pub(crate) fn arrivals(s: &Scenario) -> Vec<ArrivalAt> {
     let mut rng = SplitMix64::new(s.seed ^ STREAM_ARRIVALS);
     let load = &s.load;
-    let users = load.users.unwrap_or(1).max(1);
     let mut out = Vec::new();
     if let Some(at) = &load.at_ms {
         for (i, t) in at.iter().enumerate() {
             out.push(ArrivalAt {
                 at: *t,
-                user: (i as u64 % users as u64) as u32,
+                user: user_of(i as u64, load.users),
             });
         }
     } else if let Some(rate) = load.arrivals_per_s {
@@ -56,13 +71,13 @@ pub(crate) fn arrivals(s: &Scenario) -> Vec<ArrivalAt> {
             }
             out.push(ArrivalAt {
                 at: t as u64,
-                user: (i % users as u64) as u32,
+                user: user_of(i, load.users),
             });
             i += 1;
         }
     } else if let Some(rate) = load.requests_per_user_per_s {
         let period = 1_000.0 / rate;
-        for user in 0..users {
+        for user in 0..load.users.unwrap_or(1) {
             let mut t = match load.arrival {
                 Arrival::Poisson => gap_ms(Arrival::Poisson, rate, &mut rng),
                 Arrival::Uniform => period * rng.next_unit(),
@@ -94,8 +109,12 @@ enum Ev {
     Attempt(u32),
     /// The upstream finished serving a call.
     Served(u32),
-    /// The upstream answered a call with an error status.
-    ErrorReply(u32, u16),
+    /// The upstream answered a call with an error status, and maybe a Retry-After (ms).
+    ErrorReply {
+        call: u32,
+        status: u16,
+        retry_after_ms: Option<u64>,
+    },
     /// The client's timeout for a call.
     Timeout(u32),
     /// The current phase's minimum duration (or quiet period) may be over.
@@ -131,7 +150,13 @@ struct Call {
 
 enum Answer {
     Success,
-    Failure { outcome: Outcome, retryable: bool },
+    /// What the client learned from a failed call: how the classifier judges it, and the
+    /// server's Retry-After if it sent one.
+    Failure {
+        outcome: Outcome,
+        retryable: bool,
+        retry_after_ms: Option<u64>,
+    },
 }
 
 struct Sim<'a> {
@@ -213,7 +238,7 @@ pub(crate) fn run_strategy(
         rejected_attempts: 0,
     };
     for (i, a) in arrivals.iter().enumerate() {
-        let instance = (a.user % s.instances) as usize;
+        let instance = a.instance(s.instances);
         sim.reqs.push(Req {
             arrival: a.at,
             breaker: match strategy {
@@ -252,14 +277,19 @@ impl Sim<'_> {
                 Ev::Arrive(r) => self.arrive(now, r),
                 Ev::Attempt(r) => self.attempt(now, r),
                 Ev::Served(c) => self.served(now, c),
-                Ev::ErrorReply(c, status) => {
+                Ev::ErrorReply {
+                    call,
+                    status,
+                    retry_after_ms,
+                } => {
                     let v = self.classifier.classify_status(status, None);
                     self.deliver(
                         now,
-                        c,
+                        call,
                         Answer::Failure {
                             outcome: v.outcome,
                             retryable: v.retryable,
+                            retry_after_ms,
                         },
                     );
                 }
@@ -269,6 +299,7 @@ impl Sim<'_> {
                     Answer::Failure {
                         outcome: Outcome::Failure,
                         retryable: true,
+                        retry_after_ms: None,
                     },
                 ),
                 Ev::PhaseEnd(p) => self.phase_end(now, p as usize),
@@ -326,18 +357,33 @@ impl Sim<'_> {
         if self.outage_start.is_some_and(|t| now >= t) && self.recovered_at.is_none() {
             self.calls_in_outage += 1;
         }
-        let (p, status) = match self.current_phase() {
-            Some(ph) => (ph.failure_probability(), ph.error_status()),
-            None => (0.0, 529),
+        let (p, status, retry_after_ms) = match self.current_phase() {
+            Some(ph) => (
+                ph.failure_probability(),
+                ph.error_status(),
+                ph.retry_after_ms,
+            ),
+            None => (0.0, 529, None),
         };
         let error_at = now.saturating_add(self.s.upstream.error_latency_ms);
         if p > 0.0 && (p >= 1.0 || self.upstream_rng.next_unit() < p) {
-            self.push(error_at, Ev::ErrorReply(call, status));
+            let reply = Ev::ErrorReply {
+                call,
+                status,
+                retry_after_ms,
+            };
+            self.push(error_at, reply);
             return;
         }
         if let Some(limit) = self.s.upstream.queue_limit {
             if self.queue.len() >= limit as usize {
-                self.push(error_at, Ev::ErrorReply(call, 529));
+                // A full queue sheds the call with a bare 529, whatever the phase.
+                let reply = Ev::ErrorReply {
+                    call,
+                    status: 529,
+                    retry_after_ms: None,
+                };
+                self.push(error_at, reply);
                 return;
             }
         }
@@ -461,7 +507,11 @@ impl Sim<'_> {
         }
         match result {
             Answer::Success => self.finish(now, r, End::Succeeded, Outcome::Success),
-            Answer::Failure { outcome, retryable } => {
+            Answer::Failure {
+                outcome,
+                retryable,
+                retry_after_ms,
+            } => {
                 if !self.strategy.retries() {
                     self.finish(now, r, End::Failed, outcome);
                     return;
@@ -475,7 +525,7 @@ impl Sim<'_> {
                     Timestamp(now),
                     AttemptFailure {
                         retryable,
-                        retry_after_ms: None,
+                        retry_after_ms,
                     },
                     &mut self.retry_rng,
                     budget,

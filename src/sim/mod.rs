@@ -28,23 +28,30 @@
 //!
 //! # The model
 //! - **Users** send requests at Poisson (or evenly spaced) times during `duration_ms`, or at
-//!   explicit times; user `u` is served by instance `u % instances`. The arrivals are the same for
-//!   every strategy. Arrivals are open-loop: a user does not wait for an answer before the next
-//!   request (new users keep arriving while others wait).
+//!   explicit times; user `u` is served by instance `u % instances`. With `arrivals_per_s` or
+//!   `at_ms` and no `users`, every request is its own user, so the requests go round robin over
+//!   the instances, as behind a load balancer. The arrivals are the same for every strategy.
+//!   Arrivals are open-loop: a user does not wait for an answer before the next request (new
+//!   users keep arriving while others wait).
 //! - **The client** gives up on a call after `call_timeout_ms` (a timeout is a retryable failure).
-//!   Errors are classified by the core [`Classifier`](crate::Classifier): 529, 503… are retried
-//!   and count as breaker failures; a 4xx phase is neither. Retry delays come from the policy;
-//!   a retry budget, if configured, is one per instance.
+//!   Errors are classified by the core [`Classifier`](crate::Classifier): 429, 529, 503… are
+//!   retried and count as breaker failures; another 4xx is neither. Retry delays come from the
+//!   policy, which also receives the phase's `retry_after_ms` as the server's Retry-After (it
+//!   then waits at least that long, or gives up if it exceeds `max_retry_after_ms`); a retry
+//!   budget, if configured, is one per instance.
 //! - **The upstream** serves `concurrency` calls at once (unlimited if unset), each for
 //!   `latency_ms` ± `latency_jitter`; calls beyond that wait in a FIFO queue (bounded by
 //!   `queue_limit`, beyond which a call gets a 529 at once). A call whose client timed out is
 //!   still served when its turn comes (wasted capacity) unless `drop_abandoned`. Its failure trace
 //!   is a list of phases: `healthy`; `error` / `flapping` (a share of the calls received gets the
-//!   phase's status after `error_latency_ms`, the rest are served); `stalled` (calls queue and
-//!   nothing is served, so clients time out; when the phase ends the queue, abandoned calls
-//!   included, is served in order). A phase with `until_quiet_ms` lasts until the upstream has
-//!   gone that long without a call: an overloaded service that recovers only once callers back
-//!   off. After the last phase the upstream is healthy.
+//!   phase's status, with its Retry-After if it has one, after `error_latency_ms`; the rest are
+//!   served); `stalled` (calls queue and nothing is served, so clients time out; when the phase
+//!   ends the queue, abandoned calls included, is served in order). A phase with `until_quiet_ms`
+//!   lasts until the upstream has gone that long without a call: an overloaded service that
+//!   recovers only once callers back off. After the last phase the upstream is healthy.
+//! - **Words.** A request *failed fast* when the breaker refused its first attempt: no upstream
+//!   call, the fallback served at once. Every attempt the breaker refuses, first or retry, is an
+//!   attempt *rejected by the breaker* (a rejected retry ends its request as *failed*).
 //! - **Recovery** is when the last degraded phase ends (it may differ per strategy with
 //!   `until_quiet_ms`). A request is *affected* if it failed, failed fast, or took longer than
 //!   `affected_latency_ms`; *affected after recovery* runs from recovery to the end of the last
@@ -115,9 +122,13 @@ impl std::error::Error for SimError {
 }
 
 /// The built-in scenarios: name and TOML source (the files in `scenarios/`).
-pub const BUILTINS: [(&str, &str); 2] = [
+pub const BUILTINS: [(&str, &str); 3] = [
     ("seed000", include_str!("../../scenarios/seed000.toml")),
     ("seed003", include_str!("../../scenarios/seed003.toml")),
+    (
+        "rate-limited",
+        include_str!("../../scenarios/rate-limited.toml"),
+    ),
 ];
 
 /// The TOML source of a built-in scenario.
@@ -134,6 +145,12 @@ pub fn builtin(name: &str) -> Option<Scenario> {
 pub fn run(scenario: &Scenario) -> Result<Report, SimError> {
     scenario.validate()?;
     let arrivals = engine::arrivals(scenario);
+    let mut requests_per_instance = std::vec![0u64; scenario.instances as usize];
+    for a in &arrivals {
+        if let Some(n) = requests_per_instance.get_mut(a.instance(scenario.instances)) {
+            *n += 1;
+        }
+    }
     let mut strategies = Vec::with_capacity(scenario.strategies.len());
     for strategy in &scenario.strategies {
         strategies.push(engine::run_strategy(scenario, *strategy, &arrivals)?);
@@ -146,6 +163,7 @@ pub fn run(scenario: &Scenario) -> Result<Report, SimError> {
         composition: scenario.composition,
         duration_ms: scenario.duration_ms,
         requests: arrivals.len() as u64,
+        requests_per_instance,
         affected_latency_ms: scenario.affected_latency(),
         strategies,
     })

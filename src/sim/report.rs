@@ -15,7 +15,7 @@ pub struct Timeline {
     pub bucket_ms: u64,
     /// Calls that reached the upstream.
     pub calls: Vec<u32>,
-    /// Attempts the breaker refused.
+    /// Attempts rejected by the breaker (first attempts and retries).
     pub rejected: Vec<u32>,
     /// The breakers' state at the start of each bucket, averaged over the breakers:
     /// 0 = all CLOSED, 0.5 = HALF_OPEN, 1 = all OPEN. Empty without a breaker.
@@ -98,13 +98,15 @@ pub struct StrategyReport {
     pub peak_upstream_calls_per_s: u32,
     /// Calls the upstream served after their client had given up (capacity thrown away).
     pub wasted_calls: u64,
-    /// Attempts the breaker refused (each one failed fast).
+    /// Attempts rejected by the breaker: a rejected first attempt makes its request fail fast,
+    /// a rejected retry ends its request as failed.
     pub rejected_attempts: u64,
     /// Requests that got an answer.
     pub succeeded: u64,
     /// Requests that failed after reaching the upstream at least once.
     pub failed: u64,
-    /// Requests the breaker refused before any upstream call: failed in no time, fallback served.
+    /// Requests that failed fast: the breaker rejected their first attempt, so they never
+    /// reached the upstream (the fallback served at once).
     pub failed_fast: u64,
     /// Requests still running when the run was cut (counted as failed in the latencies).
     pub unfinished: u64,
@@ -156,6 +158,8 @@ pub struct Report {
     pub duration_ms: u64,
     /// User requests (the same for every strategy).
     pub requests: u64,
+    /// How many of them each instance served (the same for every strategy).
+    pub requests_per_instance: Vec<u64>,
     /// The latency above which a successful request counts as affected.
     pub affected_latency_ms: u64,
     /// One entry per strategy, in the scenario's order.
@@ -190,19 +194,37 @@ const HEADERS: [&str; 11] = [
     "strategy",
     "upstream calls",
     "in outage",
-    "recovered at",
     "peak/s",
-    "failed fast",
+    "recovered at",
     "ok",
     "failed",
+    "failed fast",
     "p50",
     "p99",
     "affected after recovery",
 ];
 
+/// `1 instance`, `4 instances (8912–9050 requests each)`.
+fn instances(n: u32, per_instance: &[u64]) -> String {
+    if n == 1 {
+        return String::from("1 instance");
+    }
+    let min = per_instance.iter().copied().min();
+    let max = per_instance.iter().copied().max();
+    match (min, max) {
+        (Some(min), Some(max)) if min == max => std::format!("{n} instances ({min} requests each)"),
+        (Some(min), Some(max)) => std::format!("{n} instances ({min}–{max} requests each)"),
+        _ => std::format!("{n} instances"),
+    }
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "scenario {}: {}", self.scenario, self.description)?;
+        if self.description.is_empty() {
+            writeln!(f, "scenario {}", self.scenario)?;
+        } else {
+            writeln!(f, "scenario {}: {}", self.scenario, self.description)?;
+        }
         let first = self.strategies.first();
         let outage = match first.and_then(|r| r.outage_start_ms) {
             Some(start) => std::format!("upstream degraded from {}", duration(start)),
@@ -210,10 +232,10 @@ impl fmt::Display for Report {
         };
         writeln!(
             f,
-            "{} requests over {}, {} instance(s), breaker {}; {}",
+            "{} requests over {}, {}, breaker {}; {}",
             self.requests,
             duration(self.duration_ms),
-            self.instances,
+            instances(self.instances, &self.requests_per_instance),
             match self.composition {
                 Composition::PerAttempt => "per attempt: retry(breaker(call))",
                 Composition::PerRequest => "per request: breaker(retry(call))",
@@ -241,15 +263,15 @@ impl fmt::Display for Report {
                 String::from(r.strategy.label()),
                 std::format!("{}", r.upstream_calls),
                 std::format!("{}", r.upstream_calls_during_outage),
+                std::format!("{}", r.peak_upstream_calls_per_s),
                 match (r.outage_start_ms, r.recovered_at_ms) {
                     (None, _) => String::from("-"),
                     (Some(_), None) => String::from("never"),
                     (Some(_), Some(t)) => duration(t),
                 },
-                std::format!("{}", r.peak_upstream_calls_per_s),
-                std::format!("{}", r.failed_fast),
                 std::format!("{}", r.succeeded),
                 std::format!("{}", r.failed + r.unfinished),
+                std::format!("{}", r.failed_fast),
                 duration(r.latency_p50_ms),
                 duration(r.latency_p99_ms),
                 affected,
@@ -280,6 +302,28 @@ impl fmt::Display for Report {
         for row in &rows {
             let cells: Vec<&str> = row.iter().map(String::as_str).collect();
             line(f, &cells)?;
+        }
+        writeln!(
+            f,
+            "upstream calls, in outage, peak/s: calls that reached the upstream"
+        )?;
+        writeln!(
+            f,
+            "ok, failed, failed fast: user requests (failed fast: the breaker rejected its first \
+             attempt, so no upstream call and the fallback at once)"
+        )?;
+        let rejected: Vec<String> = self
+            .strategies
+            .iter()
+            .filter(|r| r.strategy.has_breaker())
+            .map(|r| std::format!("{} {}", r.strategy.label(), r.rejected_attempts))
+            .collect();
+        if !rejected.is_empty() {
+            writeln!(
+                f,
+                "attempts rejected by the breaker (first attempts and retries): {}",
+                rejected.join(", ")
+            )?;
         }
         writeln!(f)?;
         for r in &self.strategies {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::breaker::{BreakerConfig, TripRule, Window};
 use crate::error::ConfigError;
-use crate::retry::{Jitter, RetryBudget, RetryPolicy};
+use crate::retry::{Classifier, Jitter, RetryBudget, RetryPolicy};
 
 /// The most user requests a scenario may generate (to keep a run instant).
 pub const MAX_REQUESTS: u64 = 2_000_000;
@@ -151,16 +151,20 @@ pub enum Composition {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Load {
-    /// Users sending requests. Default: 1.
+    /// Users sending requests; user `u` is served by instance `u % instances`, so give at least
+    /// as many as `instances`. Default: 1 with `requests_per_user_per_s`; with `arrivals_per_s`
+    /// or `at_ms`, every request is its own user, so request `i` goes to instance
+    /// `i % instances` (round robin, like a load balancer).
     #[serde(default)]
     pub users: Option<u32>,
     /// Each user's request rate.
     #[serde(default)]
     pub requests_per_user_per_s: Option<f64>,
-    /// Total request rate, whoever sends them (spread over `users` for instance routing).
+    /// Total request rate, whoever sends them (spread over the instances: see `users`).
     #[serde(default)]
     pub arrivals_per_s: Option<f64>,
-    /// Explicit request times, in ms from the start (one per request, sent by user `i % users`).
+    /// Explicit request times, in ms from the start (request `i` is sent by user `i % users`,
+    /// or is its own user without `users`).
     #[serde(default)]
     pub at_ms: Option<Vec<u64>>,
     /// How rate-based arrivals are spaced. Default: Poisson.
@@ -232,6 +236,18 @@ pub enum PhaseKind {
     Stalled,
 }
 
+impl PhaseKind {
+    /// The name as written in scenario files.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PhaseKind::Healthy => "healthy",
+            PhaseKind::Error => "error",
+            PhaseKind::Flapping => "flapping",
+            PhaseKind::Stalled => "stalled",
+        }
+    }
+}
+
 /// One stretch of the failure trace.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -250,6 +266,11 @@ pub struct Phase {
     /// long: an overloaded service that comes back only once its callers back off.
     #[serde(default)]
     pub until_quiet_ms: Option<u64>,
+    /// For `error` / `flapping` with a retried status (429, 503, 529…): the `Retry-After` the
+    /// upstream sends with its errors, in ms from the answer. The retry policy waits at least
+    /// this long (and gives up if it exceeds `retry.max_retry_after_ms`). Default: none.
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
 }
 
 impl Phase {
@@ -771,6 +792,21 @@ impl Scenario {
                 return bad("load.users", "must be in 1..=1000000");
             }
         }
+        // Users are routed to instance `user % instances`: fewer users than instances would leave
+        // instances idle while the report counts them.
+        let users = l.users.or(l.requests_per_user_per_s.map(|_| 1));
+        if let Some(users) = users.filter(|u| *u < self.instances) {
+            return bad(
+                "load.users",
+                &std::format!(
+                    "{users} user(s) for {} instances: user u is served by instance \
+                     u % instances, so some instances would get no request; give at least as \
+                     many users as instances, or leave `users` out with `arrivals_per_s` or \
+                     `at_ms` to spread the requests over the instances",
+                    self.instances
+                ),
+            );
+        }
         let given = [
             l.requests_per_user_per_s.is_some(),
             l.arrivals_per_s.is_some(),
@@ -868,6 +904,34 @@ impl Scenario {
             if let Some(q) = p.until_quiet_ms {
                 if q == 0 || q > MAX_DURATION_MS {
                     return bad(f("until_quiet_ms"), "must be in 1..=86400000");
+                }
+            }
+            if let Some(ms) = p.retry_after_ms {
+                if !erroring {
+                    return bad(
+                        f("retry_after_ms"),
+                        &std::format!(
+                            "{ms} given for a `{}` phase, which answers no error to carry it: \
+                             only for `error` and `flapping` phases",
+                            p.kind.as_str()
+                        ),
+                    );
+                }
+                if ms > MAX_DURATION_MS {
+                    return bad(
+                        f("retry_after_ms"),
+                        &std::format!("{ms} is too long: must be at most 86400000 (one day)"),
+                    );
+                }
+                let status = p.error_status();
+                if !Classifier::new().classify_status(status, None).retryable {
+                    return bad(
+                        f("retry_after_ms"),
+                        &std::format!(
+                            "{ms} given with status {status}, which is never retried, so no \
+                             client would wait for it; use a retried status (429, 503, 529…)"
+                        ),
+                    );
                 }
             }
         }

@@ -1,167 +1,584 @@
-//! The SVG timeline: one panel per strategy with the upstream calls per second, the attempts
-//! failed fast per second and the breaker state, over a shaded outage window. Drawn with
-//! plotters' SVG backend.
+//! The SVG timeline: one panel per strategy with the upstream calls per second and the attempts
+//! rejected by the breaker per second over a shaded outage window, and, for the strategies with a
+//! breaker, a strip below it with the breaker's state. The legend sits in the header, above every
+//! panel, so it never covers a curve. Written directly as SVG: every plotting area is a
+//! `<rect class="plot-area">`, the legend a `<g class="legend">` framed by a
+//! `<rect class="legend-box">`, and axis titles are `<text class="axis-title">`.
 
+use core::fmt::{self, Write};
 use std::format;
 use std::string::{String, ToString};
+use std::vec::Vec;
 
-use plotters::prelude::*;
-
-use super::report::Report;
+use super::report::{Report, StrategyReport, Timeline};
 use super::SimError;
 
-const PANEL_HEIGHT: u32 = 260;
-const WIDTH: u32 = 1_100;
+/// Width of the picture, in pixels.
+const WIDTH: f64 = 1_100.0;
+/// Left edge of every plotting area (room for tick labels and the vertical axis title).
+const LEFT: f64 = 100.0;
+/// Right margin.
+const RIGHT: f64 = 28.0;
+/// Height of the calls plot.
+const PLOT_HEIGHT: f64 = 170.0;
+/// Height of the breaker-state strip.
+const STRIP_HEIGHT: f64 = 50.0;
+/// Space between the calls plot and the strip.
+const STRIP_GAP: f64 = 16.0;
+/// Space above a plot for the panel's caption.
+const CAPTION: f64 = 30.0;
+/// Space below the lowest plot for tick labels and the time axis title.
+const X_AXIS: f64 = 44.0;
+/// Space between panels.
+const PANEL_GAP: f64 = 18.0;
 
-fn chart_err<E: core::fmt::Display>(e: E) -> SimError {
+const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
+const DEGRADED: &str = "#e6e6e6";
+const CALLS: &str = "#1f77b4";
+const REJECTED: &str = "#ff7f0e";
+const BREAKER: &str = "#d62728";
+const AXIS: &str = "#444444";
+const GRID: &str = "#e4e4e4";
+
+fn chart_err(e: fmt::Error) -> SimError {
     SimError::Chart(e.to_string())
 }
 
-/// A per-bucket series as a step line: bucket `i` holds its value over `[i, i + 1)`.
-fn steps(values: impl Iterator<Item = f64>) -> impl Iterator<Item = (f64, f64)> {
-    values
-        .enumerate()
-        .flat_map(|(i, v)| [(i as f64, v), (i as f64 + 1.0, v)])
+/// A generous estimate of a text's width in pixels (sans-serif averages ~0.55 em a character).
+fn text_width(text: &str, font_size: f64) -> f64 {
+    text.chars().count() as f64 * font_size * 0.6
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The smallest of 1, 2, 5 × 10^k that is at least `x` (and at least `min`).
+fn nice_step(x: f64, min: f64) -> f64 {
+    if !(x.is_finite() && x > 0.0) {
+        return min;
+    }
+    let magnitude = 10f64.powf(x.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= x)
+        .unwrap_or(10.0 * magnitude);
+    step.max(min)
+}
+
+/// Tick values `0, step, 2 step, …` up to `max`.
+fn ticks(max: f64, step: f64) -> Vec<f64> {
+    let n = (max / step + 1e-9).floor().clamp(0.0, 1_000.0) as usize;
+    (0..=n).map(|i| i as f64 * step).collect()
+}
+
+fn number(v: f64, step: f64) -> String {
+    if step >= 1.0 || (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The time axis: its unit (seconds, minutes or hours by the run's length) and ticks.
+struct TimeAxis {
+    /// Seconds covered.
+    seconds: f64,
+    /// Seconds per unit shown.
+    unit_s: f64,
+    title: &'static str,
+    step: f64,
+}
+
+impl TimeAxis {
+    fn new(seconds: f64) -> Self {
+        let (unit_s, title) = if seconds > 6.0 * 3_600.0 {
+            (3_600.0, "time since start (h)")
+        } else if seconds > 1_800.0 {
+            (60.0, "time since start (min)")
+        } else {
+            (1.0, "time since start (s)")
+        };
+        let span = seconds / unit_s;
+        TimeAxis {
+            seconds,
+            unit_s,
+            title,
+            step: nice_step(span / 10.0, 0.0),
+        }
+    }
+}
+
+/// A plotting area: pixels `[x0, x1] × [y0, y1]` (y down) for data `[0, seconds] × [0, y_max]`.
+#[derive(Clone, Copy)]
+struct Area {
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+    seconds: f64,
+    y_max: f64,
+}
+
+impl Area {
+    fn x(&self, seconds: f64) -> f64 {
+        let t = (seconds / self.seconds).clamp(0.0, 1.0);
+        self.x0 + t * (self.x1 - self.x0)
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        let t = if self.y_max > 0.0 {
+            (v / self.y_max).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        self.y1 - t * (self.y1 - self.y0)
+    }
+}
+
+/// A per-bucket series as per-second values, merged `group` buckets at a time (their mean), so a
+/// long run keeps about one point per pixel.
+fn rates(values: impl Iterator<Item = f64>, len: usize, group: usize) -> Vec<f64> {
+    let all: Vec<f64> = values.collect();
+    let group = group.max(1);
+    (0..len.div_ceil(group))
+        .map(|g| {
+            let slice = all.get(g * group..((g + 1) * group).min(all.len()));
+            let sum: f64 = slice.map_or(0.0, |s| s.iter().sum());
+            sum / group as f64
+        })
+        .collect()
+}
+
+/// The points of a step line: value `i` holds over `[i, i + 1)` groups.
+fn step_points(area: &Area, values: &[f64], group_s: f64) -> Result<String, fmt::Error> {
+    let mut out = String::new();
+    for (i, v) in values.iter().enumerate() {
+        let y = area.y(*v);
+        for x in [area.x(i as f64 * group_s), area.x((i + 1) as f64 * group_s)] {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            write!(out, "{x:.1},{y:.1}")?;
+        }
+    }
+    Ok(out)
+}
+
+struct Svg {
+    out: String,
+}
+
+impl Svg {
+    fn text(
+        &mut self,
+        x: f64,
+        y: f64,
+        size: f64,
+        anchor: &str,
+        class: &str,
+        s: &str,
+    ) -> fmt::Result {
+        writeln!(
+            self.out,
+            "<text class=\"{class}\" x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"{size}\" \
+             text-anchor=\"{anchor}\" {FONT} fill=\"#222\">{}</text>",
+            escape(s)
+        )
+    }
+
+    /// A vertical axis title, centred on `[y0, y1]` at `x`.
+    fn vertical_title(&mut self, x: f64, y0: f64, y1: f64, s: &str) -> fmt::Result {
+        let y = (y0 + y1) / 2.0;
+        writeln!(
+            self.out,
+            "<text class=\"axis-title\" x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"12\" \
+             text-anchor=\"middle\" {FONT} fill=\"#222\" transform=\"rotate(-90 {x:.1} {y:.1})\">{}</text>",
+            escape(s)
+        )
+    }
+
+    fn rect(&mut self, x0: f64, y0: f64, x1: f64, y1: f64, attrs: &str) -> fmt::Result {
+        writeln!(
+            self.out,
+            "<rect x=\"{x0:.1}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{:.1}\" {attrs}/>",
+            (x1 - x0).max(0.0),
+            (y1 - y0).max(0.0)
+        )
+    }
+
+    fn line(&mut self, x0: f64, y0: f64, x1: f64, y1: f64, stroke: &str) -> fmt::Result {
+        writeln!(
+            self.out,
+            "<line x1=\"{x0:.1}\" y1=\"{y0:.1}\" x2=\"{x1:.1}\" y2=\"{y1:.1}\" stroke=\"{stroke}\" \
+             stroke-width=\"1\"/>"
+        )
+    }
+
+    /// The frame, the outage shading and the vertical grid of a plotting area.
+    fn area(&mut self, a: &Area, time: &TimeAxis, r: &StrategyReport) -> fmt::Result {
+        self.rect(
+            a.x0,
+            a.y0,
+            a.x1,
+            a.y1,
+            "class=\"plot-area\" fill=\"#ffffff\" stroke=\"none\"",
+        )?;
+        if let Some(start) = r.outage_start_ms {
+            let end = r.recovered_at_ms.map_or(a.seconds, |t| t as f64 / 1_000.0);
+            let (x0, x1) = (a.x(start as f64 / 1_000.0), a.x(end));
+            self.rect(x0, a.y0, x1, a.y1, &format!("fill=\"{DEGRADED}\""))?;
+        }
+        for t in ticks(time.seconds / time.unit_s, time.step) {
+            let x = a.x(t * time.unit_s);
+            self.line(x, a.y0, x, a.y1, GRID)?;
+        }
+        Ok(())
+    }
+
+    fn axes_frame(&mut self, a: &Area) -> fmt::Result {
+        self.line(a.x0, a.y1, a.x1, a.y1, AXIS)?;
+        self.line(a.x0, a.y0, a.x0, a.y1, AXIS)
+    }
+
+    fn time_ticks(&mut self, a: &Area, time: &TimeAxis) -> fmt::Result {
+        for t in ticks(time.seconds / time.unit_s, time.step) {
+            let x = a.x(t * time.unit_s);
+            self.line(x, a.y1, x, a.y1 + 4.0, AXIS)?;
+            self.text(
+                x,
+                a.y1 + 16.0,
+                11.0,
+                "middle",
+                "tick",
+                &number(t, time.step),
+            )?;
+        }
+        self.text(
+            (a.x0 + a.x1) / 2.0,
+            a.y1 + 34.0,
+            12.0,
+            "middle",
+            "axis-title",
+            time.title,
+        )
+    }
+}
+
+/// One legend entry: its swatch and its text.
+enum Swatch {
+    Area(&'static str),
+    Line(&'static str),
 }
 
 /// Draws `report`'s timelines as an SVG document.
 pub fn render_svg(report: &Report) -> Result<String, SimError> {
-    let n = report.strategies.len().max(1);
-    let height = PANEL_HEIGHT.saturating_mul(n as u32).saturating_add(40);
+    draw(report).map_err(chart_err)
+}
+
+/// The seconds in which calls or rejections were recorded (the breaker's state is sampled on
+/// while pending client timeouts run out; its flat tail is not worth the width).
+fn seconds_of(tl: &Timeline) -> f64 {
+    tl.calls.len().max(tl.rejected.len()) as f64 * tl.bucket_ms as f64 / 1_000.0
+}
+
+fn draw(report: &Report) -> Result<String, fmt::Error> {
+    // The arrival window, the last bucket or the last recovery, whichever ends later.
     let seconds = report
+        .strategies
+        .iter()
+        .map(|r| {
+            let recovered = r.recovered_at_ms.or(r.outage_start_ms).unwrap_or(0);
+            seconds_of(&r.timeline).max(recovered as f64 / 1_000.0)
+        })
+        .fold(report.duration_ms as f64 / 1_000.0, f64::max)
+        .max(1.0);
+    let time = TimeAxis::new(seconds);
+    let plot_width = WIDTH - LEFT - RIGHT;
+    // Merge buckets so that a long run keeps about one point per pixel.
+    let buckets = report
         .strategies
         .iter()
         .map(|r| r.timeline.len())
         .max()
-        .unwrap_or(0)
-        .max(1) as f64;
+        .unwrap_or(0);
+    let group = buckets.div_ceil(plot_width as usize).max(1);
+    // One scale for every panel, so the panels compare at a glance.
     let peak = report
         .strategies
         .iter()
-        .map(|r| {
-            r.timeline
-                .peak_calls()
-                .max(r.timeline.rejected.iter().copied().max().unwrap_or(0))
+        .flat_map(|r| {
+            let per_s = 1_000.0 / r.timeline.bucket_ms as f64;
+            let len = r.timeline.len();
+            let calls = rates(
+                r.timeline.calls.iter().map(|c| *c as f64 * per_s),
+                len,
+                group,
+            );
+            let rejected = rates(
+                r.timeline.rejected.iter().map(|c| *c as f64 * per_s),
+                len,
+                group,
+            );
+            calls.into_iter().chain(rejected)
         })
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64
-        * 1.45; // headroom for the legend
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(chart_err)?;
-        let title = format!(
-            "breakwater-sim: {} ({} requests, {} instance(s))",
-            report.scenario, report.requests, report.instances
-        );
-        let (header, body) = root.split_vertically(40);
-        header
-            .draw_text(
-                &title,
-                &("sans-serif", 20).into_font().color(&BLACK),
-                (10, 10),
-            )
-            .map_err(chart_err)?;
-        let panels = body.split_evenly((n, 1));
-        for (panel, r) in panels.iter().zip(report.strategies.iter()) {
-            let tl = &r.timeline;
-            let mut chart = ChartBuilder::on(panel)
-                .caption(
-                    format!(
-                        "{}: {} upstream calls, {} attempts failed fast",
-                        r.strategy.label(),
-                        r.upstream_calls,
-                        r.rejected_attempts
-                    ),
-                    ("sans-serif", 15),
-                )
-                .margin(8)
-                .x_label_area_size(30)
-                .y_label_area_size(55)
-                .right_y_label_area_size(55)
-                .build_cartesian_2d(0f64..seconds, 0f64..peak)
-                .map_err(chart_err)?
-                .set_secondary_coord(0f64..seconds, 0f64..1.05f64);
-            chart
-                .configure_mesh()
-                .x_desc("time (s)")
-                .y_desc("per second")
-                .x_label_formatter(&|x| format!("{x:.0}"))
-                .y_label_formatter(&|y| {
-                    if (y - y.round()).abs() < 1e-9 {
-                        format!("{y:.0}")
-                    } else {
-                        format!("{y:.1}")
-                    }
-                })
-                .light_line_style(WHITE)
-                .draw()
-                .map_err(chart_err)?;
-            if r.strategy.has_breaker() {
-                chart
-                    .configure_secondary_axes()
-                    .y_desc("breaker open")
-                    .draw()
-                    .map_err(chart_err)?;
-            }
-            if let Some(start) = r.outage_start_ms {
-                let start = start as f64 / tl.bucket_ms as f64;
-                let end = r
-                    .recovered_at_ms
-                    .map_or(seconds, |t| t as f64 / tl.bucket_ms as f64);
-                chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(start, 0.0), (end, peak)],
-                        RGBColor(255, 228, 228).filled(),
-                    )))
-                    .map_err(chart_err)?
-                    .label("upstream degraded")
-                    .legend(|(x, y)| {
-                        Rectangle::new(
-                            [(x, y - 5), (x + 16, y + 5)],
-                            RGBColor(255, 228, 228).filled(),
-                        )
-                    });
-            }
-            let blue = RGBColor(31, 119, 180);
-            chart
-                .draw_series(LineSeries::new(
-                    steps(tl.calls.iter().map(|c| *c as f64)),
-                    blue.stroke_width(1),
-                ))
-                .map_err(chart_err)?
-                .label("upstream calls/s")
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], blue));
-            if r.strategy.has_breaker() {
-                let orange = RGBColor(255, 127, 14);
-                chart
-                    .draw_series(LineSeries::new(
-                        steps(tl.rejected.iter().map(|c| *c as f64)),
-                        orange.stroke_width(1),
-                    ))
-                    .map_err(chart_err)?
-                    .label("failed fast/s")
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], orange));
-                let red = RGBColor(214, 39, 40);
-                chart
-                    .draw_secondary_series(LineSeries::new(
-                        steps(tl.breaker_open.iter().copied()),
-                        red.stroke_width(2),
-                    ))
-                    .map_err(chart_err)?
-                    .label("breaker (0 closed, 0.5 half-open, 1 open; averaged)")
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], red));
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(chart_err)?;
-        }
-        root.present().map_err(chart_err)?;
+        .fold(0.0, f64::max);
+    // About five ticks, whole numbers once there is at least one call a second, and headroom
+    // so that the peak does not run along the frame.
+    let y_step = match peak {
+        p if p <= 0.0 => 1.0,
+        p if p >= 1.0 => nice_step(p / 5.0, 1.0),
+        p => nice_step(p / 5.0, 0.0),
+    };
+    let y_max = ((peak * 1.05 / y_step).ceil() * y_step).max(y_step);
+
+    let any_breaker = report.strategies.iter().any(|r| r.strategy.has_breaker());
+    let any_outage = report
+        .strategies
+        .iter()
+        .any(|r| r.outage_start_ms.is_some());
+    let mut legend: Vec<(Swatch, &str)> = Vec::new();
+    if any_outage {
+        legend.push((Swatch::Area(DEGRADED), "upstream degraded"));
     }
-    Ok(out)
+    legend.push((Swatch::Line(CALLS), "upstream calls per second"));
+    if any_breaker {
+        legend.push((
+            Swatch::Line(REJECTED),
+            "attempts rejected by the breaker per second",
+        ));
+        legend.push((
+            Swatch::Area(BREAKER),
+            "breaker state (several breakers: their mean, half-open counting ½)",
+        ));
+    }
+    // Lay the legend out in rows under the title, left to right.
+    let legend_font = 12.0;
+    let entry_width = |text: &str| 22.0 + text_width(text, legend_font) + 18.0;
+    let mut rows: Vec<Vec<(f64, usize)>> = std::vec![Vec::new()];
+    let mut x = 10.0;
+    for (i, (_, text)) in legend.iter().enumerate() {
+        let w = entry_width(text);
+        if x + w > plot_width - 10.0 && rows.last().is_some_and(|r| !r.is_empty()) {
+            rows.push(Vec::new());
+            x = 10.0;
+        }
+        if let Some(row) = rows.last_mut() {
+            row.push((x, i));
+        }
+        x += w;
+    }
+    let legend_width = rows
+        .iter()
+        .filter_map(|row| row.last())
+        .map(|(x, i)| x + legend.get(*i).map_or(0.0, |(_, t)| entry_width(t)))
+        .fold(0.0, f64::max);
+    let (legend_x, legend_y) = (LEFT, 58.0);
+    let legend_height = rows.len() as f64 * 20.0 + 8.0;
+    let header = legend_y + legend_height + 16.0;
+
+    let panel_height = |r: &StrategyReport| {
+        CAPTION
+            + PLOT_HEIGHT
+            + if r.strategy.has_breaker() {
+                STRIP_GAP + STRIP_HEIGHT
+            } else {
+                0.0
+            }
+            + X_AXIS
+    };
+    let height = header
+        + report
+            .strategies
+            .iter()
+            .map(|r| panel_height(r) + PANEL_GAP)
+            .sum::<f64>();
+
+    let mut svg = Svg { out: String::new() };
+    writeln!(
+        svg.out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH:.0}\" height=\"{height:.0}\" \
+         viewBox=\"0 0 {WIDTH:.0} {height:.0}\">"
+    )?;
+    svg.rect(0.0, 0.0, WIDTH, height, "fill=\"#ffffff\"")?;
+    let instances = if report.instances == 1 {
+        String::from("1 instance")
+    } else {
+        format!("{} instances", report.instances)
+    };
+    svg.text(
+        10.0,
+        26.0,
+        18.0,
+        "start",
+        "title",
+        &format!(
+            "breakwater-sim: {} ({} requests, {instances})",
+            report.scenario, report.requests
+        ),
+    )?;
+    if !report.description.is_empty() {
+        svg.text(10.0, 46.0, 12.0, "start", "subtitle", &report.description)?;
+    }
+
+    writeln!(svg.out, "<g class=\"legend\">")?;
+    svg.rect(
+        legend_x,
+        legend_y,
+        legend_x + legend_width,
+        legend_y + legend_height,
+        "class=\"legend-box\" fill=\"#ffffff\" stroke=\"#999999\"",
+    )?;
+    for (row_index, row) in rows.iter().enumerate() {
+        let y = legend_y + 4.0 + row_index as f64 * 20.0 + 10.0;
+        for (x, i) in row {
+            let Some((swatch, text)) = legend.get(*i) else {
+                continue;
+            };
+            let x = legend_x + x;
+            match swatch {
+                Swatch::Area(colour) => svg.rect(
+                    x,
+                    y - 6.0,
+                    x + 16.0,
+                    y + 6.0,
+                    &format!("fill=\"{colour}\" fill-opacity=\"0.6\" stroke=\"{colour}\""),
+                )?,
+                Swatch::Line(colour) => writeln!(
+                    svg.out,
+                    "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+                    x + 16.0
+                )?,
+            }
+            svg.text(x + 22.0, y + 4.0, legend_font, "start", "legend-text", text)?;
+        }
+    }
+    writeln!(svg.out, "</g>")?;
+
+    let mut top = header;
+    for r in &report.strategies {
+        let tl = &r.timeline;
+        let per_s = 1_000.0 / tl.bucket_ms as f64;
+        let group_s = group as f64 * tl.bucket_ms as f64 / 1_000.0;
+        let len = tl.len();
+        writeln!(svg.out, "<g class=\"panel\">")?;
+        let mut caption = format!(
+            "{}: {} upstream calls",
+            r.strategy.label(),
+            r.upstream_calls
+        );
+        if r.strategy.has_breaker() {
+            write!(
+                caption,
+                ", {} requests failed fast, {} attempts rejected by the breaker",
+                r.failed_fast, r.rejected_attempts
+            )?;
+        }
+        svg.text(10.0, top + 18.0, 13.0, "start", "caption", &caption)?;
+
+        let plot = Area {
+            x0: LEFT,
+            y0: top + CAPTION,
+            x1: WIDTH - RIGHT,
+            y1: top + CAPTION + PLOT_HEIGHT,
+            seconds,
+            y_max,
+        };
+        svg.area(&plot, &time, r)?;
+        for v in ticks(y_max, y_step) {
+            let y = plot.y(v);
+            if v > 0.0 {
+                svg.line(plot.x0, y, plot.x1, y, GRID)?;
+            }
+            svg.line(plot.x0 - 4.0, y, plot.x0, y, AXIS)?;
+            svg.text(
+                plot.x0 - 7.0,
+                y + 4.0,
+                11.0,
+                "end",
+                "tick",
+                &number(v, y_step),
+            )?;
+        }
+        svg.vertical_title(22.0, plot.y0, plot.y1, "attempts per second")?;
+        if r.strategy.has_breaker() {
+            let rejected = rates(tl.rejected.iter().map(|c| *c as f64 * per_s), len, group);
+            writeln!(
+                svg.out,
+                "<polyline class=\"series rejected\" fill=\"none\" stroke=\"{REJECTED}\" stroke-width=\"1.2\" points=\"{}\"/>",
+                step_points(&plot, &rejected, group_s)?
+            )?;
+        }
+        let calls = rates(tl.calls.iter().map(|c| *c as f64 * per_s), len, group);
+        writeln!(
+            svg.out,
+            "<polyline class=\"series calls\" fill=\"none\" stroke=\"{CALLS}\" stroke-width=\"1.2\" points=\"{}\"/>",
+            step_points(&plot, &calls, group_s)?
+        )?;
+        svg.axes_frame(&plot)?;
+        let mut lowest = plot;
+
+        if r.strategy.has_breaker() {
+            let strip = Area {
+                x0: LEFT,
+                y0: plot.y1 + STRIP_GAP,
+                x1: WIDTH - RIGHT,
+                y1: plot.y1 + STRIP_GAP + STRIP_HEIGHT,
+                seconds,
+                y_max: 1.0,
+            };
+            svg.area(&strip, &time, r)?;
+            let several = r.strategy == super::Strategy::BreakerPerInstance && report.instances > 1;
+            let labels = if several {
+                [(0.0, "all closed"), (0.5, "½"), (1.0, "all open")]
+            } else {
+                [(0.0, "closed"), (0.5, "half-open"), (1.0, "open")]
+            };
+            for (v, label) in labels {
+                let y = strip.y(v);
+                svg.line(strip.x0 - 4.0, y, strip.x0, y, AXIS)?;
+                svg.text(strip.x0 - 7.0, y + 4.0, 11.0, "end", "tick", label)?;
+            }
+            let title = if several { "breakers" } else { "breaker" };
+            svg.vertical_title(22.0, strip.y0, strip.y1, title)?;
+            let levels = rates(
+                tl.breaker_open.iter().copied(),
+                tl.breaker_open.len(),
+                group,
+            );
+            if !levels.is_empty() {
+                let line = step_points(&strip, &levels, group_s)?;
+                let (start, end) = (strip.x(0.0), strip.x(levels.len() as f64 * group_s));
+                writeln!(
+                    svg.out,
+                    "<polygon class=\"series breaker\" fill=\"{BREAKER}\" fill-opacity=\"0.3\" stroke=\"none\" \
+                     points=\"{start:.1},{:.1} {line} {end:.1},{:.1}\"/>",
+                    strip.y1, strip.y1
+                )?;
+                writeln!(
+                    svg.out,
+                    "<polyline class=\"series breaker\" fill=\"none\" stroke=\"{BREAKER}\" stroke-width=\"1.5\" points=\"{line}\"/>"
+                )?;
+            }
+            svg.axes_frame(&strip)?;
+            lowest = strip;
+        }
+        svg.time_ticks(&lowest, &time)?;
+        writeln!(svg.out, "</g>")?;
+        top += panel_height(r) + PANEL_GAP;
+    }
+    writeln!(svg.out, "</svg>")?;
+    Ok(svg.out)
 }
