@@ -33,9 +33,10 @@ rm -f "$bad"
 
 # The app Workers of the tests are the Rust demo app (/app/*): build it in.
 log "building the Worker (worker-build --release --features worker,demo)"
-bash scripts/build-worker.sh --features worker,demo >/tmp/breakwater-build-worker.log 2>&1 || {
-  tail -40 /tmp/breakwater-build-worker.log >&2
-  log "worker build failed"
+mkdir -p target
+bash scripts/build-worker.sh --features worker,demo >target/build-worker.log 2>&1 || {
+  tail -40 target/build-worker.log >&2
+  log "worker build failed (log: target/build-worker.log)"
   exit 1
 }
 ls -l build/index.js build/index_bg.wasm >&2
