@@ -4,7 +4,7 @@
 # target/pack/, then in each DIR runs `npm ci` when DIR has a package-lock.json its node_modules
 # was not installed from, and `npm install --no-save <tarball>` (neither package.json nor the
 # lock file is written).
-# Usage: scripts/install-pkg.sh [--clean] DIR...
+# Usage: scripts/install-pkg.sh [--clean] DIR...   (DIR: absolute, or relative to the repository root)
 #   --clean: remove DIR/node_modules first (with a package-lock.json, `npm ci` then reinstalls it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
