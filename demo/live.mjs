@@ -19,15 +19,12 @@
 // Stops every server it started, on success, on error and on SIGINT/SIGTERM.
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { loadMiniflare, moduleWorker, objectWorker, requireDemoBuild, ROOT, rustApp } from '../tests/worker/workerd.mjs';
 import { ALWAYS_HEALTHY, phaseAt, recoveredAt, rng, startProvider } from './provider.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '..');
-const WORKER_SCRIPT = path.join(ROOT, 'build/index.js');
 const DIRECT_APP = path.join(HERE, 'direct-app.mjs');
-const COMPAT_DATE = '2026-04-26';
 const ADMIN_TOKEN = 'demo-admin-token-0123456789';
 const BREAKER = 'llm';
 
@@ -127,61 +124,30 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ----- Miniflare -----
 
-async function loadMiniflare() {
-  const req = createRequire(path.join(ROOT, 'tests/worker/package.json'));
-  let entry;
-  try {
-    entry = req.resolve('miniflare');
-  } catch {
-    throw new Error('miniflare is missing: run scripts/setup.sh worker (npm ci in tests/worker)');
-  }
-  return (await import(pathToFileURL(entry).href)).Miniflare;
-}
-
-const wasmRules = [{ type: 'CompiledWasm', include: ['**/*.wasm'] }];
-const objectHost = () => ({
-  name: 'breakwater',
-  modules: true,
-  scriptPath: WORKER_SCRIPT,
-  modulesRoot: path.dirname(WORKER_SCRIPT),
-  modulesRules: wasmRules,
-  compatibilityDate: COMPAT_DATE,
-  bindings: { BREAKERS: JSON.stringify(BREAKERS), ADMIN_TOKEN },
-  durableObjects: { BREAKER: { className: 'BreakerObject', useSQLite: true } },
-});
-const rustApp = (name, { primary, backup }, mode) => ({
-  name,
-  modules: true,
-  scriptPath: WORKER_SCRIPT,
-  modulesRoot: path.dirname(WORKER_SCRIPT),
-  modulesRules: wasmRules,
-  compatibilityDate: COMPAT_DATE,
-  bindings: {
-    BREAKERS: JSON.stringify(BREAKERS),
-    DEMO_UPSTREAM: primary,
-    DEMO_BACKUP: backup,
-    DEMO_DEADLINE_MS: String(DEADLINE_MS),
-    DEMO_BREAKER: BREAKER,
-    DEMO_MODE: mode,
-    DEMO_FAIL_CLOSED: 'false',
-  },
-  durableObjects: { BREAKER: { className: 'BreakerObject', scriptName: 'breakwater' } },
-});
-const directApp = (name, { primary, backup }) => ({
-  name,
-  modules: true,
-  scriptPath: DIRECT_APP,
-  modulesRoot: path.dirname(DIRECT_APP),
-  compatibilityDate: COMPAT_DATE,
-  bindings: { DEMO_UPSTREAM: primary, DEMO_BACKUP: backup, DEMO_DEADLINE_MS: String(DEADLINE_MS) },
-});
+// The workers come from tests/worker/workerd.mjs, as in the Worker tests.
+const directApp = (name, { primary, backup }) =>
+  moduleWorker(name, DIRECT_APP, {
+    bindings: { DEMO_UPSTREAM: primary, DEMO_BACKUP: backup, DEMO_DEADLINE_MS: String(DEADLINE_MS) },
+  });
 
 async function startCluster(Miniflare, s, upstreams, run) {
   const names = Array.from({ length: opts.isolates }, (_, i) => `app-${i + 1}`);
   const workers =
     s.key === 'none'
       ? names.map((n) => directApp(n, upstreams))
-      : [objectHost(), ...names.map((n) => rustApp(n, upstreams, s.key))];
+      : [
+          objectWorker({ breakers: BREAKERS, adminToken: ADMIN_TOKEN }),
+          ...names.map((n) =>
+            rustApp(n, {
+              breakers: BREAKERS,
+              upstream: upstreams.primary,
+              backup: upstreams.backup,
+              deadlineMs: DEADLINE_MS,
+              breaker: BREAKER,
+              mode: s.key,
+            }),
+          ),
+        ];
   const mf = new Miniflare({
     host: '127.0.0.1',
     port: 0,
@@ -413,12 +379,8 @@ function secondLine(runs, providers, i) {
 // ----- main -----
 
 async function main() {
-  const rebuild = 'run scripts/build-worker.sh --features worker,demo';
-  if (!fs.existsSync(WORKER_SCRIPT)) throw new Error(`${WORKER_SCRIPT} is missing: ${rebuild}`);
   // The app Workers are the Rust demo app (/app/*), built in only with the feature `demo`.
-  if (!fs.readFileSync(path.join(path.dirname(WORKER_SCRIPT), 'index_bg.wasm')).includes('DEMO_UPSTREAM')) {
-    throw new Error(`${WORKER_SCRIPT} was built without the demo app (/app/*): ${rebuild}`);
-  }
+  requireDemoBuild();
   const Miniflare = await loadMiniflare();
   const { users, list } = arrivals();
   const secs = (ms) => `${ms / 1000} s`;

@@ -5,6 +5,7 @@
 // for several strategies fail at exactly the same moments. The backup model is the same server
 // with a plan that stays healthy (`ALWAYS_HEALTHY`).
 import http from 'node:http';
+import { listenLocal } from '../tests/worker/workerd.mjs';
 
 const okBody = (model) =>
   JSON.stringify({
@@ -65,7 +66,6 @@ export async function startProvider({ plan, clock, seed = 1, model = 'claude-dem
   const stats = { calls: [], total: 0, duringOutage: 0, overloaded: 0, stalled: 0 };
   const recovered = recoveredAt(plan);
   const answer = okBody(model);
-  const sockets = new Set();
   const server = http.createServer((req, res) => {
     const now = clock();
     const { down, stalled } = phaseAt(plan, Math.max(0, now));
@@ -90,21 +90,6 @@ export async function startProvider({ plan, clock, seed = 1, model = 'claude-dem
       res.end(down ? OVERLOADED_BODY : answer);
     }, delay);
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address();
-  return {
-    url: `http://127.0.0.1:${port}/v1/messages`,
-    stats,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(() => r()));
-    },
-  };
+  const { port, close } = await listenLocal(server);
+  return { url: `http://127.0.0.1:${port}/v1/messages`, stats, close };
 }

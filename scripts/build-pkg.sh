@@ -2,14 +2,20 @@
 # Builds the npm package `breakwater` into pkg/: the wasm (no_std core + numeric boundary), the
 # wasm-bindgen glue (`bundler` target, loaded by our own entry points: js/entry/), the TypeScript
 # layer bundled as ESM and CJS, the Node entries with the .wasm inlined, the .d.ts, package.json.
-# Usage: scripts/build-pkg.sh   (then `cd pkg && npm pack` for a tarball)
+# pkg/package.json is written last: it is there only after a complete build.
+# Usage: scripts/build-pkg.sh [--if-stale]   (scripts/install-pkg.sh packs and installs the result)
+#   --if-stale: do nothing when pkg/package.json is newer than every file the build reads
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
-log() { printf '[build-pkg] %s\n' "$*" >&2; }
+if [ "${1:-}" = --if-stale ] && [ -f pkg/package.json ] &&
+  [ -z "$(find src js Cargo.toml Cargo.lock package-lock.json scripts/build-pkg.sh -newer pkg/package.json -print -quit)" ]; then
+  log "pkg/ is up to date"
+  exit 0
+fi
 
-WASM_BINDGEN_VERSION=0.2.130
-if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION"; then
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $(locked_version wasm-bindgen)\$"; then
   bash scripts/setup.sh wasm
 fi
 if [ ! -x node_modules/.bin/esbuild ] || [ ! -x node_modules/.bin/tsc ]; then
@@ -112,6 +118,10 @@ echo "export * from './types/shared/index.js';" > "$OUT/dist/shared.d.ts"
 echo "export * from './types/store.js';" > "$OUT/dist/store.d.ts"
 echo "export * from './types/ai.js';" > "$OUT/dist/ai.d.ts"
 
+[ -f js/README.md ] && cp js/README.md "$OUT/README.md"
+# wasm-bindgen / wasm-pack may leave a `.gitignore` with `*`, which would empty `npm pack`.
+find "$OUT" -name .gitignore -delete
+
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 node -e '
   const fs = require("fs");
@@ -119,8 +129,5 @@ node -e '
   p.version = process.argv[1];
   fs.writeFileSync(process.argv[2], JSON.stringify(p, null, 2) + "\n");
 ' "$version" "$OUT/package.json"
-[ -f js/README.md ] && cp js/README.md "$OUT/README.md"
-# wasm-bindgen / wasm-pack may leave a `.gitignore` with `*`, which would empty `npm pack`.
-find "$OUT" -name .gitignore -delete
 
 log "done: $OUT/ (breakwater@$version)"

@@ -12,16 +12,17 @@
 #   (without arguments: wrangler.toml's [build] command)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 NODE_BIN="$PWD/tests/worker/node_modules/.bin"
 export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$(command -v wasm-bindgen || true)}"
 export WASM_OPT_BIN="${WASM_OPT_BIN:-$NODE_BIN/wasm-opt}"
 export ESBUILD_BIN="${ESBUILD_BIN:-$NODE_BIN/esbuild}"
 
-fail() { printf '[build-worker] %s\n' "$*" >&2; exit 1; }
+fail() { log "$*"; exit 1; }
 command -v worker-build >/dev/null || fail "worker-build is missing: cargo install worker-build --version 0.8.7 --locked"
 [ -n "$WASM_BINDGEN_BIN" ] && [ -x "$WASM_BINDGEN_BIN" ] || fail "wasm-bindgen CLI is missing (scripts/setup.sh wasm)"
-locked=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+locked=$(locked_version wasm-bindgen)
 have=$("$WASM_BINDGEN_BIN" --version | awk '{ print $2 }')
 [ "$locked" = "$have" ] || fail "wasm-bindgen CLI $have does not match Cargo.lock's $locked"
 [ -x "$WASM_OPT_BIN" ] || fail "wasm-opt missing at $WASM_OPT_BIN (npm ci in tests/worker)"
@@ -41,5 +42,4 @@ worker-build --release --features worker --target-dir target/worker "$@"
 features=(mutable-globals sign-ext nontrapping-float-to-int bulk-memory multivalue reference-types exception-handling)
 "$WASM_OPT_BIN" build/index_bg.wasm -o build/index_bg.opt.wasm -Oz "${features[@]/#/--enable-}"
 mv build/index_bg.opt.wasm build/index_bg.wasm
-printf '[build-worker] build/index_bg.wasm: %s bytes, %s gzipped\n' \
-  "$(wc -c < build/index_bg.wasm)" "$(gzip -c build/index_bg.wasm | wc -c)" >&2
+log "build/index_bg.wasm: $(wc -c < build/index_bg.wasm) bytes, $(gzip -c build/index_bg.wasm | wc -c) gzipped"

@@ -15,8 +15,7 @@
 #   --short: a few seconds per phase (the test, scripts/test-demo.sh); --out: instead of out/
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-log() { printf '[demo] %s\n' "$*" >&2; }
+. scripts/lib.sh
 
 live=1
 sim=1

@@ -3,11 +3,10 @@
 # Usage: scripts/setup.sh [rust] [wasm] [browser] [node] [node22] [worker]   (no argument: everything)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
-WASM_BINDGEN_VERSION=0.2.130
+WASM_BINDGEN_VERSION=$(locked_version wasm-bindgen)
 WASM_PACK_VERSION=0.15.1
-
-log() { printf '[setup] %s\n' "$*" >&2; }
 
 setup_rust() {
   local installed
@@ -83,10 +82,7 @@ setup_node() {
     log "Node.js >= 20 is required for the JS package"
     exit 1
   fi
-  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    log "installing node dev dependencies (npm ci)"
-    npm ci --no-audit --no-fund --loglevel=error
-  fi
+  npm_ci_if_stale .
 }
 
 # Node 22 next to the system's Node 20, for what requires it (AI SDK 7): the npm package
@@ -119,11 +115,7 @@ setup_worker() {
     log "installing worker-build $WORKER_BUILD_VERSION (several minutes)"
     cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked
   fi
-  if [ ! -f tests/worker/node_modules/.package-lock.json ] ||
-    [ tests/worker/package-lock.json -nt tests/worker/node_modules/.package-lock.json ]; then
-    log "installing the Worker tests' npm packages (npm ci in tests/worker)"
-    (cd tests/worker && npm ci --no-audit --no-fund --loglevel=error)
-  fi
+  npm_ci_if_stale tests/worker
 }
 
 want=("$@")

@@ -3,31 +3,19 @@
 # pointed at the local fake provider (127.0.0.1): AI SDK 6 in tests/ai/v6 under the system Node
 # (20+), AI SDK 7 in tests/ai/v7 under Node 22 (scripts/setup.sh node22, from the npm registry).
 # Each folder is a consumer project whose package-lock.json pins the SDK; the packed breakwater
-# tarball is installed there --no-save, as a user would. Both run one test body, tests/ai/suite.mjs.
+# tarball is installed there --no-save, as a user would (scripts/install-pkg.sh, which builds pkg/
+# if stale). Both run one test body, tests/ai/suite.mjs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-log() { printf '[test-ai] %s\n' "$*" >&2; }
+. scripts/lib.sh
 
 bash scripts/setup.sh node
 node22=$(bash scripts/setup.sh node22 | tail -1)
-
-# Build the package unless pkg/ is newer than every source it is built from.
-if [ ! -f pkg/package.json ] || [ -n "$(find js scripts/build-pkg.sh src Cargo.toml -newer pkg/package.json -print -quit)" ]; then
-  bash scripts/build-pkg.sh
-fi
-work=target/ai
-rm -rf "$work" && mkdir -p "$work"
-tarball=$(cd pkg && npm pack --silent --pack-destination "../$work" | tail -1)
+bash scripts/install-pkg.sh tests/ai/v6 tests/ai/v7
 
 failed=()
 for v in v6 v7; do
   dir=tests/ai/$v
-  if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-    log "$v: npm ci"
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
-  fi
-  (cd "$dir" && npm install --no-save --no-audit --no-fund --loglevel=error "../../../$work/$tarball")
   # The declarations against this SDK version's types (the middleware must fit its wrapLanguageModel).
   cp tests/ai/types.ts "$dir/types.check.ts"
   if (cd "$dir" && ../../../node_modules/.bin/tsc --noEmit --strict --module esnext --moduleResolution bundler \

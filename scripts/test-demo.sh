@@ -12,8 +12,7 @@
 # it started is left.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-log() { printf '[test-demo] %s\n' "$*" >&2; }
+. scripts/lib.sh
 fail() {
   log "FAIL: $*"
   exit 1

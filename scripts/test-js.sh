@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Tests of the JS/TS package (issue 3): builds pkg/, installs it into tests/js as a user would
-# (the `npm pack` tarball), and runs it in every runtime:
+# Tests of the JS/TS package: builds pkg/ if stale, installs its `npm pack` tarball into a clean
+# tests/js as a user would (scripts/install-pkg.sh), and runs it in every runtime:
 #   - the core's tests compiled to wasm32 under Node and headless Chromium (wasm-pack test)
 #   - node:test suites: ESM, CommonJS require, official SDKs against a fake provider, the README
 #     example as written, the .d.ts under tsc, the gzip size ceiling, the metrics adapters
@@ -12,19 +12,11 @@
 # Servers bind 127.0.0.1 only and are stopped by the tests. No timing assertions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-log() { printf '[test-js] %s\n' "$*" >&2; }
+. scripts/lib.sh
 failed=()
 
 bash scripts/setup.sh wasm browser node
-bash scripts/build-pkg.sh
-
-log "packing and installing the package into tests/js"
-work=target/js
-rm -rf "$work" && mkdir -p "$work"
-tarball=$(cd pkg && npm pack --silent --pack-destination "../$work" | tail -1)
-rm -rf tests/js/node_modules
-(cd tests/js && npm install --silent --no-save --no-package-lock --no-audit --no-fund "../../$work/$tarball")
+bash scripts/install-pkg.sh --clean tests/js
 
 run() {
   local name=$1

@@ -1,35 +1,19 @@
 #!/usr/bin/env bash
-# Tests of breakwater/store with a real Redis (issue 8): installs redis-server from Debian if
-# missing (idempotent), builds pkg/ and installs the packed tarball into tests/redis as a user
-# would, starts redis-server on a free 127.0.0.1 port, runs tests/redis/*.test.mjs (8 Node
+# Tests of breakwater/store with a real Redis: installs redis-server from Debian if missing
+# (idempotent), builds pkg/ if stale and installs the packed tarball into a clean tests/redis as a
+# user would (scripts/install-pkg.sh), starts redis-server on a free 127.0.0.1 port, runs tests/redis/*.test.mjs (8 Node
 # processes sharing one breaker, a compare-and-set storm, Redis killed mid-run, @upstash/redis
 # through a local REST bridge, ...), and always stops the server. The test that kills Redis
 # starts its own server (same binary) and stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
-log() { printf '[test-redis] %s\n' "$*" >&2; }
-
-if ! command -v redis-server >/dev/null 2>&1; then
-  log "installing redis-server (apt)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y redis-server >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y redis-server >/dev/null; }
-fi
+ensure_redis
 redis-server --version >&2
-# The Debian package starts a service on 6379 when systemd runs; the tests never use it.
-
-if [ ! -d node_modules/redis ]; then
-  log "installing node dev dependencies"
-  npm ci --no-audit --no-fund
-fi
-
-bash scripts/build-pkg.sh
-log "packing and installing the package into tests/redis"
-work=target/redis
-rm -rf "$work" && mkdir -p "$work"
-tarball=$(cd pkg && npm pack --silent --pack-destination "../$work" | tail -1)
-rm -rf tests/redis/node_modules
-(cd tests/redis && npm install --silent --no-save --no-package-lock --no-audit --no-fund "../../$work/$tarball")
+# The `redis` client comes from the root dev dependencies.
+bash scripts/setup.sh node
+bash scripts/install-pkg.sh --clean tests/redis
 
 port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 dir=$(mktemp -d)

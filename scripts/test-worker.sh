@@ -8,8 +8,7 @@
 # Usage: scripts/test-worker.sh [--setup-only] [test file ...]   (default: every *.test.mjs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-log() { printf '[test-worker] %s\n' "$*" >&2; }
+. scripts/lib.sh
 
 bash scripts/setup.sh worker
 [ "${1:-}" = "--setup-only" ] && exit 0
@@ -34,19 +33,20 @@ rm -f "$bad"
 
 # The app Workers of the tests are the Rust demo app (/app/*): build it in.
 log "building the Worker (worker-build --release --features worker,demo)"
-bash scripts/build-worker.sh --features worker,demo >/tmp/breakwater-build-worker.log 2>&1 || {
-  tail -40 /tmp/breakwater-build-worker.log >&2
-  log "worker build failed"
+mkdir -p target
+bash scripts/build-worker.sh --features worker,demo >target/build-worker.log 2>&1 || {
+  tail -40 target/build-worker.log >&2
+  log "worker build failed (log: target/build-worker.log)"
   exit 1
 }
 ls -l build/index.js build/index_bg.wasm >&2
 
-log "building the npm package and bundling the JavaScript app Worker (breakwater/shared)"
-bash scripts/build-pkg.sh
+# The JavaScript app Worker imports the package (breakwater/shared) as a user would: installed
+# from its tarball; esbuild resolves it through its exports map with the workerd condition, and
+# copies the two .wasm modules next to the bundle.
+bash scripts/install-pkg.sh tests/worker
+log "bundling the JavaScript app Worker"
 cd tests/worker
-# The app imports the package as a user would; esbuild resolves it through its exports map with
-# the workerd condition, and copies the two .wasm modules next to the bundle.
-mkdir -p node_modules && ln -sfn ../../../pkg node_modules/breakwater
 rm -rf .build && mkdir -p .build
 node_modules/.bin/esbuild apps/js-app.ts --bundle --format=esm --platform=neutral --target=es2022 \
   --conditions=workerd,worker --loader:.wasm=copy --outfile=.build/js-app.mjs --log-level=warning

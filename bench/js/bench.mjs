@@ -3,7 +3,7 @@
 //      Goal: breakwater's overhead over the bare await <= 0.5 x cockatiel's.
 //   2. The synchronous decision pair (isHealthy() + recordSuccess()) through wasm vs a minimal
 //      pure-JS breaker (seed 000's shape). Goal: <= 2 x.
-//   3. What the metrics cost (issue 7) with no exporter attached: execute() and withRetry() of
+//   3. What the metrics hooks cost with no exporter attached: execute() and withRetry() of
 //      this build, with a PrometheusMetrics collector watching and without; with
 //      BREAKWATER_BASELINE=<a pkg/ directory built before the metrics>, the same calls on that
 //      build too. Goal: not measurable.

@@ -24,8 +24,8 @@
 //! fallback breaker (fail-open by default) and a [`ClientEvent::Fallback`].
 //!
 //! - Rust Workers (workers-rs): [`SharedBreaker`], with the namespace binding passed per call.
-//! - JavaScript Workers: `SharedCircuitBreaker` in `js/shared.ts`, with a binding to this Worker's
-//!   class (`script_name = "breakwater"`).
+//! - JavaScript Workers: `SharedCircuitBreaker` of `breakwater/shared` (js/src/shared/client.ts),
+//!   with a binding to this Worker's class (`script_name = "breakwater"`).
 //!
 //! The protocol, the coordinator and the lease client live in the core ([`crate::shared`]),
 //! `no_std` and tested natively; the object, routes and client here are thin shells around

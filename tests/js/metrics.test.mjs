@@ -1,6 +1,6 @@
-// Observability (issue 7): exact counts after a scripted scenario (manual clock), the Prometheus
-// text accepted by a real parser (parse-prometheus-text-format) and by prom-client's registry,
-// the OpenTelemetry path through the SDK's InMemoryMetricExporter.
+// The metrics (breakwater/prometheus, breakwater/otel): exact counts after a scripted scenario
+// (manual clock), the Prometheus text accepted by a real parser (parse-prometheus-text-format) and
+// by prom-client's registry, the OpenTelemetry path through the SDK's InMemoryMetricExporter.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

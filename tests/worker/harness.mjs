@@ -1,18 +1,18 @@
 // Shared pieces of the Worker tests: a fake upstream on 127.0.0.1, the Miniflare set-ups
-// (the Rust Worker hosting BreakerObject, Rust and JS app Workers), and small drivers.
+// (the Rust Worker hosting BreakerObject, Rust and JS app Workers; workerd.mjs defines the Rust
+// ones, with the live demo), and small drivers.
 import http from 'node:http';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Miniflare } from 'miniflare';
+import { COMPAT_DATE, listenLocal, moduleWorker, objectWorker as objectHost, rustApp } from './workerd.mjs';
+
+export { COMPAT_DATE, rustApp };
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-export const ROOT = path.resolve(HERE, '../..');
-export const WORKER_SCRIPT = path.join(ROOT, 'build/index.js');
 export const JS_APP = path.join(HERE, '.build/js-app.mjs');
 export const BROKEN_OBJECT = path.join(HERE, 'apps/broken-object.mjs');
-export const COMPAT_DATE = '2026-04-26';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -20,7 +20,6 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** A fake LLM upstream: `mode` up (200) or down (503), optional delay; counts every request. */
 export async function startUpstream() {
   const state = { mode: 'up', delayMs: 0, count: 0, arrivals: [] };
-  const sockets = new Set();
   const server = http.createServer((req, res) => {
     state.count += 1;
     const rec = { at: performance.now(), mode: state.mode, done: null };
@@ -34,79 +33,18 @@ export async function startUpstream() {
     if (state.delayMs > 0) setTimeout(finish, state.delayMs);
     else finish();
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address();
-  return {
-    url: `http://127.0.0.1:${port}/v1/messages`,
-    state,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
+  const { port, close } = await listenLocal(server);
+  return { url: `http://127.0.0.1:${port}/v1/messages`, state, close };
 }
 
-const wasmRules = [{ type: 'CompiledWasm', include: ['**/*.wasm'] }];
-
+/** The Worker hosting BreakerObject with `breakers` as BREAKERS, and the tests' ADMIN_TOKEN by default. */
 export function objectWorker({ breakers, adminToken = ADMIN_TOKEN } = {}) {
-  const bindings = { BREAKERS: JSON.stringify(breakers) };
-  if (adminToken) bindings.ADMIN_TOKEN = adminToken;
-  return {
-    name: 'breakwater',
-    modules: true,
-    scriptPath: WORKER_SCRIPT,
-    modulesRoot: path.dirname(WORKER_SCRIPT),
-    modulesRules: wasmRules,
-    compatibilityDate: COMPAT_DATE,
-    bindings,
-    durableObjects: { BREAKER: { className: 'BreakerObject', useSQLite: true } },
-  };
+  return objectHost({ breakers, adminToken });
 }
 
-/** Fails fast unless build/ holds the Worker built with the demo app (/app/*, feature `demo`). */
-let demoChecked = false;
-export function requireDemoBuild() {
-  if (demoChecked) return;
-  const wasm = fs.readFileSync(path.join(path.dirname(WORKER_SCRIPT), 'index_bg.wasm'));
-  if (!wasm.includes('DEMO_UPSTREAM')) {
-    throw new Error(`${WORKER_SCRIPT} was built without the demo app (/app/*): scripts/build-worker.sh --features worker,demo`);
-  }
-  demoChecked = true;
-}
-
-/** A Rust app Worker: the Worker's demo app (/app/*) guarding calls to `upstream`. */
-export function rustApp(name, { upstream, breaker, breakers, mode = 'shared', failClosed = false, scriptName = 'breakwater' }) {
-  requireDemoBuild();
-  return {
-    name,
-    modules: true,
-    scriptPath: WORKER_SCRIPT,
-    modulesRoot: path.dirname(WORKER_SCRIPT),
-    modulesRules: wasmRules,
-    compatibilityDate: COMPAT_DATE,
-    bindings: {
-      BREAKERS: JSON.stringify(breakers),
-      DEMO_UPSTREAM: upstream,
-      DEMO_BREAKER: breaker,
-      DEMO_MODE: mode,
-      DEMO_FAIL_CLOSED: String(failClosed),
-    },
-    durableObjects: { BREAKER: { className: 'BreakerObject', scriptName } },
-  };
-}
-
+/** A JavaScript app Worker (apps/js-app.ts, bundled by scripts/test-worker.sh) guarding calls to `upstream`. */
 export function jsApp(name, { upstream, breaker, mode = 'shared', failClosed = false, localThreshold = 5, localOpenMs = 30000, scriptName = 'breakwater' }) {
-  return {
-    name,
-    modules: true,
-    scriptPath: JS_APP,
-    modulesRoot: path.dirname(JS_APP),
-    modulesRules: wasmRules,
-    compatibilityDate: COMPAT_DATE,
+  return moduleWorker(name, JS_APP, {
     bindings: {
       UPSTREAM: upstream,
       BREAKER_NAME: breaker,
@@ -116,7 +54,7 @@ export function jsApp(name, { upstream, breaker, mode = 'shared', failClosed = f
       LOCAL_OPEN_MS: String(localOpenMs),
     },
     durableObjects: { BREAKER: { className: 'BreakerObject', scriptName } },
-  };
+  });
 }
 
 export function tmpDir(prefix) {

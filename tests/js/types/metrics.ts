@@ -1,4 +1,5 @@
-// Type-checks the metrics adapters' declarations (issue 7) the way an app uses them.
+// Type-checks the declarations of the breaker statistics and the metrics adapters
+// (breakwater/prometheus, breakwater/otel) the way an app uses them.
 import { metrics } from '@opentelemetry/api';
 import { BreakerRegistry, CircuitBreaker, withRetry, type BreakerStats, type RetryObserver } from 'breakwater';
 import { PrometheusMetrics, type MetricFamily } from 'breakwater/prometheus';
