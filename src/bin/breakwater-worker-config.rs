@@ -135,4 +135,17 @@ BREAKERS = '{"a": {"lease_ms": 500, "breaker": {"trip": {"kind": "failure_rate",
     fn the_wrangler_toml_of_this_crate_passes() {
         check(concat!(env!("CARGO_MANIFEST_DIR"), "/wrangler.toml")).unwrap();
     }
+
+    #[test]
+    fn the_example_in_the_readme_passes() {
+        let readme = include_str!("../../README.md");
+        let example = readme
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|block| block.split("```").next())
+            .find(|block| block.contains("BREAKERS"))
+            .expect("README.md shows BREAKERS in a toml block");
+        let map = breakers_of(&vars(example), "README.md").unwrap().unwrap();
+        assert_eq!(map.keys().collect::<Vec<_>>(), ["openai"]);
+    }
 }
