@@ -20,8 +20,8 @@ pub const MAX_SHARED_DURATION_MS: u64 = 365 * 24 * 3_600_000;
 /// 2^53.
 pub const MAX_SHARED_TIMESTAMP_MS: u64 = 1 << 52;
 
-/// One shared breaker's settings, as one entry of the Worker's `BREAKERS` (JSON) or the options
-/// of `breakwater/shared` and `breakwater/store`:
+/// One shared breaker's settings, as one entry of the Worker's `BREAKERS` (JSON; the coordinator
+/// of `breakwater/store` gets the same JSON, built from its options):
 ///
 /// ```json
 /// { "lease_ms": 1000,
