@@ -75,7 +75,7 @@ const BREAKERS = {
   [BREAKER]: {
     lease_ms: opts.short ? 500 : 1000,
     breaker: {
-      trip: { consecutive_failures: { threshold: 5 } },
+      trip: { kind: 'consecutive_failures', threshold: 5 },
       open_duration_ms: opts.short ? 1000 : 4000,
       open_jitter: 0.1,
       half_open_max_probes: 1,
@@ -395,7 +395,7 @@ async function main() {
   );
   const b = BREAKERS[BREAKER];
   console.log(
-    `breaker: opens after ${b.breaker.trip.consecutive_failures.threshold} consecutive failures, stays open ${secs(b.breaker.open_duration_ms)} (±10%), one probe; shared lease ${secs(b.lease_ms)}`,
+    `breaker: opens after ${b.breaker.trip.threshold} consecutive failures, stays open ${secs(b.breaker.open_duration_ms)} (±10%), one probe; shared lease ${secs(b.lease_ms)}`,
   );
   console.log(`strategies, run at the same time on separate Miniflare instances: ${STRATEGIES.map((s) => `${s.short} = ${s.label}`).join('; ')}\n`);
 

@@ -24,7 +24,7 @@ if out=$(cargo run --quiet --features worker-config --bin breakwater-worker-conf
   log "a bad BREAKERS passed the check"; exit 1
 fi
 grep -q 'BREAKERS\["a"\]: invalid `lease_ms`: 0' <<<"$out" || { log "unexpected message: $out"; exit 1; }
-printf '[vars]\nBREAKERS = { a = { breaker = { trip = { slow_call_rate = { threshold_percent = 50.0, slow_call_ms = 100, minimum_calls = 5, window = { calls = 10 } } } } } }\n' >"$bad"
+printf '[vars]\nBREAKERS = { a = { breaker = { trip = { kind = "slow_call_rate", threshold_percent = 50.0, slow_call_ms = 100, minimum_calls = 5, window = { calls = 10 } } } } }\n' >"$bad"
 if out=$(cargo run --quiet --features worker-config --bin breakwater-worker-config -- check "$bad" 2>&1); then
   log "a slow-call rule passed the check"; exit 1
 fi

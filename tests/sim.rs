@@ -1,7 +1,9 @@
 //! The outage simulator: the seeds' numbers, determinism, errors that name the field, the SVG.
 #![cfg(feature = "sim")]
 
+use breakwater::breaker::{BreakerConfig, TripRule, Window};
 use breakwater::sim::{self, Format, Report, Scenario, Strategy, StrategyReport};
+use breakwater::{Jitter, RetryPolicy};
 
 fn report(name: &str) -> Report {
     let scenario = sim::builtin(name).expect("built-in scenario parses");
@@ -149,8 +151,16 @@ fn json_error(text: &str) -> sim::ScenarioError {
     }
 }
 
+/// The one mistake `e` reports.
+fn only(e: &sim::ScenarioError) -> &sim::FieldError {
+    match e.errors.as_slice() {
+        [one] => one,
+        _ => panic!("expected one mistake: {e}"),
+    }
+}
+
 fn assert_names(e: &sim::ScenarioError, field: &str) {
-    assert_eq!(e.field, field, "{e}");
+    assert_eq!(only(e).field, field, "{e}");
     assert!(e.to_string().contains(field), "{e}");
 }
 
@@ -159,6 +169,66 @@ fn minimal_scenario_is_accepted() {
     let s = Scenario::parse(MINIMAL, Format::Toml).unwrap();
     assert_eq!(s.instances, 1);
     assert_eq!(s.strategies, Strategy::ALL.to_vec());
+    assert_eq!(s.retry, RetryPolicy::new());
+    assert_eq!(s.breaker, BreakerConfig::new());
+}
+
+#[test]
+fn retry_and_breaker_are_the_core_types_with_their_defaults() {
+    let extra = r#"
+[retry]
+factor = 3
+jitter = { proportional = 1 }
+
+[breaker]
+open_duration_ms = 5
+open_backoff_factor = 2
+trip = { kind = "failure_rate", threshold_percent = 50, minimum_calls = 20, window = { millis = 60000 } }
+"#;
+    let s = Scenario::parse(&format!("{MINIMAL}{extra}"), Format::Toml).unwrap();
+    assert_eq!(
+        s.retry,
+        RetryPolicy::new()
+            .with_factor(3.0)
+            .with_jitter(Jitter::Proportional(1.0))
+    );
+    let trip = TripRule::FailureRate {
+        threshold_percent: 50.0,
+        minimum_calls: 20,
+        window: Window::Millis(60_000),
+    };
+    assert_eq!(
+        s.breaker,
+        BreakerConfig::new()
+            .with_trip(trip)
+            .with_open_duration_ms(5)
+            .with_open_backoff(2.0, BreakerConfig::new().max_open_duration_ms)
+    );
+}
+
+#[test]
+fn a_breaker_from_wrangler_toml_is_a_scenario_breaker_as_it_is() {
+    let toml = include_str!("../wrangler.toml");
+    let start = toml.find("BREAKERS = '''").unwrap() + "BREAKERS = '''".len();
+    let end = start + toml[start..].find("'''").unwrap();
+    let breakers: serde_json::Value = serde_json::from_str(&toml[start..end]).unwrap();
+    let openai = &breakers["openai"]["breaker"];
+    assert!(openai.is_object(), "{breakers}");
+    let scenario = serde_json::json!({
+        "name": "t",
+        "duration_ms": 1000,
+        "load": { "arrivals_per_s": 1 },
+        "breaker": openai,
+    });
+    let s = Scenario::parse(&scenario.to_string(), Format::Json).unwrap();
+    assert_eq!(
+        s.breaker.trip,
+        TripRule::FailureRate {
+            threshold_percent: 50.0,
+            minimum_calls: 20,
+            window: Window::Millis(60_000),
+        }
+    );
 }
 
 #[test]
@@ -216,14 +286,18 @@ fn wrong_types_are_named() {
 #[test]
 fn bad_trip_rules_are_named() {
     let e = toml_error("[breaker]\ntrip = { kind = \"sometimes\", threshold = 3 }\n");
-    assert!(e.field.starts_with("breaker.trip"), "{e}");
-    assert!(e.message.contains("sometimes"), "{e}");
+    assert!(only(&e).field.starts_with("breaker.trip"), "{e}");
+    assert!(only(&e).message.contains("sometimes"), "{e}");
     assert_names(
         &toml_error("[breaker]\ntrip = { kind = \"consecutive_failures\", threshold = 0 }\n"),
         "breaker.trip.threshold",
     );
     let e = toml_error("[breaker]\ntrip = { kind = \"consecutive_failures\", window_ms = 5 }\n");
-    assert!(e.field.starts_with("breaker.trip"), "{e}");
+    assert!(only(&e).field.starts_with("breaker.trip"), "{e}");
+    // The spelling of BREAKERS before trip rules were tagged by `kind`.
+    let e = toml_error("[breaker]\ntrip = { consecutive_failures = { threshold = 5 } }\n");
+    assert!(only(&e).field.starts_with("breaker.trip"), "{e}");
+    assert!(only(&e).message.contains("kind"), "{e}");
     assert_names(
         &toml_error(
             "[breaker]\ntrip = { kind = \"failure_rate\", threshold_percent = 150.0, minimum_calls = 5, window = { calls = 10 } }\n",
@@ -255,6 +329,95 @@ fn out_of_range_values_are_named_by_the_core_validators() {
         "arrivals_per_s = 3.0, at_ms = [1]",
     );
     assert_names(&Scenario::parse(&both, Format::Toml).unwrap_err(), "load");
+}
+
+#[test]
+fn every_mistake_is_reported_at_once_each_with_its_field_and_value() {
+    let text = r#"
+name = "t"
+duration_ms = 10000
+instances = 0
+strategies = ["retry_only", "shared_breaker", "retry_only"]
+load = { users = 2, requests_per_user_per_s = -1.5 }
+
+[[upstream.phases]]
+kind = "error"
+duration_ms = 1000
+[[upstream.phases]]
+kind = "flapping"
+duration_ms = 1000
+probability = 1.5
+status = 200
+
+[retry]
+max_attempts = 0
+
+[breaker]
+trip = { kind = "consecutive_failures", threshold = 0 }
+
+[budget]
+ttl_ms = 5
+"#;
+    let e = Scenario::parse(text, Format::Toml).unwrap_err();
+    assert_eq!(
+        e.fields().collect::<Vec<_>>(),
+        [
+            "instances",
+            "strategies[2]",
+            "load.requests_per_user_per_s",
+            "upstream.phases[1].probability",
+            "upstream.phases[1].status",
+            "retry.max_attempts",
+            "breaker.trip.threshold",
+            "budget.ttl_ms",
+        ],
+        "{e}"
+    );
+    let values = [
+        "0 ",
+        "\"retry_only\" ",
+        "-1.5 ",
+        "1.5 ",
+        "200 ",
+        "0 ",
+        "0 ",
+        "5 ",
+    ];
+    for (mistake, value) in e.errors.iter().zip(values) {
+        assert!(mistake.message.starts_with(value), "{mistake}");
+    }
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with("invalid scenario, 8 mistakes:"),
+        "{shown}"
+    );
+    assert_eq!(shown.lines().count(), 9, "{shown}");
+}
+
+#[test]
+fn json_scenarios_report_every_mistake_too() {
+    let e = json_error(
+        r#"{"name": "", "duration_ms": 0, "load": {"arrivals_per_s": 1, "at_ms": [5]},
+            "upstream": {"latency_jitter": 1, "concurrency": 0},
+            "breaker": {"open_jitter": 1}}"#,
+    );
+    assert_eq!(
+        e.fields().collect::<Vec<_>>(),
+        [
+            "name",
+            "duration_ms",
+            "load",
+            "load.at_ms[0]",
+            "upstream.latency_jitter",
+            "upstream.concurrency",
+            "breaker.open_jitter",
+        ],
+        "{e}"
+    );
+    assert!(
+        e.errors[2].message.contains("arrivals_per_s and at_ms"),
+        "{e}"
+    );
 }
 
 // ----- the SVG -----
@@ -368,6 +531,31 @@ fn binary_writes_the_table_and_the_svg_and_exits_2_on_a_bad_file() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("retry.max_attempts"));
+
+    // Every range mistake is printed, not only the first.
+    let mistakes = format!(
+        "{}instances = 0\n[retry]\nmax_attempts = 0\n[breaker]\nopen_jitter = 2.0\n",
+        MINIMAL.replace(
+            "requests_per_user_per_s = 1.0",
+            "requests_per_user_per_s = 0.0"
+        )
+    );
+    std::fs::write(&bad, mistakes).unwrap();
+    let out = std::process::Command::new(exe)
+        .arg("run")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for field in [
+        "`instances`",
+        "`load.requests_per_user_per_s`",
+        "`retry.max_attempts`",
+        "`breaker.open_jitter`",
+    ] {
+        assert!(stderr.contains(field), "{field} missing from: {stderr}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -485,16 +673,16 @@ fn retry_after_is_refused_where_no_error_carries_it() {
         let e = phase(kind, "retry_after_ms = 3000");
         assert_names(&e, "upstream.phases[0].retry_after_ms");
         assert!(
-            e.message.contains("3000") && e.message.contains(kind),
+            e.to_string().contains("3000") && e.to_string().contains(kind),
             "{e}"
         );
     }
     let e = phase("error", "status = 400\nretry_after_ms = 3000");
     assert_names(&e, "upstream.phases[0].retry_after_ms");
-    assert!(e.message.contains("400"), "{e}");
+    assert!(e.to_string().contains("400"), "{e}");
     let e = phase("error", "status = 429\nretry_after_ms = 90000000");
     assert_names(&e, "upstream.phases[0].retry_after_ms");
-    assert!(e.message.contains("90000000"), "{e}");
+    assert!(e.to_string().contains("90000000"), "{e}");
     let e = json_error(
         r#"{"name":"t","duration_ms":1000,"load":{"at_ms":[0]},
             "upstream":{"phases":[{"kind":"error","duration_ms":1,"retry_after_ms":-1}]}}"#,
@@ -571,7 +759,7 @@ fn explicit_times_without_users_go_round_robin_too() {
 fn fewer_users_than_instances_is_refused() {
     let e = toml_error("instances = 3\n");
     assert_names(&e, "load.users");
-    assert!(e.message.contains("2 user(s) for 3 instances"), "{e}");
+    assert!(e.to_string().contains("2 user(s) for 3 instances"), "{e}");
     let e = Scenario::parse(
         "name = \"t\"\nduration_ms = 1000\ninstances = 2\nload = { requests_per_user_per_s = 1.0 }\n",
         Format::Toml,

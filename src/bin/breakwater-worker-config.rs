@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use breakwater::shared::spec::{check_breakers, Breakers};
+use breakwater::shared::spec::{breakers_from_value, Breakers};
 
 fn breakers_of(vars: &toml::Value, whence: &str) -> Result<Option<Breakers>, String> {
     let Some(value) = vars.get("BREAKERS") else {
@@ -17,10 +17,9 @@ fn breakers_of(vars: &toml::Value, whence: &str) -> Result<Option<Breakers>, Str
             .map_err(|e| format!("{whence}: BREAKERS is not valid JSON: {e}"))?,
         other => serde_json::to_value(other).map_err(|e| format!("{whence}: BREAKERS: {e}"))?,
     };
-    let map: Breakers = serde_json::from_value(json)
-        .map_err(|e| format!("{whence}: BREAKERS is not valid: {e}"))?;
-    check_breakers(&map).map_err(|e| format!("{whence}: {e}"))?;
-    Ok(Some(map))
+    breakers_from_value(json)
+        .map(Some)
+        .map_err(|e| format!("{whence}: {e}"))
 }
 
 fn check(path: &str) -> Result<(), String> {
@@ -72,5 +71,81 @@ fn main() -> ExitCode {
             eprintln!("breakwater-worker-config: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use breakwater::breaker::{TripRule, Window};
+
+    fn vars(text: &str) -> toml::Value {
+        let doc: toml::Value = toml::from_str(text).unwrap();
+        doc.get("vars").unwrap().clone()
+    }
+
+    #[test]
+    fn a_toml_table_and_a_json_string_are_read_alike() {
+        let table = vars(
+            r#"[vars]
+BREAKERS = { a = { lease_ms = 500, breaker = { trip = { kind = "failure_rate", threshold_percent = 50, minimum_calls = 20, window = { millis = 60000 } } } } }
+"#,
+        );
+        let string = vars(
+            r#"[vars]
+BREAKERS = '{"a": {"lease_ms": 500, "breaker": {"trip": {"kind": "failure_rate", "threshold_percent": 50, "minimum_calls": 20, "window": {"millis": 60000}}}}}'
+"#,
+        );
+        let from_table = breakers_of(&table, "[vars]").unwrap().unwrap();
+        let from_string = breakers_of(&string, "[vars]").unwrap().unwrap();
+        assert_eq!(from_table, from_string);
+        let a = from_table.get("a").unwrap();
+        assert_eq!(a.lease_ms, 500);
+        assert_eq!(
+            a.breaker.trip,
+            TripRule::FailureRate {
+                threshold_percent: 50.0,
+                minimum_calls: 20,
+                window: Window::Millis(60_000),
+            }
+        );
+    }
+
+    #[test]
+    fn a_mistake_names_the_place_the_breaker_and_the_field() {
+        let untagged = vars(
+            "[vars]\nBREAKERS = { a = { breaker = { trip = { consecutive_failures = { threshold = 5 } } } } }\n",
+        );
+        let e = breakers_of(&untagged, "[env.staging.vars]").unwrap_err();
+        assert!(
+            e.starts_with("[env.staging.vars]: BREAKERS[\"a\"] is not valid") && e.contains("kind"),
+            "{e}"
+        );
+        let slow = vars(
+            "[vars]\nBREAKERS = { b = { breaker = { trip = { kind = \"slow_call_rate\", threshold_percent = 50, slow_call_ms = 100, minimum_calls = 5, window = { calls = 10 } } } } }\n",
+        );
+        let e = breakers_of(&slow, "[vars]").unwrap_err();
+        assert!(
+            e.contains("BREAKERS[\"b\"]") && e.contains("slow_call_rate"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_wrangler_toml_of_this_crate_passes() {
+        check(concat!(env!("CARGO_MANIFEST_DIR"), "/wrangler.toml")).unwrap();
+    }
+
+    #[test]
+    fn the_example_in_the_readme_passes() {
+        let readme = include_str!("../../README.md");
+        let example = readme
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|block| block.split("```").next())
+            .find(|block| block.contains("BREAKERS"))
+            .expect("README.md shows BREAKERS in a toml block");
+        let map = breakers_of(&vars(example), "README.md").unwrap().unwrap();
+        assert_eq!(map.keys().collect::<Vec<_>>(), ["openai"]);
     }
 }

@@ -9,7 +9,8 @@ pub const MAX_HALF_OPEN_PROBES: u32 = 1_024;
 /// How many buckets a time-based rate window is divided into.
 pub const TIME_WINDOW_BUCKETS: usize = 10;
 
-/// The window a rate rule looks at.
+/// The window a rate rule looks at: `{ calls = 100 }` or `{ millis = 60000 }` in configuration
+/// files.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -23,9 +24,20 @@ pub enum Window {
 }
 
 /// When a CLOSED breaker opens.
+///
+/// In configuration files (the Worker's `BREAKERS`, simulator scenarios) a rule is tagged by
+/// `kind`, the variant's name in `snake_case`, next to its fields:
+/// `{ kind = "consecutive_failures", threshold = 5 }`,
+/// `{ kind = "failures_in_window", threshold = 5, window_ms = 60000 }`,
+/// `{ kind = "failure_rate", threshold_percent = 50, minimum_calls = 20, window = { millis = 60000 } }`,
+/// `{ kind = "slow_call_rate", threshold_percent = 50, slow_call_ms = 5000, minimum_calls = 20,
+/// window = { calls = 100 } }`. Unknown fields are refused.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[cfg_attr(
+    feature = "serde",
+    serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)
+)]
 pub enum TripRule {
     /// `threshold` failures in a row; any success resets the count.
     ConsecutiveFailures {
@@ -75,7 +87,9 @@ impl TripRule {
 }
 
 /// Everything a [`Breaker`](crate::Breaker) needs to know. Build it with the `with_*` methods;
-/// [`BreakerConfig::validate`] (called by `Breaker::new`) rejects values out of range.
+/// [`BreakerConfig::validate`] (called by `Breaker::new`) rejects values out of range. In
+/// configuration files every field is optional (the defaults below) and unknown fields are
+/// refused.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]

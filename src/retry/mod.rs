@@ -24,7 +24,8 @@ use crate::clock::Timestamp;
 use crate::error::ConfigError;
 use crate::rng::Random;
 
-/// How the delay between attempts is randomised.
+/// How the delay between attempts is randomised. In configuration files: `"none"`, `"full"`,
+/// `"equal"`, `"decorrelated"` or `{ proportional = 0.3 }`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -41,7 +42,9 @@ pub enum Jitter {
     Proportional(f64),
 }
 
-/// Retry configuration. Build with the `with_*` methods; `validate` names a bad field.
+/// Retry configuration. Build with the `with_*` methods; `validate` names a bad field. In
+/// configuration files every field is optional (the defaults below) and unknown fields are
+/// refused.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]

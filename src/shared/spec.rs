@@ -20,7 +20,18 @@ pub const MAX_SHARED_DURATION_MS: u64 = 365 * 24 * 3_600_000;
 /// 2^53.
 pub const MAX_SHARED_TIMESTAMP_MS: u64 = 1 << 52;
 
-/// One shared breaker's settings.
+/// One shared breaker's settings, as one entry of the Worker's `BREAKERS` (JSON; the coordinator
+/// of `breakwater/store` gets the same JSON, built from its options):
+///
+/// ```json
+/// { "lease_ms": 1000,
+///   "breaker": { "open_duration_ms": 30000,
+///                "trip": { "kind": "failure_rate", "threshold_percent": 50,
+///                          "minimum_calls": 20, "window": { "millis": 60000 } } } }
+/// ```
+///
+/// Every field is optional and unknown fields are refused, at every level; the trip rule is
+/// tagged by `kind` (see [`TripRule`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -166,8 +177,28 @@ pub type Breakers = alloc::collections::BTreeMap<String, SharedSpec>;
 /// [`check_breakers`]). The error names the breaker, the field and the value.
 #[cfg(feature = "json")]
 pub fn parse_breakers(json: &str) -> Result<Breakers, String> {
-    let map: Breakers =
+    let value: serde_json::Value =
         serde_json::from_str(json).map_err(|e| format!("BREAKERS is not valid: {e}"))?;
+    breakers_from_value(value)
+}
+
+/// [`parse_breakers`] for a document already read (the check command's TOML table, converted):
+/// each entry is read on its own, so that a mistake names its breaker.
+#[cfg(feature = "json")]
+pub fn breakers_from_value(value: serde_json::Value) -> Result<Breakers, String> {
+    use serde::Deserialize;
+
+    let serde_json::Value::Object(entries) = value else {
+        return Err(String::from(
+            "BREAKERS is not valid: expected an object mapping breaker names to their settings",
+        ));
+    };
+    let mut map = Breakers::new();
+    for (name, entry) in entries {
+        let spec = SharedSpec::deserialize(entry)
+            .map_err(|e| format!("BREAKERS[{name:?}] is not valid: {e}"))?;
+        map.insert(name, spec);
+    }
     check_breakers(&map)?;
     Ok(map)
 }
@@ -213,6 +244,86 @@ impl Fnv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "json")]
+    #[test]
+    fn every_trip_rule_is_tagged_by_kind_and_integers_fill_decimal_fields() {
+        let cases = [
+            (
+                r#"{"kind": "consecutive_failures", "threshold": 3}"#,
+                TripRule::ConsecutiveFailures { threshold: 3 },
+            ),
+            (
+                r#"{"kind": "failures_in_window", "threshold": 5, "window_ms": 60000}"#,
+                TripRule::FailuresInWindow {
+                    threshold: 5,
+                    window_ms: 60_000,
+                },
+            ),
+            (
+                r#"{"kind": "failure_rate", "threshold_percent": 50, "minimum_calls": 20, "window": {"millis": 60000}}"#,
+                TripRule::FailureRate {
+                    threshold_percent: 50.0,
+                    minimum_calls: 20,
+                    window: Window::Millis(60_000),
+                },
+            ),
+            (
+                r#"{"kind": "slow_call_rate", "threshold_percent": 12.5, "slow_call_ms": 5000, "minimum_calls": 10, "window": {"calls": 100}}"#,
+                TripRule::SlowCallRate {
+                    threshold_percent: 12.5,
+                    slow_call_ms: 5_000,
+                    minimum_calls: 10,
+                    window: Window::Calls(100),
+                },
+            ),
+        ];
+        for (json, rule) in cases {
+            let parsed: TripRule = serde_json::from_str(json).unwrap();
+            assert_eq!(parsed, rule, "{json}");
+            let written = serde_json::to_string(&rule).unwrap();
+            assert_eq!(serde_json::from_str::<TripRule>(&written).unwrap(), rule);
+            assert!(written.contains(r#""kind":"#), "{written}");
+        }
+    }
+
+    #[cfg(feature = "json")]
+    #[test]
+    fn every_field_is_optional_and_unknown_fields_are_refused_at_every_level() {
+        let spec: SharedSpec = serde_json::from_str("{}").unwrap();
+        assert_eq!(spec, SharedSpec::default());
+        let spec: SharedSpec = serde_json::from_str(
+            r#"{"breaker": {"open_duration_ms": 5, "open_backoff_factor": 2}}"#,
+        )
+        .unwrap();
+        let expected = BreakerConfig::new()
+            .with_open_duration_ms(5)
+            .with_open_backoff(2.0, BreakerConfig::new().max_open_duration_ms);
+        assert_eq!(spec, SharedSpec::new(expected));
+        for (bad, named) in [
+            (r#"{"leese_ms": 1}"#, "leese_ms"),
+            (r#"{"breaker": {"open_duration": 1}}"#, "open_duration"),
+            (
+                r#"{"breaker": {"trip": {"kind": "consecutive_failures", "threshold": 3, "window_ms": 1}}}"#,
+                "window_ms",
+            ),
+            (
+                r#"{"breaker": {"trip": {"kind": "failure_rate", "threshold_percent": 50, "minimum_calls": 1, "window": {"seconds": 1}}}}"#,
+                "seconds",
+            ),
+            (
+                r#"{"breaker": {"trip": {"kind": "sometimes"}}}"#,
+                "sometimes",
+            ),
+            (
+                r#"{"breaker": {"trip": {"consecutive_failures": {"threshold": 3}}}}"#,
+                "kind",
+            ),
+        ] {
+            let e = format!("{}", serde_json::from_str::<SharedSpec>(bad).unwrap_err());
+            assert!(e.contains(named), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn fingerprint_ignores_the_seed_and_sees_everything_else() {

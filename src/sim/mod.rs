@@ -75,8 +75,8 @@ use std::vec::Vec;
 
 pub use report::{duration, Report, StrategyReport, Timeline};
 pub use scenario::{
-    Arrival, BreakerSpec, BudgetSpec, Composition, Format, JitterSpec, Load, Phase, PhaseKind,
-    RetrySpec, Scenario, ScenarioError, Strategy, TripSpec, Upstream, WindowSpec, MAX_REQUESTS,
+    Arrival, BudgetSpec, Composition, FieldError, Format, Load, Phase, PhaseKind, Scenario,
+    ScenarioError, Strategy, Upstream, MAX_REQUESTS, MAX_SCENARIO_TIME_MS,
 };
 pub use svg::render_svg;
 

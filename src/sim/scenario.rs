@@ -1,6 +1,8 @@
 //! A scenario as plain data: the load, the upstream's failure trace, and the configuration under
-//! test. Parsed from TOML or JSON with unknown fields refused; [`Scenario::validate`] then checks
-//! ranges (running the core's own validators) and names the first bad field.
+//! test: the core's own [`RetryPolicy`] and [`BreakerConfig`], written as everywhere else (a trip
+//! rule tagged by `kind`). Parsed from TOML or JSON with unknown fields refused;
+//! [`Scenario::validate`] then checks ranges (running the core's own validators) and names every
+//! bad field.
 
 use std::fmt;
 use std::string::{String, ToString};
@@ -8,14 +10,21 @@ use std::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
-use crate::breaker::{BreakerConfig, TripRule, Window};
+use crate::breaker::BreakerConfig;
 use crate::error::ConfigError;
-use crate::retry::{Classifier, Jitter, RetryBudget, RetryPolicy};
+use crate::retry::{Classifier, RetryBudget, RetryPolicy};
 
 /// The most user requests a scenario may generate (to keep a run instant).
 pub const MAX_REQUESTS: u64 = 2_000_000;
-/// The longest arrival window, in milliseconds (one day).
-pub const MAX_DURATION_MS: u64 = 86_400_000;
+/// The longest time any one setting of a scenario may give, in milliseconds (one day): the
+/// arrival window (`duration_ms`), the call timeout, the upstream's latencies, a phase.
+pub const MAX_SCENARIO_TIME_MS: u64 = 86_400_000;
+/// The most application instances a scenario may have.
+const MAX_INSTANCES: u32 = 10_000;
+/// The most users a scenario may have.
+const MAX_USERS: u32 = 1_000_000;
+/// The most phases an upstream's failure trace may have.
+const MAX_PHASES: usize = 10_000;
 
 /// A complete scenario. Every field but `name` and `load` has a default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,12 +61,13 @@ pub struct Scenario {
     /// The upstream: its capacity, latency and failure trace.
     #[serde(default)]
     pub upstream: Upstream,
-    /// The retry policy (the fields of [`RetryPolicy`]).
+    /// The retry policy, with the core's defaults.
     #[serde(default)]
-    pub retry: RetrySpec,
-    /// The breaker configuration (the fields of [`BreakerConfig`]).
+    pub retry: RetryPolicy,
+    /// The breaker configuration, with the core's defaults. Its `seed` is the first instance's:
+    /// with a breaker per instance, instance `i` draws its jitter from `seed + i`.
     #[serde(default)]
-    pub breaker: BreakerSpec,
+    pub breaker: BreakerConfig,
     /// An optional retry budget, one per instance.
     #[serde(default)]
     pub budget: Option<BudgetSpec>,
@@ -298,249 +308,6 @@ impl Phase {
     }
 }
 
-/// Retry jitter, as written in a scenario: `"none"`, `"full"`, `"equal"`, `"decorrelated"` or
-/// `{ proportional = 0.3 }`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JitterSpec {
-    /// [`Jitter::None`].
-    None,
-    /// [`Jitter::Full`].
-    Full,
-    /// [`Jitter::Equal`].
-    Equal,
-    /// [`Jitter::Decorrelated`].
-    Decorrelated,
-    /// [`Jitter::Proportional`].
-    Proportional(f64),
-}
-
-impl From<JitterSpec> for Jitter {
-    fn from(j: JitterSpec) -> Jitter {
-        match j {
-            JitterSpec::None => Jitter::None,
-            JitterSpec::Full => Jitter::Full,
-            JitterSpec::Equal => Jitter::Equal,
-            JitterSpec::Decorrelated => Jitter::Decorrelated,
-            JitterSpec::Proportional(p) => Jitter::Proportional(p),
-        }
-    }
-}
-
-impl From<Jitter> for JitterSpec {
-    fn from(j: Jitter) -> JitterSpec {
-        match j {
-            Jitter::None => JitterSpec::None,
-            Jitter::Full => JitterSpec::Full,
-            Jitter::Equal => JitterSpec::Equal,
-            Jitter::Decorrelated => JitterSpec::Decorrelated,
-            Jitter::Proportional(p) => JitterSpec::Proportional(p),
-        }
-    }
-}
-
-/// The fields of [`RetryPolicy`], with its defaults; unknown fields are refused.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RetrySpec {
-    /// [`RetryPolicy::max_attempts`].
-    pub max_attempts: u32,
-    /// [`RetryPolicy::base_delay_ms`].
-    pub base_delay_ms: u64,
-    /// [`RetryPolicy::factor`].
-    pub factor: f64,
-    /// [`RetryPolicy::max_delay_ms`].
-    pub max_delay_ms: u64,
-    /// [`RetryPolicy::deadline_ms`].
-    pub deadline_ms: Option<u64>,
-    /// [`RetryPolicy::jitter`].
-    pub jitter: JitterSpec,
-    /// [`RetryPolicy::max_retry_after_ms`].
-    pub max_retry_after_ms: u64,
-}
-
-impl Default for RetrySpec {
-    fn default() -> Self {
-        let p = RetryPolicy::new();
-        RetrySpec {
-            max_attempts: p.max_attempts,
-            base_delay_ms: p.base_delay_ms,
-            factor: p.factor,
-            max_delay_ms: p.max_delay_ms,
-            deadline_ms: p.deadline_ms,
-            jitter: p.jitter.into(),
-            max_retry_after_ms: p.max_retry_after_ms,
-        }
-    }
-}
-
-impl RetrySpec {
-    /// The core policy.
-    pub fn policy(&self) -> RetryPolicy {
-        RetryPolicy::new()
-            .with_max_attempts(self.max_attempts)
-            .with_base_delay_ms(self.base_delay_ms)
-            .with_factor(self.factor)
-            .with_max_delay_ms(self.max_delay_ms)
-            .with_deadline_ms(self.deadline_ms)
-            .with_jitter(self.jitter.into())
-            .with_max_retry_after_ms(self.max_retry_after_ms)
-    }
-}
-
-/// A trip rule, as written in a scenario: `{ kind = "consecutive_failures", threshold = 5 }`,
-/// `{ kind = "failures_in_window", threshold = 5, window_ms = 60000 }`,
-/// `{ kind = "failure_rate", threshold_percent = 50, minimum_calls = 20, window = { calls = 100 } }`
-/// or `{ kind = "slow_call_rate", …, slow_call_ms = 5000 }`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum TripSpec {
-    /// [`TripRule::ConsecutiveFailures`].
-    ConsecutiveFailures {
-        /// Failures in a row.
-        threshold: u32,
-    },
-    /// [`TripRule::FailuresInWindow`].
-    FailuresInWindow {
-        /// Failures.
-        threshold: u32,
-        /// Within this span.
-        window_ms: u64,
-    },
-    /// [`TripRule::FailureRate`].
-    FailureRate {
-        /// Percentage in `(0, 100]`.
-        threshold_percent: f64,
-        /// Calls before the rate is trusted.
-        minimum_calls: u32,
-        /// `{ calls = n }` or `{ millis = ms }`.
-        window: WindowSpec,
-    },
-    /// [`TripRule::SlowCallRate`].
-    SlowCallRate {
-        /// Percentage in `(0, 100]`.
-        threshold_percent: f64,
-        /// Slower than this is slow.
-        slow_call_ms: u64,
-        /// Calls before the rate is trusted.
-        minimum_calls: u32,
-        /// `{ calls = n }` or `{ millis = ms }`.
-        window: WindowSpec,
-    },
-}
-
-/// A rate window: `{ calls = 100 }` or `{ millis = 10000 }`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WindowSpec {
-    /// [`Window::Calls`].
-    Calls(u32),
-    /// [`Window::Millis`].
-    Millis(u64),
-}
-
-impl From<WindowSpec> for Window {
-    fn from(w: WindowSpec) -> Window {
-        match w {
-            WindowSpec::Calls(n) => Window::Calls(n),
-            WindowSpec::Millis(ms) => Window::Millis(ms),
-        }
-    }
-}
-
-impl From<TripSpec> for TripRule {
-    fn from(t: TripSpec) -> TripRule {
-        match t {
-            TripSpec::ConsecutiveFailures { threshold } => {
-                TripRule::ConsecutiveFailures { threshold }
-            }
-            TripSpec::FailuresInWindow {
-                threshold,
-                window_ms,
-            } => TripRule::FailuresInWindow {
-                threshold,
-                window_ms,
-            },
-            TripSpec::FailureRate {
-                threshold_percent,
-                minimum_calls,
-                window,
-            } => TripRule::FailureRate {
-                threshold_percent,
-                minimum_calls,
-                window: window.into(),
-            },
-            TripSpec::SlowCallRate {
-                threshold_percent,
-                slow_call_ms,
-                minimum_calls,
-                window,
-            } => TripRule::SlowCallRate {
-                threshold_percent,
-                slow_call_ms,
-                minimum_calls,
-                window: window.into(),
-            },
-        }
-    }
-}
-
-/// The fields of [`BreakerConfig`], with its defaults; unknown fields are refused.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct BreakerSpec {
-    /// [`BreakerConfig::trip`].
-    pub trip: TripSpec,
-    /// [`BreakerConfig::open_duration_ms`].
-    pub open_duration_ms: u64,
-    /// [`BreakerConfig::open_jitter`].
-    pub open_jitter: f64,
-    /// [`BreakerConfig::open_backoff_factor`].
-    pub open_backoff_factor: f64,
-    /// [`BreakerConfig::max_open_duration_ms`].
-    pub max_open_duration_ms: u64,
-    /// [`BreakerConfig::half_open_max_probes`].
-    pub half_open_max_probes: u32,
-    /// [`BreakerConfig::half_open_success_threshold`].
-    pub half_open_success_threshold: u32,
-    /// [`BreakerConfig::probe_timeout_ms`].
-    pub probe_timeout_ms: u64,
-    /// [`BreakerConfig::seed`]; instance `i` uses `seed + i`.
-    pub seed: u64,
-}
-
-impl Default for BreakerSpec {
-    fn default() -> Self {
-        let c = BreakerConfig::new();
-        BreakerSpec {
-            trip: TripSpec::ConsecutiveFailures { threshold: 5 },
-            open_duration_ms: c.open_duration_ms,
-            open_jitter: c.open_jitter,
-            open_backoff_factor: c.open_backoff_factor,
-            max_open_duration_ms: c.max_open_duration_ms,
-            half_open_max_probes: c.half_open_max_probes,
-            half_open_success_threshold: c.half_open_success_threshold,
-            probe_timeout_ms: c.probe_timeout_ms,
-            seed: c.seed,
-        }
-    }
-}
-
-impl BreakerSpec {
-    /// The core configuration.
-    pub fn config(&self) -> BreakerConfig {
-        BreakerConfig::new()
-            .with_trip(self.trip.into())
-            .with_open_duration_ms(self.open_duration_ms)
-            .with_open_jitter(self.open_jitter)
-            .with_open_backoff(self.open_backoff_factor, self.max_open_duration_ms)
-            .with_half_open_max_probes(self.half_open_max_probes)
-            .with_half_open_success_threshold(self.half_open_success_threshold)
-            .with_probe_timeout_ms(self.probe_timeout_ms)
-            .with_seed(self.seed)
-    }
-}
-
 /// A [`RetryBudget`]: retries may be `retry_percent` % of the calls of the last `ttl_ms`, plus
 /// `min_per_sec` a second.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -574,47 +341,95 @@ impl BudgetSpec {
     }
 }
 
-/// Why a scenario was refused. Always names the field, as a dotted path
-/// (`upstream.phases[1].probability`, `breaker.trip.threshold`).
+/// One mistake in a scenario: the field, as a dotted path (`upstream.phases[1].probability`,
+/// `breaker.trip.threshold`), and what is wrong with its value.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ScenarioError {
+pub struct FieldError {
     /// The field, e.g. `"retry.max_attempts"`; empty when the document itself is unreadable.
     pub field: String,
-    /// What is wrong.
+    /// What is wrong, the value included.
     pub message: String,
 }
 
-impl ScenarioError {
-    pub(crate) fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ScenarioError {
+impl FieldError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
             field: field.into(),
             message: message.into(),
         }
     }
 
-    pub(crate) fn from_config(prefix: &str, e: ConfigError) -> Self {
+    /// `value` is not what `field` accepts.
+    fn invalid(field: impl Into<String>, value: impl fmt::Display, expected: &str) -> Self {
+        FieldError::new(
+            field,
+            std::format!("{value} is invalid (expected {expected})"),
+        )
+    }
+
+    /// A core validator's error, its field under `prefix` (`retry`, `breaker`).
+    fn from_config(prefix: &str, e: ConfigError) -> Self {
         let field = if prefix.is_empty() || e.field.starts_with(prefix) {
             e.field.to_string()
         } else {
             std::format!("{prefix}.{}", e.field)
         };
-        ScenarioError::new(
-            field,
-            std::format!("{} is invalid (expected {})", e.value, e.expected),
-        )
+        FieldError::invalid(field, e.value, e.expected)
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "`{}`: {}", self.field, self.message)
+        }
+    }
+}
+
+/// Why a scenario was refused: every mistake [`Scenario::validate`] found, in the order of the
+/// document, each naming its field. A document that cannot be read at all (bad syntax, a wrong
+/// type, an unknown field) gives one mistake, the first the parser met.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    /// The mistakes, at least one.
+    pub errors: Vec<FieldError>,
+}
+
+impl ScenarioError {
+    /// One mistake.
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ScenarioError {
+            errors: std::vec![FieldError::new(field, message)],
+        }
+    }
+
+    /// A core validator's error, its field under `prefix`.
+    pub(crate) fn from_config(prefix: &str, e: ConfigError) -> Self {
+        ScenarioError {
+            errors: std::vec![FieldError::from_config(prefix, e)],
+        }
+    }
+
+    /// The fields named, in order.
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.errors.iter().map(|e| e.field.as_str())
     }
 }
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.field.is_empty() {
-            write!(f, "invalid scenario: {}", self.message)
-        } else {
-            write!(
-                f,
-                "invalid scenario field `{}`: {}",
-                self.field, self.message
-            )
+        match self.errors.as_slice() {
+            [one] if one.field.is_empty() => write!(f, "invalid scenario: {}", one.message),
+            [one] => write!(f, "invalid scenario field `{}`: {}", one.field, one.message),
+            all => {
+                write!(f, "invalid scenario, {} mistakes:", all.len())?;
+                for e in all {
+                    write!(f, "\n  {e}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -719,12 +534,12 @@ impl Scenario {
 
     /// The retry policy under test.
     pub fn retry_policy(&self) -> RetryPolicy {
-        self.retry.policy()
+        self.retry
     }
 
-    /// The breaker configuration under test.
+    /// The breaker configuration under test, as the first instance runs it.
     pub fn breaker_config(&self) -> BreakerConfig {
-        self.breaker.config()
+        self.breaker
     }
 
     /// The latency above which a successful request still counts as affected.
@@ -743,23 +558,49 @@ impl Scenario {
         }
     }
 
-    /// Checks ranges and consistency; the first bad field is named.
+    /// Checks ranges and consistency, running the core's validators on `retry`, `breaker` and
+    /// `budget`. Every mistake is reported at once, in the order of the document (each core
+    /// validator reports the first of its struct).
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        let bad = |field: &str, msg: &str| Err(ScenarioError::new(field, msg));
+        let mut errors = Vec::new();
+        self.validate_top(&mut errors);
+        self.validate_load(&mut errors);
+        self.validate_upstream(&mut errors);
+        if let Err(e) = self.retry.validate() {
+            errors.push(FieldError::from_config("retry", e));
+        }
+        if let Err(e) = self.breaker.validate() {
+            errors.push(FieldError::from_config("breaker", e));
+        }
+        if let Some(Err(e)) = self.budget.as_ref().map(BudgetSpec::budget) {
+            errors.push(FieldError::from_config("", e));
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ScenarioError { errors })
+        }
+    }
+
+    fn validate_top(&self, errors: &mut Vec<FieldError>) {
         if self.name.is_empty() {
-            return bad("name", "must not be empty");
+            errors.push(FieldError::invalid("name", "\"\"", "a non-empty name"));
         }
-        if self.duration_ms == 0 || self.duration_ms > MAX_DURATION_MS {
-            return bad("duration_ms", "must be in 1..=86400000 (one day)");
+        check_time(errors, "duration_ms", self.duration_ms, 1);
+        if self.instances == 0 || self.instances > MAX_INSTANCES {
+            errors.push(FieldError::invalid(
+                "instances",
+                self.instances,
+                "an integer in 1..=10000",
+            ));
         }
-        if self.instances == 0 || self.instances > 10_000 {
-            return bad("instances", "must be in 1..=10000");
-        }
-        if self.call_timeout_ms == 0 || self.call_timeout_ms > MAX_DURATION_MS {
-            return bad("call_timeout_ms", "must be in 1..=86400000");
-        }
+        check_time(errors, "call_timeout_ms", self.call_timeout_ms, 1);
         if self.strategies.is_empty() {
-            return bad("strategies", "list at least one strategy");
+            errors.push(FieldError::invalid(
+                "strategies",
+                "[]",
+                "at least one strategy",
+            ));
         }
         for (i, s) in self.strategies.iter().enumerate() {
             if self
@@ -767,59 +608,65 @@ impl Scenario {
                 .get(..i)
                 .is_some_and(|before| before.contains(s))
             {
-                return bad(&std::format!("strategies[{i}]"), "listed twice");
+                errors.push(FieldError::new(
+                    std::format!("strategies[{i}]"),
+                    std::format!("\"{}\" is listed twice", s.as_str()),
+                ));
             }
         }
-        self.validate_load()?;
-        self.validate_upstream()?;
-        self.retry_policy()
-            .validate()
-            .map_err(|e| ScenarioError::from_config("retry", e))?;
-        self.breaker_config()
-            .validate()
-            .map_err(|e| ScenarioError::from_config("breaker", e))?;
-        if let Some(b) = &self.budget {
-            b.budget().map_err(|e| ScenarioError::from_config("", e))?;
-        }
-        Ok(())
     }
 
-    fn validate_load(&self) -> Result<(), ScenarioError> {
+    fn validate_load(&self, errors: &mut Vec<FieldError>) {
         let l = &self.load;
-        let bad = |field: &str, msg: &str| Err(ScenarioError::new(field, msg));
         if let Some(u) = l.users {
-            if u == 0 || u > 1_000_000 {
-                return bad("load.users", "must be in 1..=1000000");
+            if u == 0 || u > MAX_USERS {
+                errors.push(FieldError::invalid(
+                    "load.users",
+                    u,
+                    "an integer in 1..=1000000",
+                ));
             }
         }
         // Users are routed to instance `user % instances`: fewer users than instances would leave
         // instances idle while the report counts them.
         let users = l.users.or(l.requests_per_user_per_s.map(|_| 1));
         if let Some(users) = users.filter(|u| *u < self.instances) {
-            return bad(
+            errors.push(FieldError::new(
                 "load.users",
-                &std::format!(
+                std::format!(
                     "{users} user(s) for {} instances: user u is served by instance \
                      u % instances, so some instances would get no request; give at least as \
                      many users as instances, or leave `users` out with `arrivals_per_s` or \
                      `at_ms` to spread the requests over the instances",
                     self.instances
                 ),
-            );
+            ));
         }
-        let given = [
-            l.requests_per_user_per_s.is_some(),
-            l.arrivals_per_s.is_some(),
-            l.at_ms.is_some(),
+        let given: Vec<&str> = [
+            (
+                "requests_per_user_per_s",
+                l.requests_per_user_per_s.is_some(),
+            ),
+            ("arrivals_per_s", l.arrivals_per_s.is_some()),
+            ("at_ms", l.at_ms.is_some()),
         ]
         .iter()
-        .filter(|b| **b)
-        .count();
-        if given != 1 {
-            return bad(
+        .filter(|(_, given)| *given)
+        .map(|(name, _)| *name)
+        .collect();
+        if given.len() != 1 {
+            let found = if given.is_empty() {
+                String::from("none of them")
+            } else {
+                given.join(" and ")
+            };
+            errors.push(FieldError::new(
                 "load",
-                "give exactly one of requests_per_user_per_s, arrivals_per_s, at_ms",
-            );
+                std::format!(
+                    "give exactly one of requests_per_user_per_s, arrivals_per_s, at_ms \
+                     (found {found})"
+                ),
+            ));
         }
         for (field, rate) in [
             ("load.requests_per_user_per_s", l.requests_per_user_per_s),
@@ -827,114 +674,137 @@ impl Scenario {
         ] {
             if let Some(r) = rate {
                 if !(r.is_finite() && r > 0.0) {
-                    return bad(field, "must be a positive number");
+                    errors.push(FieldError::invalid(field, r, "a positive number"));
                 }
             }
         }
         if let Some(at) = &l.at_ms {
             if at.is_empty() {
-                return bad("load.at_ms", "list at least one time");
+                errors.push(FieldError::invalid("load.at_ms", "[]", "at least one time"));
             }
             if at.len() as u64 > MAX_REQUESTS {
-                return bad("load.at_ms", "too many requests");
+                errors.push(FieldError::invalid(
+                    "load.at_ms",
+                    std::format_args!("a list of {} times", at.len()),
+                    "at most 2000000 requests",
+                ));
             }
-            if let Some(i) = at.iter().position(|t| *t >= self.duration_ms) {
-                return bad(
-                    &std::format!("load.at_ms[{i}]"),
-                    "must be before duration_ms",
-                );
+            if let Some((i, t)) = at.iter().enumerate().find(|(_, t)| **t >= self.duration_ms) {
+                errors.push(FieldError::new(
+                    std::format!("load.at_ms[{i}]"),
+                    std::format!(
+                        "{t} is invalid (expected a time before duration_ms, {})",
+                        self.duration_ms
+                    ),
+                ));
             }
         }
         let expected = self.total_rate() * self.duration_ms as f64 / 1_000.0;
         if expected > MAX_REQUESTS as f64 {
-            return bad(
+            errors.push(FieldError::new(
                 "load",
-                "rate × duration exceeds 2 000 000 requests; shorten the scenario",
-            );
+                std::format!(
+                    "rate × duration_ms gives about {expected:.0} requests (expected at most \
+                     2000000; shorten the scenario)"
+                ),
+            ));
         }
-        Ok(())
     }
 
-    fn validate_upstream(&self) -> Result<(), ScenarioError> {
+    fn validate_upstream(&self, errors: &mut Vec<FieldError>) {
         let u = &self.upstream;
-        let bad = |field: String, msg: &str| Err(ScenarioError::new(field, msg));
-        if u.latency_ms > MAX_DURATION_MS {
-            return bad("upstream.latency_ms".into(), "must be at most 86400000");
-        }
+        check_time(errors, "upstream.latency_ms", u.latency_ms, 0);
         if !(u.latency_jitter.is_finite() && (0.0..1.0).contains(&u.latency_jitter)) {
-            return bad(
-                "upstream.latency_jitter".into(),
-                "must be a fraction in [0, 1)",
-            );
+            errors.push(FieldError::invalid(
+                "upstream.latency_jitter",
+                u.latency_jitter,
+                "a fraction in [0, 1)",
+            ));
         }
-        if u.error_latency_ms > MAX_DURATION_MS {
-            return bad(
-                "upstream.error_latency_ms".into(),
-                "must be at most 86400000",
-            );
-        }
+        check_time(errors, "upstream.error_latency_ms", u.error_latency_ms, 0);
         if u.concurrency == Some(0) {
-            return bad("upstream.concurrency".into(), "must be at least 1");
+            errors.push(FieldError::invalid("upstream.concurrency", 0, "at least 1"));
         }
-        if u.phases.len() > 10_000 {
-            return bad("upstream.phases".into(), "at most 10000 phases");
+        if u.phases.len() > MAX_PHASES {
+            errors.push(FieldError::invalid(
+                "upstream.phases",
+                std::format_args!("a list of {} phases", u.phases.len()),
+                "at most 10000 phases",
+            ));
+            return;
         }
         for (i, p) in u.phases.iter().enumerate() {
             let f = |name: &str| std::format!("upstream.phases[{i}].{name}");
-            if p.duration_ms > MAX_DURATION_MS {
-                return bad(f("duration_ms"), "must be at most 86400000");
-            }
+            check_time(errors, &f("duration_ms"), p.duration_ms, 0);
             let erroring = matches!(p.kind, PhaseKind::Error | PhaseKind::Flapping);
             if let Some(prob) = p.probability {
                 if !erroring {
-                    return bad(f("probability"), "only for `error` and `flapping` phases");
-                }
-                if !(prob.is_finite() && (0.0..=1.0).contains(&prob)) {
-                    return bad(f("probability"), "must be in [0, 1]");
+                    errors.push(FieldError::invalid(
+                        f("probability"),
+                        prob,
+                        "none: only `error` and `flapping` phases fail",
+                    ));
+                } else if !(prob.is_finite() && (0.0..=1.0).contains(&prob)) {
+                    errors.push(FieldError::invalid(
+                        f("probability"),
+                        prob,
+                        "a probability in [0, 1]",
+                    ));
                 }
             }
             if let Some(status) = p.status {
                 if !erroring {
-                    return bad(f("status"), "only for `error` and `flapping` phases");
-                }
-                if !(400..=599).contains(&status) {
-                    return bad(f("status"), "must be an HTTP error status in 400..=599");
+                    errors.push(FieldError::invalid(
+                        f("status"),
+                        status,
+                        "none: only `error` and `flapping` phases fail",
+                    ));
+                } else if !(400..=599).contains(&status) {
+                    errors.push(FieldError::invalid(
+                        f("status"),
+                        status,
+                        "an HTTP error status in 400..=599",
+                    ));
                 }
             }
             if let Some(q) = p.until_quiet_ms {
-                if q == 0 || q > MAX_DURATION_MS {
-                    return bad(f("until_quiet_ms"), "must be in 1..=86400000");
-                }
+                check_time(errors, &f("until_quiet_ms"), q, 1);
             }
             if let Some(ms) = p.retry_after_ms {
+                let status = p.error_status();
                 if !erroring {
-                    return bad(
+                    errors.push(FieldError::new(
                         f("retry_after_ms"),
-                        &std::format!(
+                        std::format!(
                             "{ms} given for a `{}` phase, which answers no error to carry it: \
                              only for `error` and `flapping` phases",
                             p.kind.as_str()
                         ),
-                    );
-                }
-                if ms > MAX_DURATION_MS {
-                    return bad(
+                    ));
+                } else if !Classifier::new().classify_status(status, None).retryable {
+                    errors.push(FieldError::new(
                         f("retry_after_ms"),
-                        &std::format!("{ms} is too long: must be at most 86400000 (one day)"),
-                    );
-                }
-                let status = p.error_status();
-                if !Classifier::new().classify_status(status, None).retryable {
-                    return bad(
-                        f("retry_after_ms"),
-                        &std::format!(
+                        std::format!(
                             "{ms} given with status {status}, which is never retried, so no \
                              client would wait for it; use a retried status (429, 503, 529…)"
                         ),
-                    );
+                    ));
+                } else {
+                    check_time(errors, &f("retry_after_ms"), ms, 0);
                 }
             }
         }
-        Ok(())
+    }
+}
+
+/// Checks that `ms` is in `min..=MAX_SCENARIO_TIME_MS`.
+fn check_time(errors: &mut Vec<FieldError>, field: &str, ms: u64, min: u64) {
+    if ms < min || ms > MAX_SCENARIO_TIME_MS {
+        let expected = if min == 0 {
+            "at most 86400000 ms, one day"
+        } else {
+            "an integer in 1..=86400000 ms, one day"
+        };
+        errors.push(FieldError::invalid(field, ms, expected));
     }
 }

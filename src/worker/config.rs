@@ -5,19 +5,19 @@
 //!
 //! ```toml
 //! [vars]
-//! BREAKERS = { anthropic = { lease_ms = 1000, breaker = { open_duration_ms = 30000, trip = { consecutive_failures = { threshold = 5 } } } } }
+//! BREAKERS = { anthropic = { lease_ms = 1000, breaker = { open_duration_ms = 30000, trip = { kind = "consecutive_failures", threshold = 5 } } } }
 //! ```
+//!
+//! Each entry is a [`SharedSpec`]: `lease_ms` and `breaker`, the core's
+//! [`BreakerConfig`](crate::BreakerConfig) with every field optional; a trip rule is tagged by
+//! `kind` ([`TripRule`](crate::breaker::TripRule)), as in the simulator's scenarios.
 //!
 //! Only these names ever become Durable Objects: the Worker's routes look names up here, and
 //! the object refuses any name it does not find here, so nobody can create objects at will.
 
 pub use crate::shared::spec::{
-    check_breakers, parse_breakers, Breakers, DEFAULT_LEASE_MS, MAX_LEASE_MS,
+    check_breakers, parse_breakers, Breakers, SharedSpec, DEFAULT_LEASE_MS, MAX_LEASE_MS,
 };
-
-/// One breaker's settings: the core's [`SharedSpec`](crate::shared::SharedSpec) (`breaker` and
-/// `lease_ms`, every field optional).
-pub type BreakerSpec = crate::shared::SharedSpec;
 
 #[cfg(test)]
 mod tests {
@@ -28,7 +28,7 @@ mod tests {
     fn parses_names_and_defaults() {
         let map = parse_breakers(
             r#"{"anthropic": {"lease_ms": 250, "breaker": {"open_duration_ms": 1000,
-                 "trip": {"consecutive_failures": {"threshold": 3}}}}, "openai/gpt": {}}"#,
+                 "trip": {"kind": "consecutive_failures", "threshold": 3}}}, "openai/gpt": {}}"#,
         )
         .unwrap();
         let a = map.get("anthropic").unwrap();
@@ -38,7 +38,7 @@ mod tests {
             a.breaker.trip,
             TripRule::ConsecutiveFailures { threshold: 3 }
         );
-        assert_eq!(map.get("openai/gpt").unwrap(), &BreakerSpec::default());
+        assert_eq!(map.get("openai/gpt").unwrap(), &SharedSpec::default());
     }
 
     #[test]
@@ -55,17 +55,28 @@ mod tests {
 
     #[test]
     fn rejects_bad_names_fields_and_values() {
-        for bad in [
-            r#"{"bad name": {}}"#,
-            r#"{"": {}}"#,
-            r#"{"a": {"lease_ms": 0}}"#,
-            r#"{"a": {"breaker": {"open_jitter": 2.0}}}"#,
-            r#"{"a": {"surprise": 1}}"#,
-            r#"[1, 2]"#,
-            r#"{"a": {"breaker": {"trip": {"slow_call_rate": {"threshold_percent": 50, "slow_call_ms": 1000, "minimum_calls": 10, "window": {"calls": 10}}}}}}"#,
-            "not json",
+        for (bad, named) in [
+            (r#"{"bad name": {}}"#, "bad name"),
+            (r#"{"": {}}"#, "BREAKERS"),
+            (r#"{"a": {"lease_ms": 0}}"#, "`lease_ms`: 0"),
+            (
+                r#"{"a": {"breaker": {"open_jitter": 2.0}}}"#,
+                "`open_jitter`: 2",
+            ),
+            (r#"{"a": {"surprise": 1}}"#, "surprise"),
+            (r#"[1, 2]"#, "BREAKERS is not valid"),
+            (
+                r#"{"a": {"breaker": {"trip": {"kind": "slow_call_rate", "threshold_percent": 50, "slow_call_ms": 1000, "minimum_calls": 10, "window": {"calls": 10}}}}}"#,
+                "invalid `breaker.trip`: slow_call_rate",
+            ),
+            (
+                r#"{"a": {"breaker": {"trip": {"consecutive_failures": {"threshold": 3}}}}}"#,
+                "kind",
+            ),
+            ("not json", "BREAKERS is not valid"),
         ] {
-            assert!(parse_breakers(bad).is_err(), "{bad}");
+            let e = parse_breakers(bad).expect_err(bad);
+            assert!(e.contains(named), "{bad}: {e}");
         }
     }
 }

@@ -58,6 +58,6 @@ pub mod object;
 pub mod routes;
 
 pub use client::SharedBreaker;
-pub use config::{BreakerSpec, Breakers};
+pub use config::{Breakers, SharedSpec};
 pub use lease::{ClientEvent, LeaseClient, LeaseOptions, Ticket};
 pub use object::BreakerObject;

@@ -13,7 +13,7 @@ use alloc::string::{String, ToString};
 
 use worker::{console_error, console_log, durable_object, Env, Method, Request, Response, Result};
 
-use super::config::BreakerSpec;
+use super::config::SharedSpec;
 use super::engine::{Engine, OnMismatch, Step, STORAGE_KEY};
 use super::protocol::{Exchange, MAX_BODY_BYTES};
 use super::routes::{error_response, json_response, load_breakers};
@@ -210,7 +210,7 @@ impl BreakerObject {
     async fn ensure_loaded(
         &self,
         name: &str,
-        spec: BreakerSpec,
+        spec: SharedSpec,
     ) -> core::result::Result<(), String> {
         if self.engine.borrow().is_some() {
             return Ok(());

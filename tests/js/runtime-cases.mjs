@@ -122,7 +122,7 @@ export const cases = [
   ['breakwater/shared loads its wasm: a shared breaker opens against an in-process coordinator', async () => {
     const { SharedCircuitBreaker, LocalFallbackBreaker, sharedGlue } = await import('breakwater/shared');
     let now = T0;
-    const spec = JSON.stringify({ lease_ms: 1000, breaker: { trip: { consecutive_failures: { threshold: 2 } }, open_duration_ms: 1000 } });
+    const spec = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 2 }, open_duration_ms: 1000 } });
     const co = sharedGlue().WasmCoordinator.create('llm', spec, undefined, false);
     const fetch = async (url, init) =>
       new Response(co.exchange(now, init.body, url.includes('/v1/acquire')), { status: 200 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
 import { SharedCircuitBreaker, LocalFallbackBreaker, classifyOutcome, sharedGlue } from 'breakwater/shared';
 
-const SPEC = JSON.stringify({ lease_ms: 1000, breaker: { trip: { consecutive_failures: { threshold: 3 } }, open_duration_ms: 1000 } });
+const SPEC = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 }, open_duration_ms: 1000 } });
 
 /** A coordinator in this process behind a `service` fetch; `hook(op, body)` may answer instead. */
 function service(clock, hook = () => undefined) {

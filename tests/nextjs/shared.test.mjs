@@ -52,7 +52,7 @@ before(async () => {
     const { objectWorker, start } = await import(pathToFileURL(harness).href);
     const w = objectWorker({
       breakers: {
-        anthropic: { lease_ms: 1000, breaker: { trip: { consecutive_failures: { threshold: THRESHOLD } }, open_duration_ms: RESET_MS } },
+        anthropic: { lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: THRESHOLD }, open_duration_ms: RESET_MS } },
       },
     });
     w.bindings.SERVICE_TOKEN = SERVICE_TOKEN;

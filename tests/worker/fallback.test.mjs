@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { startUpstream, rustApp, jsApp, start, call, BROKEN_OBJECT, COMPAT_DATE } from './harness.mjs';
 
-const BREAKERS = { upstream: { lease_ms: 200, breaker: { trip: { consecutive_failures: { threshold: 3 } } } } };
+const BREAKERS = { upstream: { lease_ms: 200, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 } } } };
 let upstream;
 let env;
 

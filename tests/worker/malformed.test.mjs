@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { startUpstream, objectWorker, jsApp, start, call, admin, ADMIN_TOKEN } from './harness.mjs';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 
-const BREAKERS = { upstream: { lease_ms: 200, breaker: { trip: { consecutive_failures: { threshold: 3 } } } } };
+const BREAKERS = { upstream: { lease_ms: 200, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 } } } };
 let upstream;
 let env;
 let app;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { startUpstream, objectWorker, rustApp, jsApp, start, call, drive, JS_APP } from './harness.mjs';
 
 const BREAKERS = {
-  upstream: { lease_ms: 1000, breaker: { trip: { consecutive_failures: { threshold: 5 } }, open_duration_ms: 30_000 } },
+  upstream: { lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 5 }, open_duration_ms: 30_000 } },
 };
 const NAMES = ['rust-1', 'rust-2', 'rust-3', 'rust-4', 'js-1', 'js-2', 'js-3', 'js-4'];
 const results = {};

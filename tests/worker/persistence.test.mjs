@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import { startUpstream, objectWorker, jsApp, rustApp, start, call, admin, tmpDir } from './harness.mjs';
 
 const BREAKERS = {
-  persisted: { lease_ms: 200, breaker: { trip: { consecutive_failures: { threshold: 3 } }, open_duration_ms: 600_000, max_open_duration_ms: 600_000 } },
+  persisted: { lease_ms: 200, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 }, open_duration_ms: 600_000, max_open_duration_ms: 600_000 } },
   isolated: { lease_ms: 200 },
 };
 
@@ -72,7 +72,7 @@ test('a redeploy with another trip rule carries the state over: still OPEN, the 
   // outage does not end because of a deploy.
   const changed = {
     ...BREAKERS,
-    persisted: { ...BREAKERS.persisted, breaker: { ...BREAKERS.persisted.breaker, trip: { failures_in_window: { threshold: 3, window_ms: 60000 } } } },
+    persisted: { ...BREAKERS.persisted, breaker: { ...BREAKERS.persisted.breaker, trip: { kind: 'failures_in_window', threshold: 3, window_ms: 60000 } } },
   };
   env = await runtime(changed);
   const view = (await admin(env.mf, '/admin/breakers/persisted')).body;

@@ -7,7 +7,7 @@ import { objectWorker, start, admin, sleep } from './harness.mjs';
 
 const SERVICE_TOKEN = 'test-service-token-abcdef0123';
 const BREAKERS = {
-  llm: { lease_ms: 200, breaker: { trip: { consecutive_failures: { threshold: 3 } }, open_duration_ms: 300 } },
+  llm: { lease_ms: 200, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 }, open_duration_ms: 300 } },
   'openai:gpt-4.1/chat': { lease_ms: 200 },
 };
 

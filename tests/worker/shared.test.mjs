@@ -10,7 +10,7 @@ const BREAKERS = {
   upstream: {
     lease_ms: LEASE_MS,
     breaker: {
-      trip: { consecutive_failures: { threshold: 5 } },
+      trip: { kind: 'consecutive_failures', threshold: 5 },
       open_duration_ms: OPEN_MS,
       half_open_max_probes: 1,
       probe_timeout_ms: 5000,
