@@ -950,3 +950,34 @@ fn a_long_outage_at_high_volume_never_builds_a_report_the_coordinator_refuses() 
         "more than a client keeps: some were given up, and said so"
     );
 }
+
+/// A record persisted before trip rules were tagged by `kind` (`{"consecutive_failures":
+/// {"threshold": 3}}`) must not reset an OPEN breaker at the deploy that changes the spelling:
+/// its state is restored under the configured settings.
+#[cfg(feature = "json")]
+#[test]
+fn a_record_written_with_the_old_trip_spelling_keeps_its_state() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 1_000);
+    let json = co.record_json().unwrap();
+    let current = r#""trip":{"kind":"consecutive_failures","threshold":3}"#;
+    assert!(json.contains(current), "{json}");
+    let old = json.replace(
+        current,
+        r#""trip":{"consecutive_failures":{"threshold":3}}"#,
+    );
+
+    for on_mismatch in [OnMismatch::Install, OnMismatch::Adopt] {
+        let back = Coordinator::load_json("upstream", spec(), Some(&old), on_mismatch).unwrap();
+        assert_eq!(back.restore_error(), None);
+        assert_eq!(back.breaker().state(), State::Open);
+        assert_eq!(back.breaker().generation(), co.breaker().generation());
+        assert_eq!(back.spec(), &spec());
+    }
+    // Anything else unreadable in a record still gives a CLOSED breaker and the reason.
+    let broken = json.replace(r#""snapshot":{"#, r#""snapshot":{"state":7,"#);
+    let back =
+        Coordinator::load_json("upstream", spec(), Some(&broken), OnMismatch::Install).unwrap();
+    assert!(back.restore_error().is_some());
+    assert_eq!(back.breaker().state(), State::Closed);
+}

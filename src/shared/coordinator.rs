@@ -51,8 +51,14 @@ pub struct Grant {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Record {
-    /// The settings the breaker runs under (absent in records written before they were kept).
-    #[cfg_attr(feature = "serde", serde(default))]
+    /// The settings the breaker runs under. Absent in records written before they were kept;
+    /// read as absent when written in a spelling this version no longer reads (trip rules before
+    /// they were tagged by `kind`), so that such a record keeps its state under the configured
+    /// settings instead of being dropped whole at the first deploy.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, deserialize_with = "spec_if_readable")
+    )]
     pub spec: Option<SharedSpec>,
     /// The breaker.
     pub snapshot: Snapshot,
@@ -124,6 +130,23 @@ pub fn session_key(client: &str, session: u64) -> String {
 
 fn clamp(now: Timestamp) -> u64 {
     now.0.min(MAX_SHARED_TIMESTAMP_MS)
+}
+
+/// A stored record's settings, or `None` when they cannot be read (see [`Record::spec`]).
+#[cfg(feature = "serde")]
+fn spec_if_readable<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<SharedSpec>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Readable(Option<SharedSpec>),
+        Unreadable(serde::de::IgnoredAny),
+    }
+    Ok(match <Stored as serde::Deserialize>::deserialize(d)? {
+        Stored::Readable(spec) => spec,
+        Stored::Unreadable(_) => None,
+    })
 }
 
 impl Coordinator {
