@@ -492,45 +492,50 @@ fn svg_timeline_is_well_formed_with_one_panel_per_strategy() {
     assert!(svg.contains("<polyline"), "no line series");
 }
 
+/// Runs the `breakwater-sim` binary with `args`: its exit status, stdout and stderr.
+fn sim<I, A>(args: I) -> (Option<i32>, String, String)
+where
+    I: IntoIterator<Item = A>,
+    A: AsRef<std::ffi::OsStr>,
+{
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_breakwater-sim"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn binary_writes_the_table_and_the_svg_and_exits_2_on_a_bad_file() {
-    let exe = env!("CARGO_BIN_EXE_breakwater-sim");
     let dir = std::env::temp_dir().join(format!("breakwater-sim-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let svg = dir.join("seed003.svg");
-    let out = std::process::Command::new(exe)
-        .args(["run", "seed003", "--svg"])
-        .arg(&svg)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let table = String::from_utf8_lossy(&out.stdout);
+    let (code, table, stderr) = sim([
+        "run".as_ref(),
+        "seed003".as_ref(),
+        "--svg".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(
         table.contains("shared breaker") && table.contains("retry only"),
         "{table}"
     );
     assert_well_formed_xml(&std::fs::read_to_string(&svg).unwrap());
 
-    let json = std::process::Command::new(exe)
-        .args(["run", "seed003", "--json"])
-        .output()
-        .unwrap();
-    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let (_, json, _) = sim(["run", "seed003", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["strategies"][3]["upstream_calls"], 11);
 
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, format!("{MINIMAL}\n[retry]\nmax_attempts = -1\n")).unwrap();
-    let out = std::process::Command::new(exe)
-        .arg("run")
-        .arg(&bad)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("retry.max_attempts"));
+    let (code, _, stderr) = sim(["run".as_ref(), bad.as_os_str()]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("retry.max_attempts"));
 
     // Every range mistake is printed, not only the first.
     let mistakes = format!(
@@ -541,13 +546,8 @@ fn binary_writes_the_table_and_the_svg_and_exits_2_on_a_bad_file() {
         )
     );
     std::fs::write(&bad, mistakes).unwrap();
-    let out = std::process::Command::new(exe)
-        .arg("run")
-        .arg(&bad)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (code, _, stderr) = sim(["run".as_ref(), bad.as_os_str()]);
+    assert_eq!(code, Some(2));
     for field in [
         "`instances`",
         "`load.requests_per_user_per_s`",
@@ -778,20 +778,16 @@ fn fewer_users_than_instances_is_refused() {
 
 #[test]
 fn binary_creates_the_missing_folders_of_its_output_files() {
-    let exe = env!("CARGO_BIN_EXE_breakwater-sim");
     let dir = std::env::temp_dir().join(format!("breakwater-sim-dirs-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let svg = dir.join("out/run/seed003.svg");
-    let out = std::process::Command::new(exe)
-        .args(["run", "seed003", "--svg"])
-        .arg(&svg)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, _, stderr) = sim([
+        "run".as_ref(),
+        "seed003".as_ref(),
+        "--svg".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
 
     let recording = dir.join("recording.json");
@@ -802,29 +798,25 @@ fn binary_creates_the_missing_folders_of_its_output_files() {
     )
     .unwrap();
     let plotted = dir.join("out/plot/live.svg");
-    let out = std::process::Command::new(exe)
-        .arg("plot")
-        .arg(&recording)
-        .arg("--svg")
-        .arg(&plotted)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, _, stderr) = sim([
+        "plot".as_ref(),
+        recording.as_os_str(),
+        "--svg".as_ref(),
+        plotted.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(std::fs::read_to_string(&plotted).unwrap().contains("<svg"));
 
     // A parent that is a file is reported, with exit status 2.
     let blocked = dir.join("recording.json/inside.svg");
-    let out = std::process::Command::new(exe)
-        .args(["run", "seed003", "--svg"])
-        .arg(&blocked)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("recording.json"));
+    let (code, _, stderr) = sim([
+        "run".as_ref(),
+        "seed003".as_ref(),
+        "--svg".as_ref(),
+        blocked.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("recording.json"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
