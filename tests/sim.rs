@@ -561,9 +561,9 @@ fn binary_writes_the_table_and_the_svg_and_exits_2_on_a_bad_file() {
 
 // ----- Retry-After per failure phase -----
 
-/// One request at t = 0 against an upstream answering 429 for a minute (after 50 ms), retried
+/// One request at t = 0 against an upstream answering 429 (after 50 ms) for `phase_ms`, retried
 /// once after a fixed 1 s backoff; `phase_extra` adds to the 429 phase.
-fn one_rate_limited_request(phase_extra: &str, retry_extra: &str) -> Report {
+fn rate_limited_for(phase_ms: u64, phase_extra: &str, retry_extra: &str) -> Report {
     let text = format!(
         r#"
 name = "429"
@@ -579,7 +579,7 @@ error_latency_ms = 50
 [[upstream.phases]]
 kind = "error"
 status = 429
-duration_ms = 60000
+duration_ms = {phase_ms}
 {phase_extra}
 
 [retry]
@@ -592,6 +592,11 @@ jitter = "none"
     );
     let scenario = Scenario::parse(&text, Format::Toml).unwrap_or_else(|e| panic!("{e}"));
     sim::run(&scenario).unwrap()
+}
+
+/// [`rate_limited_for`] a minute.
+fn one_rate_limited_request(phase_extra: &str, retry_extra: &str) -> Report {
+    rate_limited_for(60_000, phase_extra, retry_extra)
 }
 
 /// The seconds in which the upstream received a call.
@@ -638,25 +643,7 @@ fn retry_after_beyond_max_retry_after_ends_the_retries_at_once() {
 #[test]
 fn a_retry_after_the_rate_limit_succeeds() {
     // The 429s stop after 5 s; the retry, 5 s after the first answer, is served.
-    let text = r#"
-name = "429"
-duration_ms = 1000
-strategies = ["retry_only"]
-load = { at_ms = [0] }
-[upstream]
-latency_ms = 100
-latency_jitter = 0.0
-error_latency_ms = 50
-[[upstream.phases]]
-kind = "error"
-status = 429
-duration_ms = 5000
-retry_after_ms = 5000
-[retry]
-max_attempts = 2
-jitter = "none"
-"#;
-    let r = sim::run(&Scenario::parse(text, Format::Toml).unwrap()).unwrap();
+    let r = rate_limited_for(5_000, "retry_after_ms = 5000", "");
     let retry = get(&r, Strategy::RetryOnly);
     assert_eq!((retry.succeeded, retry.upstream_calls), (1, 2));
     assert_eq!(retry.latency_p50_ms, 5_150);
