@@ -182,6 +182,15 @@ struct Svg {
 }
 
 impl Svg {
+    /// A data series as a line: `class` names it for the tests (`calls`, `rejected`, `breaker`).
+    fn series(&mut self, class: &str, color: &str, width: f64, points: &str) -> fmt::Result {
+        writeln!(
+            self.out,
+            "<polyline class=\"series {class}\" fill=\"none\" stroke=\"{color}\" \
+             stroke-width=\"{width}\" points=\"{points}\"/>"
+        )
+    }
+
     fn text(
         &mut self,
         x: f64,
@@ -515,18 +524,15 @@ fn draw(report: &Report) -> Result<String, fmt::Error> {
         svg.vertical_title(22.0, plot.y0, plot.y1, "attempts per second")?;
         if r.strategy.has_breaker() {
             let rejected = rates(tl.rejected.iter().map(|c| *c as f64 * per_s), len, group);
-            writeln!(
-                svg.out,
-                "<polyline class=\"series rejected\" fill=\"none\" stroke=\"{REJECTED}\" stroke-width=\"1.2\" points=\"{}\"/>",
-                step_points(&plot, &rejected, group_s)?
+            svg.series(
+                "rejected",
+                REJECTED,
+                1.2,
+                &step_points(&plot, &rejected, group_s)?,
             )?;
         }
         let calls = rates(tl.calls.iter().map(|c| *c as f64 * per_s), len, group);
-        writeln!(
-            svg.out,
-            "<polyline class=\"series calls\" fill=\"none\" stroke=\"{CALLS}\" stroke-width=\"1.2\" points=\"{}\"/>",
-            step_points(&plot, &calls, group_s)?
-        )?;
+        svg.series("calls", CALLS, 1.2, &step_points(&plot, &calls, group_s)?)?;
         svg.axes_frame(&plot)?;
         let mut lowest = plot;
 
@@ -567,10 +573,7 @@ fn draw(report: &Report) -> Result<String, fmt::Error> {
                      points=\"{start:.1},{:.1} {line} {end:.1},{:.1}\"/>",
                     strip.y1, strip.y1
                 )?;
-                writeln!(
-                    svg.out,
-                    "<polyline class=\"series breaker\" fill=\"none\" stroke=\"{BREAKER}\" stroke-width=\"1.5\" points=\"{line}\"/>"
-                )?;
+                svg.series("breaker", BREAKER, 1.5, &line)?;
             }
             svg.axes_frame(&strip)?;
             lowest = strip;
