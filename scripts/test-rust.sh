@@ -24,6 +24,7 @@ cargo clippy --lib --features worker,demo --target wasm32-unknown-unknown -- -D 
 cargo clippy --features worker-config --bin breakwater-worker-config -- -D warnings
 cargo build --lib --no-default-features --target thumbv7em-none-eabihf
 cargo test --features json --all-targets
+cargo test --features wasm --test layout
 cargo test --features json --doc
 # The unit tests again without `std` (e.g. every error type is a `core::error::Error` there too).
 cargo test --lib --no-default-features

@@ -1,7 +1,8 @@
-import { glue, type WasmBreaker } from './glue.js';
+import { create, read, readAt, wasm, type Exports } from './glue.js';
+import { Cfg, Info, Snap } from './layout.js';
 import { CircuitOpenError, type RejectReason } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
-import { checkKeys, create, fail, fn, num, obj, within } from './options.js';
+import { checkKeys, fail, fn, num, obj, within } from './options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from './classify.js';
 import { guardStream, type StreamOptions, type StreamSource } from './stream.js';
 import { checkGuard, guardCall } from './call.js';
@@ -193,7 +194,7 @@ export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker op
 
 function config(o: Record<string, unknown>, where: string): Float64Array {
   checkKeys(where, o, KEYS);
-  const cfg = new Float64Array(14);
+  const cfg = new Float64Array(Cfg.Len);
   const rules = ['failureRate', 'slowCallRate'].filter((k) => o[k] !== undefined);
   if (rules.length > 1 || (rules.length === 1 && (o.failureThreshold !== undefined || o.monitoringWindow !== undefined))) {
     throw new TypeError(
@@ -212,42 +213,46 @@ function config(o: Record<string, unknown>, where: string): Float64Array {
     if (r.windowCalls !== undefined && r.windowMs !== undefined) {
       throw new TypeError(`breakwater: give ${key}.windowCalls or ${key}.windowMs, not both (in ${where})`);
     }
-    cfg[0] = slow ? 3 : 2;
-    cfg[1] = threshold;
+    cfg[Cfg.Trip] = slow ? 3 : 2;
+    cfg[Cfg.Threshold] = threshold;
     if (slow) {
       if (r.slowCallMs === undefined) fail(`${key}.slowCallMs`, undefined, 'an integer >= 1');
-      cfg[2] = num(`${key}.slowCallMs`, r.slowCallMs, 0, 1);
+      cfg[Cfg.WindowMs] = num(`${key}.slowCallMs`, r.slowCallMs, 0, 1);
     }
-    cfg[3] = num(`${key}.minimumCalls`, r.minimumCalls, 10, 1, 2 ** 32 - 1);
+    cfg[Cfg.MinimumCalls] = num(`${key}.minimumCalls`, r.minimumCalls, 10, 1, 2 ** 32 - 1);
     if (r.windowMs !== undefined) {
-      cfg[4] = 1;
-      cfg[5] = num(`${key}.windowMs`, r.windowMs, 0, 1);
+      cfg[Cfg.WindowKind] = 1;
+      cfg[Cfg.WindowSize] = num(`${key}.windowMs`, r.windowMs, 0, 1);
     } else {
-      cfg[5] = num(`${key}.windowCalls`, r.windowCalls, 100, 1, 100_000);
+      cfg[Cfg.WindowSize] = num(`${key}.windowCalls`, r.windowCalls, 100, 1, 100_000);
     }
   } else if (o.monitoringWindow !== undefined) {
-    cfg[0] = 1;
-    cfg[1] = num('failureThreshold', o.failureThreshold, 5, 1, 100_000);
-    cfg[2] = num('monitoringWindow', o.monitoringWindow, 0, 1);
+    cfg[Cfg.Trip] = 1;
+    cfg[Cfg.Threshold] = num('failureThreshold', o.failureThreshold, 5, 1, 100_000);
+    cfg[Cfg.WindowMs] = num('monitoringWindow', o.monitoringWindow, 0, 1);
   } else {
-    cfg[1] = num('failureThreshold', o.failureThreshold, 5, 1, 2 ** 32 - 1);
+    cfg[Cfg.Threshold] = num('failureThreshold', o.failureThreshold, 5, 1, 2 ** 32 - 1);
   }
   fn('clock', o.clock);
   fn('isFailure', o.isFailure);
   const reset = num('resetTimeout', o.resetTimeout, 30_000, 0);
-  cfg[6] = reset;
-  cfg[7] = num('openJitter', o.openJitter, 0, 0, 0.999999, false);
-  cfg[8] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, 1e6, false);
-  cfg[9] = num('maxResetTimeout', o.maxResetTimeout, Math.max(300_000, reset), reset);
-  cfg[10] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, 1024);
-  cfg[11] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 2 ** 32 - 1);
-  cfg[12] = num('probeTimeout', o.probeTimeout, 30_000, 1);
+  cfg[Cfg.OpenDuration] = reset;
+  cfg[Cfg.OpenJitter] = num('openJitter', o.openJitter, 0, 0, 0.999999, false);
+  cfg[Cfg.OpenBackoff] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, 1e6, false);
+  cfg[Cfg.MaxOpenDuration] = num('maxResetTimeout', o.maxResetTimeout, Math.max(300_000, reset), reset);
+  cfg[Cfg.Probes] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, 1024);
+  cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 2 ** 32 - 1);
+  cfg[Cfg.ProbeTimeout] = num('probeTimeout', o.probeTimeout, 30_000, 1);
   const random = fn<() => number>('random', o.random) ?? Math.random;
-  cfg[13] = Math.floor(Math.min(Math.max(Number(random()) || 0, 0), 1) * 2 ** 53) % 2 ** 53;
+  cfg[Cfg.Seed] = Math.floor(Math.min(Math.max(Number(random()) || 0, 0), 1) * 2 ** 53) % 2 ** 53;
   return cfg;
 }
 
 const NO_CONTEXT: CallContext = Object.freeze({});
+
+/** Frees a collected breaker's state in the core. */
+const finalizer =
+  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<number>((h) => wasm().release(h)) : undefined;
 
 /**
  * A circuit breaker: CLOSED → OPEN after the trip rule fires, HALF_OPEN after `resetTimeout`
@@ -258,7 +263,9 @@ export class CircuitBreaker {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'CircuitBreaker';
   readonly name: string;
-  #w: WasmBreaker;
+  /** The core's exports, and this breaker's handle there. */
+  #x: Exports;
+  #h: number;
   // The CLOSED fast path. While CLOSED (automatic mode), admitting a call changes nothing in the
   // core but a counter, and neither does a success under the consecutive rule once the run of
   // failures is 0, or under the failures-in-window rule at all. So: `#closed` caches the permit
@@ -288,8 +295,10 @@ export class CircuitBreaker {
     this.#cfg = build(options);
     this.#clock = options.clock ?? Date.now;
     this.#isFailure = options.isFailure;
-    this.#w = create(glue().WasmBreaker.create, 0, this.#cfg);
-    this.#fast = this.#cfg[0]! <= 1;
+    this.#x = wasm();
+    this.#h = create(this.#x.breaker, this.#cfg);
+    finalizer?.register(this, this.#h, this);
+    this.#fast = this.#cfg[Cfg.Trip]! <= 1;
     this.#clean = this.#fast;
   }
 
@@ -305,38 +314,43 @@ export class CircuitBreaker {
     return typeof t === 'number' && t === t ? t : Date.now();
   }
 
+  /** One number of the core's `Info` (at `now`: only the state depends on it). */
+  #info(i: Info, now = 0): number {
+    return readAt(this.#x.info(this.#h, now), i);
+  }
+
   /** The state a call would find now: an OPEN breaker whose period has elapsed reads HALF_OPEN. */
   get state(): BreakerState {
-    return STATES[this.#w.info(this.#now())[0]!]!;
+    return STATES[this.#info(Info.State, this.#now())]!;
   }
 
   get mode(): BreakerMode {
-    return MODES[this.#w.info(0)[1]!]!;
+    return MODES[this.#info(Info.Mode)]!;
   }
 
   /** When the open period ends (ms since the epoch), or undefined when not OPEN (or isolated). */
   get openUntil(): number | undefined {
-    const t = this.#w.info(0)[2]!;
+    const t = this.#info(Info.OpenUntil);
     return t < 0 ? undefined : t;
   }
 
   /** Half-open probes currently holding a slot. */
   get probesInFlight(): number {
-    return this.#w.info(0)[3]!;
+    return this.#info(Info.Probes);
   }
 
   /** Running totals since the breaker was built (or restored). */
   get stats(): BreakerStats {
-    const s = this.#w.info(0);
+    const s = read(this.#x.info(this.#h, 0), Info.Len);
     return {
-      admitted: s[4]! + this.#admitted,
-      rejected: s[5]!,
-      successes: s[6]! + this.#succeeded,
-      failures: s[7]!,
-      ignored: s[8]!,
-      stale: s[9]!,
-      slow: s[10]!,
-      opened: s[11]!,
+      admitted: s[Info.Admitted]! + this.#admitted,
+      rejected: s[Info.Rejected]!,
+      successes: s[Info.Successes]! + this.#succeeded,
+      failures: s[Info.Failures]!,
+      ignored: s[Info.Ignored]!,
+      stale: s[Info.Stale]!,
+      slow: s[Info.Slow]!,
+      opened: s[Info.Opened]!,
       fallbacks: this.#fallbacks,
     };
   }
@@ -349,12 +363,12 @@ export class CircuitBreaker {
    * the next call becomes the probe.
    */
   isOpen(): boolean {
-    return this.#closed < 0 && this.#w.peek(this.#now()) < 0;
+    return this.#closed < 0 && this.#x.peek(this.#h, this.#now()) < 0;
   }
 
   /** Milliseconds until a call may be admitted (a Retry-After); 0 when one would be now. */
   get retryAfterMs(): number {
-    const code = this.#closed < 0 ? -this.#w.peek(this.#now()) : 0;
+    const code = this.#closed < 0 ? -this.#x.peek(this.#h, this.#now()) : 0;
     return (code - (code % 4)) / 4;
   }
 
@@ -429,11 +443,11 @@ export class CircuitBreaker {
       this.#admitted++;
       return this.#closed;
     }
-    const h = this.#w.acquire(now || this.#now());
+    const h = this.#x.acquire(this.#h, now || this.#now());
     if (h >= 0) {
       const kind = h % KIND;
       if (kind === 0) this.#closed = h;
-      else if (kind >= 2) this.#emitTransition(this.#w.info(0)[12]!);
+      else if (kind >= 2) this.#emitTransition(this.#info(Info.Transition));
     }
     return h;
   }
@@ -548,14 +562,14 @@ export class CircuitBreaker {
       this.#succeeded++;
     } else {
       const now = this.#now();
-      const t = this.#w.report(now, issuedAt || now, h, outcome);
+      const t = this.#x.report(this.#h, now, issuedAt || now, h, outcome);
       if (t !== 0) {
         this.#closed = -1;
         this.#emitTransition(t);
       } else if (closed && this.#fast && outcome !== IGNORED) {
         // Consecutive rule: a success reset the run, a failure started one. Window rule:
         // successes never count.
-        this.#clean = outcome === SUCCESS || this.#cfg[0] === 1;
+        this.#clean = outcome === SUCCESS || this.#cfg[Cfg.Trip] === 1;
       }
     }
     if (outcome === SUCCESS) {
@@ -598,7 +612,7 @@ export class CircuitBreaker {
 
   #control(op: number): void {
     this.#closed = -1;
-    this.#emitTransition(this.#w.control(this.#now(), op));
+    this.#emitTransition(this.#x.control(this.#h, this.#now(), op));
   }
 
   onStateChange(listener: (event: StateChangeEvent) => void): Unsubscribe {
@@ -625,10 +639,11 @@ export class CircuitBreaker {
   }
 
   #data(): number[] {
-    const data = Array.from(this.#w.snapshot());
-    // Stats the core has not seen (the CLOSED fast path): admitted is #12, successes #14.
-    data[12]! += this.#admitted;
-    data[14]! += this.#succeeded;
+    const n = this.#x.snapshot(this.#h);
+    const data = Array.from(read(this.#x.io(n), n));
+    // Stats the core has not seen (the CLOSED fast path).
+    data[Snap.Admitted]! += this.#admitted;
+    data[Snap.Successes]! += this.#succeeded;
     return data;
   }
 
@@ -638,13 +653,19 @@ export class CircuitBreaker {
     if (s?.breakwater !== 1 || !Array.isArray(s.data) || !s.data.every((n) => typeof n === 'number')) {
       throw new TypeError('breakwater: not a breaker snapshot (expected the output of toJSON())');
     }
-    const data = Float64Array.from(s.data as number[]);
-    const w = create((cfg) => glue().WasmBreaker.restore(cfg, data), 1, this.#cfg, data);
-    const old = this.#w;
-    this.#w = w;
-    old.free();
+    const data = s.data as number[];
+    if (data.length === 0) throw new TypeError('breakwater: cannot restore the snapshot: malformed data');
+    const input = new Float64Array(Cfg.Len + data.length);
+    input.set(this.#cfg);
+    input.set(data, Cfg.Len);
+    const h = create(this.#x.breaker, input);
+    const old = this.#h;
+    this.#h = h;
+    finalizer?.unregister(this);
+    finalizer?.register(this, h, this);
+    this.#x.release(old);
     this.#closed = -1;
-    this.#clean = this.#cfg[0] === 1;
+    this.#clean = this.#cfg[Cfg.Trip] === 1;
     this.#admitted = this.#succeeded = this.#fallbacks = 0;
   }
 }

@@ -1,4 +1,4 @@
-import { glue, type WasmRetry } from './glue.js';
+import { wasm } from './glue.js';
 import { isCircuitOpenError, isTimeoutError } from './errors.js';
 
 /** How an outcome counts for a breaker. */
@@ -219,18 +219,12 @@ export function isAbort(err: unknown, signal?: AbortSignal): boolean {
   );
 }
 
-let fallback: WasmRetry | undefined;
-
-/** The default classifier (statuses 408, 429, 500, 502, 503, 504, 529 retryable). */
-export function defaultClassifier(): WasmRetry {
-  if (fallback === undefined) {
-    fallback = glue().WasmRetry.create(new Float64Array([4, 1000, 2, 16000, -1, 1, 0, 60000, 1]), false, new Float64Array(0))!;
-  }
-  return fallback;
-}
-
-/** Classifies a thrown error (or a resolved fetch `Response`). */
-export function classifyWith(c: WasmRetry, error: unknown, signal?: AbortSignal): Verdict {
+/**
+ * Classifies a thrown error (or a resolved fetch `Response`) with the classifier of the core's
+ * retry policy `policy`; 0 for the core's default rules (statuses 408, 429, 500, 502, 503, 504
+ * and 529 retryable).
+ */
+export function classifyWith(policy: number, error: unknown, signal?: AbortSignal): Verdict {
   const err = lastErrorOf(error);
   let status: number | undefined;
   let flags = 0;
@@ -243,7 +237,7 @@ export function classifyWith(c: WasmRetry, error: unknown, signal?: AbortSignal)
   } else status = statusOf(err);
   // A thrown error with a 2xx/3xx status (the AI SDK's "Failed to process successful response"
   // when a 200 stream is cut) failed after the status line: a network failure, not a success.
-  const v = c.classify(status !== undefined && status >= 400 ? status : 0, flags === 0 ? codeOf(err) : 0, flags);
+  const v = wasm().classify(policy, status !== undefined && status >= 400 ? status : 0, flags === 0 ? codeOf(err) : 0, flags);
   const outcome = v >> 5;
   const should = flags === 0 ? shouldRetryOf(err) : undefined;
   return {
@@ -280,13 +274,13 @@ export function outcomeCode(
     if (f === true) return FAILURE;
     if (f === false) return IGNORED;
   }
-  const v = signal ? classifyWith(defaultClassifier(), result, signal) : classifyError(result);
+  const v = classifyWith(0, result, signal);
   return v.failure ? FAILURE : v.ignored ? IGNORED : SUCCESS;
 }
 
 /** Classifies an error the way breakers and `withRetry` do by default. */
 export function classifyError(err: unknown): Verdict {
-  return classifyWith(defaultClassifier(), err);
+  return classifyWith(0, err);
 }
 
 /**

@@ -1,68 +1,57 @@
-// The one module that touches the wasm-bindgen glue. Each runtime's entry point (js/entry/*)
-// loads the WebAssembly module its own way and hands the glue to `setGlue`; everything else asks
-// `glue()`, which fails clearly if that never happened.
+// The one module that touches the WebAssembly instance. Each runtime's entry point (js/entry/*)
+// loads the module its own way and hands its exports to `setGlue`; everything else calls
+// `wasm()`, which fails clearly if that never happened. The exports take and return numbers
+// only (src/wasm/exports.rs), so they are called directly, without wasm-bindgen's wrappers.
+import { Refusal } from './layout.js';
 
-/** See src/wasm/mod.rs for the numeric encodings. */
-export interface WasmBreaker {
+/** The core's exports. A handle names a breaker, a retry policy or a budget in the core's table. */
+export interface Exports {
+  memory: WebAssembly.Memory;
+  /** The scratch buffer's address, grown to at least `len` numbers (it may move). */
+  io(len: number): number;
+  release(h: number): void;
+  /** A breaker from `Cfg` (and a snapshot after it): a handle, or `-Refusal`. */
+  breaker(len: number): number;
   /** A permit handle (≥ 0), or `-(retryAfterMs × 4 + reason)`. */
-  acquire(now: number): number;
+  acquire(h: number, now: number): number;
   /** What `acquire` would answer, taking nothing: 0, or `-(retryAfterMs × 4 + reason)`. */
-  peek(now: number): number;
-  /** `handle` -1: an outcome without a permit (recordSuccess / recordFailure). */
-  report(now: number, issuedAt: number, handle: number, outcome: number): number;
-  /** [state at now, mode, open until, probes, admitted, rejected, successes, failures, ignored, stale, slow, opened, last acquire's transition] */
-  info(now: number): Float64Array;
+  peek(h: number, now: number): number;
+  /** `permit` -1: an outcome without a permit (recordSuccess / recordFailure). Returns a transition code. */
+  report(h: number, now: number, issuedAt: number, permit: number, outcome: number): number;
+  /** The address of `Info`. */
+  info(h: number, now: number): number;
   /** 0 isolate, 1 reset, 2 disable, 3 enable; returns a transition code. */
-  control(now: number, op: number): number;
-  snapshot(): Float64Array;
-  free(): void;
-}
-
-export interface WasmRetry {
+  control(h: number, now: number, op: number): number;
+  /** The snapshot's length, written at `io(len)`. */
+  snapshot(h: number): number;
+  /** A retry policy from `Retry` (statuses after it): a handle, or `-Refusal`. */
+  retry(len: number): number;
   decide(
+    h: number,
     now: number,
     startedAt: number,
     attempts: number,
     previousDelayMs: number,
-    retryable: boolean,
+    retryable: number,
     retryAfterMs: number,
     unit: number,
   ): number;
-  classify(status: number, code: number, flags: number): number;
-  free(): void;
-}
-
-export interface WasmBudget {
+  classify(h: number, status: number, code: number, flags: number): number;
+  /** A retry budget from `Budget`: a handle, or `-Refusal`. */
+  budget_new(): number;
   /** 0 deposit, 1 withdraw (1 or 0), 2 available. */
-  op(now: number, op: number): number;
-  free(): void;
+  budget_op(h: number, now: number, op: number): number;
 }
 
-/** The generated glue. Constructors return undefined for a configuration `check_*` refuses. */
-export interface Glue {
-  WasmBreaker: {
-    create(cfg: Float64Array): WasmBreaker | undefined;
-    restore(cfg: Float64Array, data: Float64Array): WasmBreaker | undefined;
-  };
-  WasmRetry: {
-    create(cfg: Float64Array, useRetryable: boolean, retryable: Float64Array): WasmRetry | undefined;
-  };
-  WasmBudget: {
-    /** [ttlMs, minPerSec, retryPercent] */
-    create(cfg: Float64Array): WasmBudget | undefined;
-  };
-  /** Why a create returned undefined: "" or "field|expected". 0 breaker, 1 restore, 2 retry, 3 budget. */
-  check(what: number, cfg: Float64Array, data: Float64Array): string;
+let current: Exports | undefined;
+let view = new Float64Array(0);
+
+/** Called once by the runtime's entry point with the instance's exports. */
+export function setGlue(exports: Exports): void {
+  current = exports;
 }
 
-let current: Glue | undefined;
-
-/** Called once by the runtime's entry point with the initialised glue. */
-export function setGlue(g: Glue): void {
-  current = g;
-}
-
-export function glue(): Glue {
+export function wasm(): Exports {
   if (current === undefined) {
     throw new Error(
       'breakwater: the WebAssembly module was never initialised. Import "breakwater" through its ' +
@@ -70,4 +59,44 @@ export function glue(): Glue {
     );
   }
   return current;
+}
+
+/** The memory as numbers (a new view once the memory has grown). */
+function memory(): Float64Array {
+  const buffer = wasm().memory.buffer;
+  if (view.buffer !== buffer) view = new Float64Array(buffer);
+  return view;
+}
+
+/** `len` numbers at the address `at` (a copy). */
+export function read(at: number, len: number): Float64Array {
+  return memory().slice(at / 8, at / 8 + len);
+}
+
+/** One number of what `info` wrote at `at`. */
+export function readAt(at: number, i: number): number {
+  return memory()[at / 8 + i]!;
+}
+
+const REFUSALS: Record<number, string> = {
+  [Refusal.Malformed]: 'malformed data',
+  [Refusal.Version]: 'written by an unsupported version',
+  [Refusal.Mismatch]: 'taken under another trip rule or window size',
+  [Refusal.Corrupt]: 'inconsistent values',
+};
+
+/**
+ * Writes `input` into the scratch buffer and calls the constructor `make` with its length: the
+ * handle, or an error in words for the core's refusal. The options were validated already, so a
+ * refused configuration is a bug; a refused snapshot is the caller's data.
+ */
+export function create(make: (len: number) => number, input: ArrayLike<number>): number {
+  const at = wasm().io(input.length);
+  memory().set(input, at / 8);
+  const h = make(input.length);
+  if (h > 0) return h;
+  const why = REFUSALS[-h];
+  throw why === undefined
+    ? new RangeError('breakwater: the core refused a configuration these options were checked to give (a bug)')
+    : new TypeError(`breakwater: cannot restore the snapshot: ${why}`);
 }

@@ -1,5 +1,4 @@
 import { describe } from './events.js';
-import { glue } from './glue.js';
 
 /** Throws a TypeError for any key of `options` that is not in `known` (catches typos). */
 export function checkKeys(where: string, options: object, known: readonly string[]): void {
@@ -75,22 +74,4 @@ export function obj(option: string, value: unknown): Record<string, unknown> | u
     fail(option, value, 'an object', true);
   }
   return value as Record<string, unknown>;
-}
-
-/**
- * Builds a wasm object. The options were validated already, so the core refusing them is a bug
- * (or a bad snapshot): its `"field|expected"` complaint (`check(what)`) is thrown as is.
- */
-export function create<T>(
-  make: (cfg: Float64Array) => T | undefined,
-  what: number,
-  cfg: Float64Array,
-  data = new Float64Array(0),
-): T {
-  const made = make(cfg);
-  if (made !== undefined) return made;
-  const [field, expected] = glue().check(what, cfg, data).split('|');
-  throw field === 'snapshot'
-    ? new TypeError(`breakwater: cannot restore the snapshot: ${expected}`)
-    : new RangeError(`breakwater: invalid ${field} (expected ${expected})`);
 }

@@ -1,5 +1,6 @@
-import { glue, type WasmBudget, type WasmRetry } from './glue.js';
-import { checkKeys, create, fail, fn, num, obj } from './options.js';
+import { create, wasm } from './glue.js';
+import { Budget, Retry } from './layout.js';
+import { checkKeys, fail, fn, num, obj } from './options.js';
 import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from './classify.js';
 import { guardCall } from './call.js';
 import type { CallContext, CircuitBreaker } from './breaker.js';
@@ -123,32 +124,31 @@ const KEYS = [
 
 const JITTERS = ['none', 'full', 'equal', 'decorrelated'];
 
-function statuses(option: string, v: unknown): Float64Array {
-  if (!Array.isArray(v)) fail(option, v, 'an array of HTTP status codes');
-  return Float64Array.from(v, (s: unknown) => num(option, s, 0, 100, 639));
-}
-
-function policy(o: RetryOptions): WasmRetry {
-  const cfg = new Float64Array(9);
-  cfg[0] = num('maxAttempts', o.maxAttempts, 4, 1, 10_000);
-  cfg[1] = num('baseDelayMs', o.baseDelayMs, 1000, 0);
-  cfg[2] = num('factor', o.factor, 2, 1, 1e6, false);
-  cfg[3] = num('maxDelayMs', o.maxDelayMs, Math.max(16_000, cfg[1]!), cfg[1]!);
-  cfg[4] = o.deadlineMs === undefined ? -1 : num('deadlineMs', o.deadlineMs, 0, 0);
+/** The retry policy's configuration laid out as `Retry`, the retryable statuses after it. */
+function policy(o: RetryOptions): Float64Array {
+  const s = o.retryableStatuses;
+  if (s !== undefined && !Array.isArray(s)) fail('retryableStatuses', s, 'an array of HTTP status codes');
+  const cfg = new Float64Array(Retry.Len + (s?.length ?? 0));
+  cfg[Retry.MaxAttempts] = num('maxAttempts', o.maxAttempts, 4, 1, 10_000);
+  const base = (cfg[Retry.BaseDelay] = num('baseDelayMs', o.baseDelayMs, 1000, 0));
+  cfg[Retry.Factor] = num('factor', o.factor, 2, 1, 1e6, false);
+  cfg[Retry.MaxDelay] = num('maxDelayMs', o.maxDelayMs, Math.max(16_000, base), base);
+  cfg[Retry.Deadline] = o.deadlineMs === undefined ? -1 : num('deadlineMs', o.deadlineMs, 0, 0);
   const j = o.jitter ?? 'full';
   if (typeof j === 'number') {
-    cfg[5] = 4;
-    cfg[6] = num('jitter', j, 0, 0, 1, false);
+    cfg[Retry.Jitter] = 4;
+    cfg[Retry.Proportion] = num('jitter', j, 0, 0, 1, false);
   } else {
     const k = JITTERS.indexOf(j as string);
     if (k < 0) fail('jitter', j, "'full', 'equal', 'decorrelated', 'none' or a proportion in [0, 1]");
-    cfg[5] = k;
+    cfg[Retry.Jitter] = k;
   }
-  cfg[7] = num('maxRetryAfterMs', o.maxRetryAfterMs, 60_000, 0);
-  cfg[8] = 1;
-  const useRetryable = o.retryableStatuses !== undefined;
-  const retryable = useRetryable ? statuses('retryableStatuses', o.retryableStatuses) : new Float64Array(0);
-  return create((c) => glue().WasmRetry.create(c, useRetryable, retryable), 2, cfg);
+  cfg[Retry.MaxRetryAfter] = num('maxRetryAfterMs', o.maxRetryAfterMs, 60_000, 0);
+  if (s !== undefined) {
+    cfg[Retry.UseRetryable] = 1;
+    s.forEach((code: unknown, i) => (cfg[Retry.Len + i] = num('retryableStatuses', code, 0, 100, 639)));
+  }
+  return cfg;
 }
 
 function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -225,9 +225,10 @@ export async function withRetry<T>(
   const attemptTimeoutMs =
     opts.attemptTimeoutMs === undefined ? undefined : num('attemptTimeoutMs', opts.attemptTimeoutMs, 0, 1);
   const guarded = signal !== undefined || attemptTimeoutMs !== undefined;
-  // Validate everything now (cheap); build the wasm policy only when a first attempt fails.
-  policy(opts).free();
-  let p: WasmRetry | undefined;
+  // Validate everything now (cheap); build the core's policy only when a first attempt fails.
+  const cfg = policy(opts);
+  const x = wasm();
+  let p = 0;
   const startedAt = clock();
   budget?.deposit(startedAt);
   let previousDelay = 0;
@@ -255,14 +256,14 @@ export async function withRetry<T>(
         if (isAbort(e, signal) || signal?.aborted) throw signal?.aborted ? signal.reason : e;
         error = e;
       }
-      p ??= policy(opts);
+      if (p === 0) p = create(x.retry, cfg);
       const now = clock();
       const verdict = classifyWith(p, error, signal);
       let retryable = verdict.retryable;
       const override = shouldRetry?.(error, attempt);
       if (override !== undefined) retryable = override;
       const ra = retryAfterOf(error, now);
-      let d = p.decide(now, startedAt, attempt, previousDelay, retryable, ra, random());
+      let d = x.decide(p, now, startedAt, attempt, previousDelay, retryable ? 1 : 0, ra, random());
       if (d >= 0 && budget !== undefined && !budget.withdraw(now)) d = -5;
       const retryAfterMs = ra >= 0 ? ra : undefined;
       if (d < 0) {
@@ -282,7 +283,7 @@ export async function withRetry<T>(
       waited += d;
     }
   } finally {
-    p?.free();
+    if (p !== 0) x.release(p);
     metrics?.observeRetries(retries, waited);
   }
 }
@@ -300,6 +301,10 @@ export interface RetryBudgetOptions {
   retryPercent?: number | undefined;
 }
 
+/** Frees a collected budget's state in the core. */
+const finalizer =
+  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<number>((h) => wasm().release(h)) : undefined;
+
 /**
  * Retries limited to a share of recent calls (as in Finagle and tower), shared by every
  * `withRetry` call that is given it: in a 429 storm the fleet stops multiplying its load.
@@ -307,7 +312,7 @@ export interface RetryBudgetOptions {
 export class RetryBudget {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'RetryBudget';
-  #w: WasmBudget;
+  #h: number;
   #clock: () => number;
 
   constructor(options: RetryBudgetOptions & { clock?: () => number } = {}) {
@@ -317,21 +322,26 @@ export class RetryBudget {
     const min = num('minPerSec', o.minPerSec, 10, 0, 2 ** 32 - 1);
     const pct = num('retryPercent', o.retryPercent, 20, 0, 1000, false);
     this.#clock = fn<() => number>('clock', o.clock) ?? Date.now;
-    this.#w = create(glue().WasmBudget.create, 3, new Float64Array([ttl, min, pct]));
+    const cfg = new Float64Array(Budget.Len);
+    cfg[Budget.Ttl] = ttl;
+    cfg[Budget.MinPerSec] = min;
+    cfg[Budget.RetryPercent] = pct;
+    this.#h = create(wasm().budget_new, cfg);
+    finalizer?.register(this, this.#h);
   }
 
   /** Retries available now (may be fractional). */
   get available(): number {
-    return this.#w.op(this.#clock(), 2);
+    return wasm().budget_op(this.#h, this.#clock(), 2);
   }
 
   /** @internal Records a first attempt. */
   deposit(now = this.#clock()): void {
-    this.#w.op(now, 0);
+    wasm().budget_op(this.#h, now, 0);
   }
 
   /** @internal Takes one retry; false when the budget is spent. */
   withdraw(now = this.#clock()): boolean {
-    return this.#w.op(now, 1) === 1;
+    return wasm().budget_op(this.#h, now, 1) === 1;
   }
 }

@@ -1,16 +1,18 @@
 //! The thin numeric wasm-bindgen boundary the JavaScript package is built on.
 //!
-//! Everything on the hot path is a number: `now` is a JavaScript millisecond reading (`f64`), a
-//! permit is one number, an outcome is a small integer, a transition is a small integer. Nothing
-//! here formats, allocates on the hot path, throws, or panics. Strings cross only for
-//! configuration errors (`check` returns `"field|expected"`; the TypeScript layer validates the
-//! options first and names the JavaScript option itself). Constructors return `undefined` rather
-//! than throwing: exceptions would cost an externref shim per function in the glue, for a path
-//! `check` already covers. `Retry-After` values are parsed by the TypeScript layer with the rules
-//! of [`parse_retry_after`](crate::parse_retry_after): string handling would add some 3 KB gzip
-//! to the `.wasm` every app downloads, for a 20-line function.
+//! Everything here is a number: `now` is a JavaScript millisecond reading (`f64`), a breaker, a
+//! retry policy or a budget is a handle (a `u32` into one table of objects), a permit is one
+//! number, an outcome and a transition are small integers. Arrays (a configuration in, `info` or
+//! a snapshot out) go through one scratch buffer in linear memory, [`io`]: JavaScript writes and
+//! reads it through a `Float64Array` over the memory. So the generated glue is one line per
+//! function, and nothing here formats, throws or panics: a constructor that refuses returns a
+//! negative [`layout::refusal`] code and JavaScript writes the words (it has validated the
+//! options already, naming them). `Retry-After` values are parsed by the TypeScript layer with
+//! the rules of [`parse_retry_after`](crate::parse_retry_after): string handling would add some
+//! 3 KB gzip to the `.wasm` every app downloads, for a 20-line function.
 //!
-//! The TypeScript layer (`js/src`) owns the encodings below; they are not a public API.
+//! The TypeScript layer (`js/src`) owns the encodings below; they are not a public API. The array
+//! layouts are named in [`layout`] and, for TypeScript, in `js/src/layout.ts`.
 //!
 //! - State: 0 CLOSED, 1 OPEN, 2 HALF_OPEN. Mode: 0 automatic, 1 isolated, 2 disabled.
 //! - Outcome: 0 success, 1 failure, 2 ignored.
@@ -24,26 +26,31 @@
 // Items carry plain comments: doc comments would be copied into the generated glue, which every
 // app downloads.
 #![allow(missing_docs)]
+// Natively only the layouts are used (by tests/layout.rs); the rest serves the wasm32 exports.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code, unused_imports))]
 
+#[cfg(target_arch = "wasm32")]
+mod exports;
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]
 mod heap;
+pub mod layout;
 #[cfg(feature = "wasm-shared")]
 mod shared;
 
-use alloc::string::String;
-use alloc::vec::Vec;
+#[cfg(target_arch = "wasm32")]
+pub use exports::*;
 
-use wasm_bindgen::prelude::*;
+use alloc::vec::Vec;
 
 use crate::breaker::{Bucket, Counter, ProbeLease};
 use crate::retry::StatusSet;
-use crate::rng::UnitFn;
 use crate::{
-    AttemptFailure, Breaker, BreakerConfig, Class, Classifier, ConfigError, GiveUpReason, Jitter,
-    Mode, Outcome, Permit, PermitKind, RejectReason, Rejected, RestoreError, RetryBudget,
-    RetryDecision, RetryPolicy, RetryState, Signal, Snapshot, SnapshotError, State, Stats,
+    Breaker, BreakerConfig, ConfigError, Jitter, Mode, Outcome, Permit, PermitKind, RejectReason,
+    Rejected, RestoreError, RetryBudget, RetryPolicy, Snapshot, SnapshotError, State, Stats,
     Timestamp, Transition, TripRule, Window,
 };
+
+use layout::{budget as bg, cfg, refusal, retry as rt};
 
 const GEN_BITS: u32 = 20;
 const GEN_MASK: u32 = (1 << GEN_BITS) - 1;
@@ -102,126 +109,89 @@ fn at(cfg: &[f64], i: usize) -> f64 {
     cfg.get(i).copied().unwrap_or(f64::NAN)
 }
 
-// A configuration problem: the field (as the core spells it) and what it expects.
+// A configuration problem: the field (as the core spells it) and what it expects. Only the
+// shared breaker's boundary words it; the main one answers `refusal::CONFIG`.
 type Fault = (&'static str, &'static str);
 
 fn fault(e: ConfigError) -> Fault {
     (e.field, e.expected)
 }
 
-fn restore_fault(e: RestoreError) -> Fault {
+fn refusal_code(e: RestoreError) -> usize {
     match e {
-        RestoreError::Config(e) => fault(e),
-        RestoreError::Snapshot(e) => (
-            "snapshot",
-            match e {
-                SnapshotError::UnsupportedVersion(_) => "unsupported snapshot version",
-                SnapshotError::ConfigMismatch(w) | SnapshotError::Corrupt(w) => w,
-            },
-        ),
+        RestoreError::Config(_) => refusal::CONFIG,
+        RestoreError::Snapshot(SnapshotError::UnsupportedVersion(_)) => refusal::VERSION,
+        RestoreError::Snapshot(SnapshotError::ConfigMismatch(_)) => refusal::MISMATCH,
+        RestoreError::Snapshot(SnapshotError::Corrupt(_)) => refusal::CORRUPT,
     }
 }
 
-// `""` when fine, else `"field|expected"`.
-fn report_fault<T>(r: Result<T, Fault>) -> String {
-    let mut s = String::new();
-    if let Err((field, expected)) = r {
-        s.push_str(field);
-        s.push('|');
-        s.push_str(expected);
-    }
-    s
-}
-
-// Reads a breaker configuration from a flat array (layout in `js/src/options.ts`):
-// `[trip kind, threshold, window or slow-call ms, minimum calls, window kind, window size,
-// open duration, open jitter, open backoff factor, max open duration, half-open probes,
-// half-open successes, probe timeout, seed]`.
-fn breaker_config(cfg: &[f64]) -> Result<BreakerConfig, Fault> {
-    let window = if at(cfg, 4) == 1.0 {
-        Window::Millis(int(at(cfg, 5)))
+// Reads a breaker configuration laid out as [`layout::cfg`].
+#[inline(never)]
+fn breaker_config(c: &[f64]) -> Result<BreakerConfig, Fault> {
+    let window = if at(c, cfg::WINDOW_KIND) == 1.0 {
+        Window::Millis(int(at(c, cfg::WINDOW_SIZE)))
     } else {
-        Window::Calls(int32(at(cfg, 5)))
+        Window::Calls(int32(at(c, cfg::WINDOW_SIZE)))
     };
-    let trip = match at(cfg, 0) as u32 {
+    let threshold = at(c, cfg::THRESHOLD);
+    let minimum_calls = int32(at(c, cfg::MINIMUM_CALLS));
+    let trip = match at(c, cfg::TRIP) as u32 {
         0 => TripRule::ConsecutiveFailures {
-            threshold: int32(at(cfg, 1)),
+            threshold: int32(threshold),
         },
         1 => TripRule::FailuresInWindow {
-            threshold: int32(at(cfg, 1)),
-            window_ms: int(at(cfg, 2)),
+            threshold: int32(threshold),
+            window_ms: int(at(c, cfg::WINDOW_MS)),
         },
         2 => TripRule::FailureRate {
-            threshold_percent: at(cfg, 1),
-            minimum_calls: int32(at(cfg, 3)),
+            threshold_percent: threshold,
+            minimum_calls,
             window,
         },
         3 => TripRule::SlowCallRate {
-            threshold_percent: at(cfg, 1),
-            slow_call_ms: int(at(cfg, 2)),
-            minimum_calls: int32(at(cfg, 3)),
+            threshold_percent: threshold,
+            slow_call_ms: int(at(c, cfg::WINDOW_MS)),
+            minimum_calls,
             window,
         },
         _ => return Err(("trip", "a known trip rule")),
     };
     let config = BreakerConfig::new()
         .with_trip(trip)
-        .with_open_duration_ms(int(at(cfg, 6)))
-        .with_open_jitter(at(cfg, 7))
-        .with_open_backoff(at(cfg, 8), int(at(cfg, 9)))
-        .with_half_open_max_probes(int32(at(cfg, 10)))
-        .with_half_open_success_threshold(int32(at(cfg, 11)))
-        .with_probe_timeout_ms(int(at(cfg, 12)))
-        .with_seed(int(at(cfg, 13)));
+        .with_open_duration_ms(int(at(c, cfg::OPEN_DURATION)))
+        .with_open_jitter(at(c, cfg::OPEN_JITTER))
+        .with_open_backoff(at(c, cfg::OPEN_BACKOFF), int(at(c, cfg::MAX_OPEN_DURATION)))
+        .with_half_open_max_probes(int32(at(c, cfg::PROBES)))
+        .with_half_open_success_threshold(int32(at(c, cfg::PROBE_SUCCESSES)))
+        .with_probe_timeout_ms(int(at(c, cfg::PROBE_TIMEOUT)))
+        .with_seed(int(at(c, cfg::SEED)));
     config.validate().map_err(fault)?;
     Ok(config)
 }
 
-fn restored(cfg: &[f64], data: &[f64]) -> Result<Breaker, Fault> {
-    let config = breaker_config(cfg)?;
-    let snapshot = decode_snapshot(data).ok_or(("snapshot", "malformed data"))?;
-    Breaker::restore(config, snapshot).map_err(restore_fault)
+// A breaker from `io[..cfg::LEN]`, restored from the snapshot in `io[cfg::LEN..]` if there is
+// one; else the refusal code.
+fn new_breaker(io: &[f64]) -> Result<Held, usize> {
+    let config = breaker_config(io).map_err(|_| refusal::CONFIG)?;
+    let inner = match io.get(cfg::LEN..) {
+        Some(data) if !data.is_empty() => {
+            let snapshot = decode_snapshot(data).ok_or(refusal::MALFORMED)?;
+            Breaker::restore(config, snapshot).map_err(refusal_code)?
+        }
+        _ => Breaker::new(config).map_err(|_| refusal::CONFIG)?,
+    };
+    Ok(Held { inner, pending: 0 })
 }
 
-// Why a constructor returned `undefined`: `""` when fine, else `"field|expected"` for the first
-// bad value. `what`: 0 a breaker configuration (`cfg`), 1 a snapshot (`data`) restored under
-// `cfg` (field `snapshot` for the snapshot itself), 2 a retry configuration (`cfg`), 3 a retry
-// budget (`cfg` = `[ttl_ms, min_per_sec, retry_percent]`). One function for all four keeps the
-// glue small.
-#[wasm_bindgen]
-pub fn check(what: u32, cfg: &[f64], data: &[f64]) -> String {
-    match what {
-        0 => report_fault(breaker_config(cfg)),
-        1 => report_fault(restored(cfg, data)),
-        2 => report_fault(retry_policy(cfg)),
-        _ => report_fault(budget(cfg)),
-    }
-}
-
-// A [`Breaker`] behind numbers. See the module documentation for the encodings.
-#[wasm_bindgen]
-pub struct WasmBreaker {
+// A [`Breaker`] and the transition code of its last `acquire`.
+struct Held {
     inner: Breaker,
     pending: u32,
 }
 
-#[wasm_bindgen]
-impl WasmBreaker {
-    // A CLOSED breaker, or `undefined` if the configuration is invalid (see `check`).
-    pub fn create(cfg: &[f64]) -> Option<WasmBreaker> {
-        let inner = Breaker::new(breaker_config(cfg).ok()?).ok()?;
-        Some(WasmBreaker { inner, pending: 0 })
-    }
-
-    // Rebuilds a breaker from [`snapshot`](Self::snapshot)'s numbers under `cfg`, or
-    // `undefined` (see `check`).
-    pub fn restore(cfg: &[f64], data: &[f64]) -> Option<WasmBreaker> {
-        let inner = restored(cfg, data).ok()?;
-        Some(WasmBreaker { inner, pending: 0 })
-    }
-
-    // Asks to run one call: a permit handle (≥ 0), or `-(retry_after_ms × 4 + reason)` (≤ -4).
-    pub fn acquire(&mut self, now: f64) -> f64 {
+impl Held {
+    fn acquire(&mut self, now: f64) -> f64 {
         let a = self.inner.acquire(ts(now));
         self.pending = transition_code(a.transition);
         match a.result {
@@ -230,18 +200,14 @@ impl WasmBreaker {
         }
     }
 
-    // What `acquire` would answer now, taking nothing: 0 (admitted) or `-(retry_after_ms × 4 +
-    // reason)` as `acquire` encodes it.
-    pub fn peek(&self, now: f64) -> f64 {
+    fn peek(&self, now: f64) -> f64 {
         self.inner
             .peek(ts(now))
             .map_or_else(encode_rejected, |()| 0.0)
     }
 
-    // Reports the outcome of the call admitted at `issued_at` with `handle`. A handle this
-    // breaker cannot have issued is ignored. A handle of -1 reports without a permit (the
-    // `recordSuccess()` / `recordFailure()` pattern: settles the oldest probe when HALF_OPEN).
-    pub fn report(&mut self, now: f64, issued_at: f64, handle: f64, outcome_code: u32) -> u32 {
+    // A handle this breaker cannot have issued is ignored; -1 reports without a permit.
+    fn report(&mut self, now: f64, issued_at: f64, handle: f64, outcome_code: u32) -> u32 {
         if handle == -1.0 {
             return transition_code(self.inner.record(ts(now), outcome(outcome_code)));
         }
@@ -251,10 +217,8 @@ impl WasmBreaker {
         }
     }
 
-    // `[state at now, mode, open until (-1: not OPEN or isolated), probes in flight, admitted,
-    // rejected, successes, failures, ignored, stale, slow, opened, the transition code of the
-    // last acquire (OPEN → HALF_OPEN)]`.
-    pub fn info(&self, now: f64) -> Vec<f64> {
+    // Laid out as [`layout::info`].
+    fn info(&self, now: f64) -> [f64; layout::info::LEN] {
         let b = &self.inner;
         let s = b.stats();
         [
@@ -272,12 +236,10 @@ impl WasmBreaker {
             s.opened as f64,
             self.pending as f64,
         ]
-        .to_vec()
     }
 
-    // The manual overrides: 0 isolate (forced OPEN until reset), 1 reset (CLOSED, automatic),
-    // 2 disable (admit everything, never change state), 3 enable. Returns a transition code.
-    pub fn control(&mut self, now: f64, op: u32) -> u32 {
+    // 0 isolate, 1 reset, 2 disable, 3 enable.
+    fn control(&mut self, now: f64, op: u32) -> u32 {
         let now = ts(now);
         transition_code(match op {
             0 => self.inner.isolate(now),
@@ -289,24 +251,6 @@ impl WasmBreaker {
         })
     }
 
-    // The whole state as numbers (see `decode_snapshot`).
-    pub fn snapshot(&self) -> Vec<f64> {
-        encode_snapshot(&self.inner.snapshot())
-    }
-}
-
-// A refusal as `acquire` returns it: `-(retry_after_ms × 4 + reason)`, ≤ -4.
-fn encode_rejected(r: Rejected) -> f64 {
-    let reason = match r.reason {
-        RejectReason::Open => 0.0,
-        RejectReason::HalfOpenFull => 1.0,
-        RejectReason::Isolated => 2.0,
-    };
-    // Capped at 2^50 ms (35 000 years) so that the sum stays an exact integer.
-    -((r.retry_after_ms.min(1 << 50) as f64) * 4.0 + reason)
-}
-
-impl WasmBreaker {
     fn decode_permit(&self, handle: f64, issued_at: f64) -> Option<Permit> {
         if !(0.0..MAX_SAFE).contains(&handle) {
             return None;
@@ -328,6 +272,17 @@ impl WasmBreaker {
             issued_at: ts(issued_at),
         })
     }
+}
+
+// A refusal as `acquire` returns it: `-(retry_after_ms × 4 + reason)`, ≤ -4.
+fn encode_rejected(r: Rejected) -> f64 {
+    let reason = match r.reason {
+        RejectReason::Open => 0.0,
+        RejectReason::HalfOpenFull => 1.0,
+        RejectReason::Isolated => 2.0,
+    };
+    // Capped at 2^50 ms (35 000 years) so that the sum stays an exact integer.
+    -((r.retry_after_ms.min(1 << 50) as f64) * 4.0 + reason)
 }
 
 #[inline]
@@ -552,37 +507,36 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
 
 // ----- retry -----
 
-// A [`RetryPolicy`] and a [`Classifier`] behind numbers.
-#[wasm_bindgen]
-pub struct WasmRetry {
-    policy: RetryPolicy,
-    classifier: Classifier,
-}
-
-fn retry_policy(cfg: &[f64]) -> Result<RetryPolicy, Fault> {
-    let deadline = at(cfg, 4);
-    let jitter = match at(cfg, 5) as u32 {
+// Reads a retry policy laid out as [`layout::retry`] (the statuses after it are the classifier's).
+fn retry_policy(c: &[f64]) -> Result<RetryPolicy, Fault> {
+    let deadline = at(c, rt::DEADLINE);
+    let jitter = match at(c, rt::JITTER) as u32 {
         0 => Jitter::None,
         1 => Jitter::Full,
         2 => Jitter::Equal,
         3 => Jitter::Decorrelated,
-        _ => Jitter::Proportional(at(cfg, 6)),
+        _ => Jitter::Proportional(at(c, rt::PROPORTION)),
     };
     let policy = RetryPolicy {
-        max_attempts: int32(at(cfg, 0)),
-        base_delay_ms: int(at(cfg, 1)),
-        factor: at(cfg, 2),
-        max_delay_ms: int(at(cfg, 3)),
+        max_attempts: int32(at(c, rt::MAX_ATTEMPTS)),
+        base_delay_ms: int(at(c, rt::BASE_DELAY)),
+        factor: at(c, rt::FACTOR),
+        max_delay_ms: int(at(c, rt::MAX_DELAY)),
         deadline_ms: (deadline >= 0.0).then(|| int(deadline)),
         jitter,
-        max_retry_after_ms: int(at(cfg, 7)),
+        max_retry_after_ms: int(at(c, rt::MAX_RETRY_AFTER)),
     };
     policy.validate().map_err(fault)?;
     Ok(policy)
 }
 
-fn budget(cfg: &[f64]) -> Result<RetryBudget, Fault> {
-    RetryBudget::new(int(at(cfg, 0)), int32(at(cfg, 1)), at(cfg, 2)).map_err(fault)
+// Reads a retry budget laid out as [`layout::budget`].
+fn budget(c: &[f64]) -> Result<RetryBudget, ConfigError> {
+    RetryBudget::new(
+        int(at(c, bg::TTL)),
+        int32(at(c, bg::MIN_PER_SEC)),
+        at(c, bg::RETRY_PERCENT),
+    )
 }
 
 // Statuses arrive as numbers (one array type in the glue); anything that is not a status code
@@ -594,127 +548,4 @@ fn status_set(codes: &[f64]) -> StatusSet {
             Ok(code) if code as f64 == c => s.with(code),
             _ => s,
         })
-}
-
-#[wasm_bindgen]
-impl WasmRetry {
-    // `cfg`: `[max attempts, base delay, factor, max delay, deadline (-1: none), jitter kind
-    // (0 none, 1 full, 2 equal, 3 decorrelated, 4 proportional), proportion, max Retry-After,
-    // quota-exhausted counts as failure (0/1)]`. `retryable` replaces the retryable statuses
-    // when `use_retryable`. `undefined` if invalid (see `check`).
-    pub fn create(cfg: &[f64], use_retryable: bool, retryable: &[f64]) -> Option<WasmRetry> {
-        let policy = retry_policy(cfg).ok()?;
-        let mut classifier = Classifier::new();
-        if use_retryable {
-            classifier = classifier.with_retryable(status_set(retryable));
-        }
-        classifier.quota_exhausted_is_failure = at(cfg, 8) != 0.0;
-        Some(WasmRetry { policy, classifier })
-    }
-
-    // Decides what follows a failed attempt: the delay (≥ 0) before the next attempt, or a
-    // negative give-up code (-1 not retryable, -2 attempts exhausted, -3 deadline, -4 the
-    // server's Retry-After is too long). `retry_after_ms` < 0 means none; `unit` is the random
-    // draw in [0, 1) for the jitter.
-    #[allow(clippy::too_many_arguments)]
-    pub fn decide(
-        &self,
-        now: f64,
-        started_at: f64,
-        attempts: u32,
-        previous_delay_ms: f64,
-        retryable: bool,
-        retry_after_ms: f64,
-        unit: f64,
-    ) -> f64 {
-        let mut state = RetryState {
-            attempts,
-            started_at: ts(started_at),
-            previous_delay_ms: int(previous_delay_ms.max(0.0)),
-        };
-        let failure = AttemptFailure {
-            retryable,
-            retry_after_ms: (retry_after_ms >= 0.0).then(|| int(retry_after_ms)),
-        };
-        let mut rng = UnitFn(|| unit);
-        match self
-            .policy
-            .decide(&mut state, ts(now), failure, &mut rng, None)
-        {
-            RetryDecision::Retry { delay_ms, .. } => delay_ms as f64,
-            RetryDecision::GiveUp(GiveUpReason::NotRetryable) => -1.0,
-            RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted) => -2.0,
-            RetryDecision::GiveUp(GiveUpReason::DeadlineExceeded) => -3.0,
-            RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong { .. }) => -4.0,
-            RetryDecision::GiveUp(GiveUpReason::BudgetExhausted) => -5.0,
-        }
-    }
-
-    // Classifies an attempt. `status` 0 means no response; `code` is the provider's error code
-    // as a number (0 none, 1 a quota-exhausted code such as `insufficient_quota`, 2
-    // `overloaded_error`); `flags`: 1 network error, 2 timeout, 4 cancelled. Returns
-    // `class | retryable << 4 | outcome << 5` (outcome: 0 success, 1 failure, 2 ignored).
-    pub fn classify(&self, status: u16, code: u32, flags: u32) -> u32 {
-        let signal = Signal {
-            status: (status != 0).then_some(status),
-            error_code: match code {
-                1 => Some("insufficient_quota"),
-                2 => Some("overloaded_error"),
-                _ => None,
-            },
-            network_error: flags & 1 != 0,
-            timeout: flags & 2 != 0,
-            cancelled: flags & 4 != 0,
-        };
-        let v = self.classifier.classify(&signal);
-        let class = match v.class {
-            Class::Success => 0,
-            Class::Transient => 1,
-            Class::RateLimited => 2,
-            Class::Overloaded => 3,
-            Class::QuotaExhausted => 4,
-            Class::ClientError => 5,
-            Class::ServerError => 6,
-            Class::Network => 7,
-            Class::Timeout => 8,
-            Class::Cancelled => 9,
-        };
-        let outcome = match v.outcome {
-            Outcome::Success => 0,
-            Outcome::Failure => 1,
-            Outcome::Ignored => 2,
-        };
-        class | (v.retryable as u32) << 4 | outcome << 5
-    }
-}
-
-// A [`RetryBudget`] shared by many calls.
-#[wasm_bindgen]
-pub struct WasmBudget {
-    inner: RetryBudget,
-}
-
-#[wasm_bindgen]
-impl WasmBudget {
-    // `cfg` = `[ttl_ms, min_per_sec, retry_percent]` (see [`RetryBudget::new`]); `undefined`
-    // if invalid (see `check`).
-    pub fn create(cfg: &[f64]) -> Option<WasmBudget> {
-        Some(WasmBudget {
-            inner: budget(cfg).ok()?,
-        })
-    }
-
-    // 0: records a first attempt (returns 0); 1: takes one retry if the budget has one (1 or
-    // 0); 2: the retries available (may be fractional).
-    pub fn op(&mut self, now: f64, op: u32) -> f64 {
-        let now = ts(now);
-        match op {
-            0 => {
-                self.inner.deposit(now);
-                0.0
-            }
-            1 => self.inner.try_withdraw(now) as u32 as f64,
-            _ => self.inner.available(now),
-        }
-    }
 }

@@ -1,0 +1,315 @@
+//! The exported functions and the one table of objects behind their handles (wasm32 only: the
+//! table is a global, and wasm32 without the atomics feature has exactly one thread).
+//!
+//! A handle is an index into the table plus one (0 is never a handle). A handle that names no
+//! object of the right kind (freed, forged, of another kind) gets the answer of an empty object:
+//! a rejection-free 0, no transition, a refusal; never a trap.
+
+use core::cell::UnsafeCell;
+
+use alloc::vec::Vec;
+use wasm_bindgen::prelude::*;
+
+use super::layout::{budget as bg, cfg, info, refusal, retry as rt};
+use super::{budget, new_breaker, retry_policy, status_set, ts, Held};
+use crate::rng::UnitFn;
+use crate::{
+    AttemptFailure, Class, Classifier, GiveUpReason, Outcome, RetryBudget, RetryDecision,
+    RetryPolicy, RetryState, Signal,
+};
+
+enum Slot {
+    Free,
+    Breaker(Held),
+    Retry(RetryPolicy, Classifier),
+    Budget(RetryBudget),
+}
+
+struct Table {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    io: Vec<f64>,
+}
+
+struct Global(UnsafeCell<Table>);
+
+// SAFETY: wasm32-unknown-unknown without the atomics feature has exactly one thread, and no
+// function below calls out to JavaScript while it holds the reference.
+unsafe impl Sync for Global {}
+
+static TABLE: Global = Global(UnsafeCell::new(Table {
+    slots: Vec::new(),
+    free: Vec::new(),
+    io: Vec::new(),
+}));
+
+#[allow(clippy::mut_from_ref)]
+fn table() -> &'static mut Table {
+    // SAFETY: see `Global`; each exported function takes the reference once and drops it
+    // before returning.
+    unsafe { &mut *TABLE.0.get() }
+}
+
+impl Table {
+    fn slot(&mut self, h: u32) -> Option<&mut Slot> {
+        self.slots.get_mut((h as usize).wrapping_sub(1))
+    }
+
+    fn breaker(&mut self, h: u32) -> Option<&mut Held> {
+        match self.slot(h) {
+            Some(Slot::Breaker(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    // Stores `slot`, returning its handle (> 0), or the negated refusal code.
+    fn put(&mut self, made: Result<Slot, usize>) -> i32 {
+        let slot = match made {
+            Ok(s) => s,
+            Err(code) => return -(code as i32),
+        };
+        match self.free.pop() {
+            Some(h) => {
+                self.slots[h as usize - 1] = slot;
+                h as i32
+            }
+            None => {
+                self.slots.push(slot);
+                self.slots.len() as i32
+            }
+        }
+    }
+
+    // The scratch buffer, at least `len` numbers long.
+    fn io(&mut self, len: usize) -> &mut [f64] {
+        if self.io.len() < len {
+            self.io.resize(len, 0.0);
+        }
+        &mut self.io
+    }
+
+    // A constructor's input: the first `len` numbers of the scratch buffer, at least `min` of
+    // them and no more than it holds.
+    fn input(&mut self, min: usize, len: u32) -> &[f64] {
+        let io = self.io(min);
+        let n = (len as usize).clamp(min, io.len());
+        &io[..n]
+    }
+}
+
+// The scratch buffer (at least `len` numbers; it may move when it grows): JavaScript writes a
+// configuration there before a constructor and reads `info` and `snapshot` from it after.
+#[wasm_bindgen]
+pub fn io(len: u32) -> *mut f64 {
+    table().io(len as usize).as_mut_ptr()
+}
+
+// Frees the object behind `h` (a handle that names none is ignored).
+#[wasm_bindgen]
+pub fn release(h: u32) {
+    let t = table();
+    if let Some(s) = t.slot(h) {
+        if !matches!(s, Slot::Free) {
+            *s = Slot::Free;
+            t.free.push(h);
+        }
+    }
+}
+
+// ----- breakers -----
+
+// A breaker from the configuration in `io[..cfg::LEN]`, restored from the snapshot in
+// `io[cfg::LEN..len]` when `len` is longer: a handle, or `-refusal`.
+#[wasm_bindgen]
+pub fn breaker(len: u32) -> i32 {
+    let t = table();
+    let made = new_breaker(t.input(cfg::LEN, len)).map(Slot::Breaker);
+    t.put(made)
+}
+
+// Asks to run one call: a permit handle (≥ 0), or `-(retry_after_ms × 4 + reason)` (≤ -4).
+#[wasm_bindgen]
+pub fn acquire(h: u32, now: f64) -> f64 {
+    table().breaker(h).map_or(-2.0, |b| b.acquire(now))
+}
+
+// What `acquire` would answer now, taking nothing: 0 (admitted) or a rejection as `acquire`
+// encodes it.
+#[wasm_bindgen]
+pub fn peek(h: u32, now: f64) -> f64 {
+    table().breaker(h).map_or(-2.0, |b| b.peek(now))
+}
+
+// Reports the outcome of the call admitted at `issued_at` with `permit` (-1: without a permit,
+// the `recordSuccess()` / `recordFailure()` pattern). Returns the transition code.
+#[wasm_bindgen]
+pub fn report(h: u32, now: f64, issued_at: f64, permit: f64, outcome: u32) -> u32 {
+    table()
+        .breaker(h)
+        .map_or(0, |b| b.report(now, issued_at, permit, outcome))
+}
+
+// Writes [`layout::info`] at the returned address (the scratch buffer).
+#[wasm_bindgen]
+pub fn info(h: u32, now: f64) -> *const f64 {
+    let t = table();
+    let v = t.breaker(h).map(|b| b.info(now));
+    let io = t.io(info::LEN);
+    if let Some(v) = v {
+        io[..info::LEN].copy_from_slice(&v);
+    }
+    io.as_ptr()
+}
+
+// The manual overrides: 0 isolate, 1 reset, 2 disable, 3 enable. Returns a transition code.
+#[wasm_bindgen]
+pub fn control(h: u32, now: f64, op: u32) -> u32 {
+    table().breaker(h).map_or(0, |b| b.control(now, op))
+}
+
+// Writes the breaker's whole state into the scratch buffer and returns its length (read it at
+// `io(len)`); 0 for a handle that names no breaker.
+#[wasm_bindgen]
+pub fn snapshot(h: u32) -> u32 {
+    let t = table();
+    let data = match t.breaker(h) {
+        Some(b) => super::encode_snapshot(&b.inner.snapshot()),
+        None => return 0,
+    };
+    t.io(data.len())[..data.len()].copy_from_slice(&data);
+    data.len() as u32
+}
+
+// ----- retry -----
+
+// A retry policy and its classifier from `io[..retry::LEN]`, the retryable statuses in
+// `io[retry::LEN..len]` when `retry::USE_RETRYABLE` is 1: a handle, or `-refusal`.
+#[wasm_bindgen]
+pub fn retry(len: u32) -> i32 {
+    let t = table();
+    let io = t.input(rt::LEN, len);
+    let made = retry_policy(io)
+        .map(|policy| {
+            let classifier = if io[rt::USE_RETRYABLE] == 1.0 {
+                Classifier::new().with_retryable(status_set(&io[rt::LEN..]))
+            } else {
+                Classifier::new()
+            };
+            Slot::Retry(policy, classifier)
+        })
+        .map_err(|_| refusal::CONFIG);
+    t.put(made)
+}
+
+// Decides what follows a failed attempt: the delay (≥ 0) before the next attempt, or a negative
+// give-up code (-1 not retryable, -2 attempts exhausted, -3 deadline, -4 the server's
+// Retry-After is too long). `retry_after_ms` < 0 means none; `unit` is the random draw in
+// [0, 1) for the jitter.
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen]
+pub fn decide(
+    h: u32,
+    now: f64,
+    started_at: f64,
+    attempts: u32,
+    previous_delay_ms: f64,
+    retryable: bool,
+    retry_after_ms: f64,
+    unit: f64,
+) -> f64 {
+    let Some(Slot::Retry(policy, _)) = table().slot(h) else {
+        return -1.0;
+    };
+    let mut state = RetryState {
+        attempts,
+        started_at: ts(started_at),
+        previous_delay_ms: super::int(previous_delay_ms.max(0.0)),
+    };
+    let failure = AttemptFailure {
+        retryable,
+        retry_after_ms: (retry_after_ms >= 0.0).then(|| super::int(retry_after_ms)),
+    };
+    let mut rng = UnitFn(|| unit);
+    match policy.decide(&mut state, ts(now), failure, &mut rng, None) {
+        RetryDecision::Retry { delay_ms, .. } => delay_ms as f64,
+        RetryDecision::GiveUp(GiveUpReason::NotRetryable) => -1.0,
+        RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted) => -2.0,
+        RetryDecision::GiveUp(GiveUpReason::DeadlineExceeded) => -3.0,
+        RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong { .. }) => -4.0,
+        RetryDecision::GiveUp(GiveUpReason::BudgetExhausted) => -5.0,
+    }
+}
+
+// Classifies an attempt. `status` 0 means no response; `code` is the provider's error code as a
+// number (0 none, 1 a quota-exhausted code such as `insufficient_quota`, 2 `overloaded_error`);
+// `flags`: 1 network error, 2 timeout, 4 cancelled. Returns `class | retryable << 4 | outcome <<
+// 5` (outcome: 0 success, 1 failure, 2 ignored). A handle that names no retry policy (0, say)
+// classifies with the core's default rules.
+#[wasm_bindgen]
+pub fn classify(h: u32, status: u16, code: u32, flags: u32) -> u32 {
+    let default = Classifier::new();
+    let classifier = match table().slot(h) {
+        Some(Slot::Retry(_, c)) => c,
+        _ => &default,
+    };
+    let signal = Signal {
+        status: (status != 0).then_some(status),
+        error_code: match code {
+            1 => Some("insufficient_quota"),
+            2 => Some("overloaded_error"),
+            _ => None,
+        },
+        network_error: flags & 1 != 0,
+        timeout: flags & 2 != 0,
+        cancelled: flags & 4 != 0,
+    };
+    let v = classifier.classify(&signal);
+    let class = match v.class {
+        Class::Success => 0,
+        Class::Transient => 1,
+        Class::RateLimited => 2,
+        Class::Overloaded => 3,
+        Class::QuotaExhausted => 4,
+        Class::ClientError => 5,
+        Class::ServerError => 6,
+        Class::Network => 7,
+        Class::Timeout => 8,
+        Class::Cancelled => 9,
+    };
+    let outcome = match v.outcome {
+        Outcome::Success => 0,
+        Outcome::Failure => 1,
+        Outcome::Ignored => 2,
+    };
+    class | (v.retryable as u32) << 4 | outcome << 5
+}
+
+// ----- retry budgets -----
+
+// A retry budget from `io[..budget::LEN]`: a handle, or `-refusal`.
+#[wasm_bindgen]
+pub fn budget_new() -> i32 {
+    let t = table();
+    let made = budget(t.input(bg::LEN, 0))
+        .map(Slot::Budget)
+        .map_err(|_| refusal::CONFIG);
+    t.put(made)
+}
+
+// 0: records a first attempt (returns 0); 1: takes one retry if the budget has one (1 or 0);
+// 2: the retries available (may be fractional).
+#[wasm_bindgen]
+pub fn budget_op(h: u32, now: f64, op: u32) -> f64 {
+    let Some(Slot::Budget(b)) = table().slot(h) else {
+        return 0.0;
+    };
+    let now = ts(now);
+    match op {
+        0 => {
+            b.deposit(now);
+            0.0
+        }
+        1 => b.try_withdraw(now) as u32 as f64,
+        _ => b.available(now),
+    }
+}

@@ -1,0 +1,93 @@
+//! The numeric layouts of the boundary, named once. The TypeScript layer reads and writes the
+//! same positions through `js/src/layout.ts` (a `const enum` per layout, inlined by the bundler);
+//! `tests/layout.rs` checks that every name there has the value it has here, and the reverse.
+//!
+//! Each group becomes a module of `usize` constants (`cfg::OPEN_DURATION`) and a row of
+//! [`ALL`] (`("Cfg", "OPEN_DURATION", 6)`), which the test compares with the TypeScript file.
+
+macro_rules! layouts {
+    ($($(#[$doc:meta])* $group:ident / $ts:literal { $($name:ident = $value:expr),* $(,)? })*) => {
+        $(
+            $(#[$doc])*
+            pub mod $group {
+                $(pub const $name: usize = $value;)*
+            }
+        )*
+        /// Every layout constant: (TypeScript enum, name, value).
+        pub const ALL: &[(&str, &str, usize)] = &[$($(($ts, stringify!($name), $value),)*)*];
+    };
+}
+
+layouts! {
+    /// A breaker configuration, read by `breaker_config`. `LEN` numbers; a snapshot to restore
+    /// follows them.
+    cfg / "Cfg" {
+        TRIP = 0,            // 0 consecutive, 1 failures in window, 2 failure rate, 3 slow-call rate
+        THRESHOLD = 1,       // failures, or a percentage for the rate rules
+        WINDOW_MS = 2,       // failures-in-window span, or the slow-call limit
+        MINIMUM_CALLS = 3,
+        WINDOW_KIND = 4,     // 0 calls, 1 milliseconds (rate rules)
+        WINDOW_SIZE = 5,
+        OPEN_DURATION = 6,
+        OPEN_JITTER = 7,
+        OPEN_BACKOFF = 8,
+        MAX_OPEN_DURATION = 9,
+        PROBES = 10,
+        PROBE_SUCCESSES = 11,
+        PROBE_TIMEOUT = 12,
+        SEED = 13,
+        LEN = 14,
+    }
+    /// What `info` writes.
+    info / "Info" {
+        STATE = 0,           // at `now`: an elapsed OPEN period reads HALF_OPEN
+        MODE = 1,
+        OPEN_UNTIL = 2,      // -1: not OPEN, or isolated
+        PROBES = 3,          // in flight
+        ADMITTED = 4,
+        REJECTED = 5,
+        SUCCESSES = 6,
+        FAILURES = 7,
+        IGNORED = 8,
+        STALE = 9,
+        SLOW = 10,
+        OPENED = 11,
+        TRANSITION = 12,     // of the last acquire (OPEN → HALF_OPEN), else 0
+        LEN = 13,
+    }
+    /// The positions of a snapshot's numbers that the TypeScript layer touches (it adds what its
+    /// CLOSED fast path counted without the core). The whole layout is `encode_snapshot`'s.
+    snap / "Snap" {
+        STATE = 1,
+        ADMITTED = 12,
+        SUCCESSES = 14,
+    }
+    /// A retry policy and its classifier; the retryable statuses follow when `USE_RETRYABLE` is 1.
+    retry / "Retry" {
+        MAX_ATTEMPTS = 0,
+        BASE_DELAY = 1,
+        FACTOR = 2,
+        MAX_DELAY = 3,
+        DEADLINE = 4,        // -1: none
+        JITTER = 5,          // 0 none, 1 full, 2 equal, 3 decorrelated, 4 proportional
+        PROPORTION = 6,
+        MAX_RETRY_AFTER = 7,
+        USE_RETRYABLE = 8,
+        LEN = 9,
+    }
+    /// A retry budget.
+    budget / "Budget" {
+        TTL = 0,
+        MIN_PER_SEC = 1,
+        RETRY_PERCENT = 2,
+        LEN = 3,
+    }
+    /// Why a constructor refused (the negative of what it returns).
+    refusal / "Refusal" {
+        CONFIG = 1,          // a configuration the core does not accept
+        MALFORMED = 2,       // a snapshot that is not numbers in the layout
+        VERSION = 3,         // a snapshot of a format this build does not read
+        MISMATCH = 4,        // a snapshot taken under another trip rule or window
+        CORRUPT = 5,         // a snapshot with values no breaker produces
+    }
+}
