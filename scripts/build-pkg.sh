@@ -56,10 +56,13 @@ emit() {
 emit "$WASM" breakwater web
 
 log "bundling the TypeScript layer"
-esb=(node_modules/.bin/esbuild js/src/internal.ts --bundle --platform=neutral --target=es2022
+esb=(node_modules/.bin/esbuild --bundle --platform=neutral --target=es2022
   --minify --legal-comments=none --log-level=warning)
-"${esb[@]}" --format=esm --outfile="$OUT/dist/api.mjs"
-"${esb[@]}" --format=cjs --outfile="$OUT/dist/api.cjs"
+# ESM: the stream guard (js/src/guard.ts, imported with import()) becomes a chunk of its own,
+# fetched on the first stream() call; CJS inlines it.
+"${esb[@]}" api=js/src/internal.ts --format=esm --splitting --outdir="$OUT/dist" \
+  --out-extension:.js=.mjs --chunk-names='[name]-[hash]'
+"${esb[@]}" js/src/internal.ts --format=cjs --outfile="$OUT/dist/api.cjs"
 cp js/entry/*.mjs "$OUT/dist/"
 
 # The Node/Bun entries (`node` condition, ESM and CJS): each bundled with its glue and its .wasm

@@ -276,6 +276,8 @@ export class CircuitBreaker {
   #closed = -1;
   #clean: boolean;
   #fast: boolean;
+  /** The slow-call rule: the only one whose report needs the call's start time while CLOSED. */
+  #slow: boolean;
   #admitted = 0;
   #succeeded = 0;
   #fallbacks = 0;
@@ -300,6 +302,7 @@ export class CircuitBreaker {
     finalizer?.register(this, this.#h, this);
     this.#fast = this.#cfg[Cfg.Trip]! <= 1;
     this.#clean = this.#fast;
+    this.#slow = this.#cfg[Cfg.Trip] === 3;
   }
 
   /** Rebuilds a breaker from `toJSON()` output, under (possibly new) options. */
@@ -465,8 +468,9 @@ export class CircuitBreaker {
   }
 
   async #run<T>(fn: (context: CallContext) => T | Promise<T>, fallback?: ExecuteOptions<T>['fallback']): Promise<T> {
-    // Read the clock only when the core needs it (slow-call rule, or not CLOSED).
-    const now = this.#fast && this.#closed >= 0 ? 0 : this.#now();
+    // Read the clock only when the core needs the start (slow-call rule, or not CLOSED); the
+    // report reads it again only when it goes to the core.
+    const now = this.#closed >= 0 && !this.#slow ? 0 : this.#now();
     const h = this.#acquire(now);
     if (h < 0) return this.#rejected(-h, fallback);
     let v: T;

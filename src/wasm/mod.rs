@@ -380,6 +380,7 @@ fn encode_snapshot(s: &Snapshot) -> Vec<f64> {
 struct Reader<'a>(core::slice::Iter<'a, f64>);
 
 impl Reader<'_> {
+    #[inline(never)]
     fn u64(&mut self) -> Option<u64> {
         let x = *self.0.next()?;
         if !(0.0..=MAX_SAFE).contains(&x) {
