@@ -13,9 +13,11 @@
 //   4. breaker.stream: the added latency per streamed chunk against reading the bare stream.
 // Environment:
 //   BENCH_ONLY=execute,sync,metrics,stream   run only these groups (default: all)
+//   BENCH_JSON=FILE   append this run's ratio results to FILE as one JSON line (see report.mjs)
 import { run, bench, group, summary, do_not_optimize } from 'mitata';
 import { CircuitBreaker, withRetry } from 'breakwater';
 import { PrometheusMetrics } from 'breakwater/prometheus';
+import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { circuitBreaker, handleAll, CircuitState, ConsecutiveBreaker, SamplingBreaker, CountBreaker } from 'cockatiel';
@@ -385,3 +387,5 @@ if (failed.length) {
   process.exit(1);
 }
 console.log(`\nchecked: all ${checks.length} breakers stayed CLOSED (never opened, nothing rejected)`);
+
+if (process.env.BENCH_JSON) appendFileSync(process.env.BENCH_JSON, JSON.stringify({ at: new Date().toISOString(), only: [...only], ...result }) + '\n');
