@@ -24,7 +24,7 @@ if [ ! -x node_modules/.bin/esbuild ] || [ ! -x node_modules/.bin/tsc ]; then
 fi
 
 log "compiling the wasm (profile wasm, no_std)"
-cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown --no-default-features --features wasm
+cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown --no-default-features --features wasm,terse
 WASM=target/wasm32-unknown-unknown/wasm/breakwater.wasm
 
 OUT=pkg

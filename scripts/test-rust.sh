@@ -17,7 +17,7 @@ cargo clippy --lib --no-default-features --target thumbv7em-none-eabihf -- -D wa
 cargo clippy --lib --no-default-features --features serde --target thumbv7em-none-eabihf -- -D warnings
 # The npm package's two wasm modules (scripts/build-pkg.sh), the Worker as deployed and with its
 # demo app (scripts/build-worker.sh), and the BREAKERS check command.
-cargo clippy --lib --no-default-features --features wasm --target wasm32-unknown-unknown -- -D warnings
+cargo clippy --lib --no-default-features --features wasm,terse --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --no-default-features --features wasm-shared --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --features worker --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --features worker,demo --target wasm32-unknown-unknown -- -D warnings
@@ -28,3 +28,5 @@ cargo test --features wasm --test layout
 cargo test --features json --doc
 # The unit tests again without `std` (e.g. every error type is a `core::error::Error` there too).
 cargo test --lib --no-default-features
+# `terse` (the npm wasm build) drops only the words.
+cargo test --lib --no-default-features --features terse terse_tests

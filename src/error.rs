@@ -19,9 +19,9 @@ pub struct ConfigError {
 impl ConfigError {
     pub(crate) const fn new(field: &'static str, value: f64, expected: &'static str) -> Self {
         ConfigError {
-            field,
+            field: terse(field),
             value,
-            expected,
+            expected: terse(expected),
         }
     }
 }
@@ -33,6 +33,16 @@ impl fmt::Display for ConfigError {
             "invalid `{}`: {} (expected {})",
             self.field, self.value, self.expected
         )
+    }
+}
+
+/// A message, or `""` under the `terse` feature (see Cargo.toml): there the words are never
+/// stored, so they stay out of the binary.
+pub(crate) const fn terse(words: &'static str) -> &'static str {
+    if cfg!(feature = "terse") {
+        ""
+    } else {
+        words
     }
 }
 
@@ -108,6 +118,28 @@ impl<E: core::error::Error + 'static> core::error::Error for Error<E> {
         match self {
             Error::Inner(e) => Some(e),
             Error::Rejected(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod terse_tests {
+    use crate::BreakerConfig;
+
+    #[test]
+    fn terse_keeps_which_error_and_the_value_and_drops_only_the_words() {
+        let e = BreakerConfig::new()
+            .with_open_jitter(2.0)
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.value, 2.0);
+        if cfg!(feature = "terse") {
+            assert_eq!((e.field, e.expected), ("", ""));
+        } else {
+            assert_eq!(
+                (e.field, e.expected),
+                ("open_jitter", "a fraction in [0, 1)")
+            );
         }
     }
 }
