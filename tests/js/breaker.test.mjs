@@ -192,6 +192,26 @@ test('failureRate over a count window trips at the threshold share', async () =>
   assert.equal(over.state, 'OPEN');
 });
 
+test('failureRate over a count window: successes read no clock while CLOSED, and the open period starts at the failure that trips', async () => {
+  const clock = manualClock();
+  let reads = 0;
+  const counted = Object.assign(() => (reads++, clock()), clock);
+  const b = new CircuitBreaker('count', { failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 4 }, resetTimeout: 10_000, clock: counted });
+  await b.execute(ok); // the first admission asks the core (and reads the clock)
+  reads = 0;
+  await b.execute(ok);
+  assert.equal(reads, 0, 'a success under a count window needs no time');
+  clock.advance(60_000);
+  await b.execute(fail()).catch(() => {});
+  assert.ok(reads > 0, 'a failure reads the clock');
+  assert.equal(b.state, 'CLOSED');
+  clock.advance(5_000);
+  await b.execute(fail()).catch(() => {});
+  assert.equal(b.state, 'OPEN');
+  assert.equal(b.openUntil, clock() + 10_000, 'opened at the tripping failure, not at an older time');
+  assert.deepEqual([b.stats.successes, b.stats.failures], [2, 2]);
+});
+
 test('failureRate over a time window', () => {
   const clock = manualClock();
   const b = new CircuitBreaker('t', { failureRate: { threshold: 50, minimumCalls: 4, windowMs: 10_000 }, clock });
