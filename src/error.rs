@@ -142,4 +142,18 @@ mod terse_tests {
             );
         }
     }
+
+    #[test]
+    fn terse_keeps_which_snapshot_error() {
+        use crate::{Breaker, RestoreError, SnapshotError};
+        let config = BreakerConfig::new();
+        let mut s = Breaker::new(config).unwrap().snapshot();
+        s.half_open_successes = 1;
+        match Breaker::restore(config, s) {
+            Err(RestoreError::Snapshot(SnapshotError::Corrupt(why))) => {
+                assert_eq!(why.is_empty(), cfg!(feature = "terse"), "{why:?}")
+            }
+            other => panic!("expected a corrupt snapshot, got {:?}", other.map(|_| ())),
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 
 use crate::breaker::{Breaker, BreakerConfig, Counter, Mode, ProbeLease, State, Stats};
-use crate::error::SnapshotError;
+use crate::error::{terse, SnapshotError};
 use crate::rng::SplitMix64;
 
 /// The snapshot format this build writes and reads.
@@ -123,21 +123,21 @@ impl Snapshot {
             return Err(SnapshotError::UnsupportedVersion(self.version));
         }
         if self.probes.len() > config.half_open_max_probes as usize {
-            return Err(ConfigMismatch(
+            return Err(ConfigMismatch(terse(
                 "more probes in flight than half_open_max_probes",
-            ));
+            )));
         }
         if !self.probes.is_empty() && self.state != State::HalfOpen {
-            return Err(Corrupt("probes in flight outside HALF_OPEN"));
+            return Err(Corrupt(terse("probes in flight outside HALF_OPEN")));
         }
         if self.half_open_successes != 0 && self.state != State::HalfOpen {
-            return Err(Corrupt("half-open successes outside HALF_OPEN"));
+            return Err(Corrupt(terse("half-open successes outside HALF_OPEN")));
         }
         if self.mode == Mode::Isolated && self.state != State::Open {
-            return Err(Corrupt("isolated but not OPEN"));
+            return Err(Corrupt(terse("isolated but not OPEN")));
         }
         if self.state == State::Open && self.open_until < self.opened_at {
-            return Err(Corrupt("open period ends before it starts"));
+            return Err(Corrupt(terse("open period ends before it starts")));
         }
         self.counter.check(&config.trip)
     }

@@ -265,6 +265,7 @@ impl Counter {
 
     /// Checks that this memory can serve `rule` and is internally consistent.
     pub(crate) fn check(&self, rule: &TripRule) -> Result<(), crate::SnapshotError> {
+        use crate::error::terse;
         use crate::SnapshotError::{ConfigMismatch, Corrupt};
         match (self, *rule) {
             (Counter::Consecutive { .. }, TripRule::ConsecutiveFailures { .. }) => Ok(()),
@@ -273,10 +274,12 @@ impl Counter {
                 TripRule::FailuresInWindow { threshold, .. },
             ) => {
                 if times.len() > threshold as usize {
-                    return Err(ConfigMismatch("more failure times than trip.threshold"));
+                    return Err(ConfigMismatch(terse(
+                        "more failure times than trip.threshold",
+                    )));
                 }
                 if *head as usize >= threshold as usize {
-                    return Err(Corrupt("failure-time ring head out of range"));
+                    return Err(Corrupt(terse("failure-time ring head out of range")));
                 }
                 Ok(())
             }
@@ -298,16 +301,16 @@ impl Counter {
             ) => {
                 let count = |bit: u8| ring.iter().filter(|&&b| b & bit != 0).count();
                 if count(FAILURE_BIT) != *failures as usize || count(SLOW_BIT) != *slow as usize {
-                    return Err(Corrupt("call ring totals do not match its contents"));
+                    return Err(Corrupt(terse("call ring totals do not match its contents")));
                 }
                 if ring.len() > n as usize {
-                    return Err(ConfigMismatch("more calls than the window holds"));
+                    return Err(ConfigMismatch(terse("more calls than the window holds")));
                 }
                 if *head >= n {
-                    return Err(Corrupt("call ring head out of range"));
+                    return Err(Corrupt(terse("call ring head out of range")));
                 }
                 if ring.iter().any(|&b| b > (FAILURE_BIT | SLOW_BIT)) {
-                    return Err(Corrupt("call ring holds an unknown outcome"));
+                    return Err(Corrupt(terse("call ring holds an unknown outcome")));
                 }
                 Ok(())
             }
@@ -323,19 +326,19 @@ impl Counter {
                 },
             ) => {
                 if buckets.len() != TIME_WINDOW_BUCKETS {
-                    return Err(Corrupt("wrong number of time buckets"));
+                    return Err(Corrupt(terse("wrong number of time buckets")));
                 }
                 if buckets
                     .iter()
                     .any(|b| b.failures > b.calls || b.slow > b.calls)
                 {
-                    return Err(Corrupt("a bucket counts more failures than calls"));
+                    return Err(Corrupt(terse("a bucket counts more failures than calls")));
                 }
                 Ok(())
             }
-            _ => Err(ConfigMismatch(
+            _ => Err(ConfigMismatch(terse(
                 "the snapshot was taken under another trip rule",
-            )),
+            ))),
         }
     }
 
