@@ -124,6 +124,11 @@ impl Counter {
     }
 
     /// Records one call at `now` and says whether `rule` now calls for opening.
+    ///
+    /// Inlined into its one caller (`Breaker::record_closed`): the hot paths are a few
+    /// instructions each, and the rare work (deriving the cache, entering a new time bucket) is
+    /// out of line.
+    #[inline(always)]
     pub(crate) fn record(
         &mut self,
         rule: &TripRule,
@@ -187,19 +192,22 @@ impl Counter {
                 }
                 let bits = sample.bits();
                 let cap = cache.cap as usize;
+                // Totals in registers, written back once.
+                let (mut f, mut s) = (*failures, *slow);
                 if ring.len() < cap {
                     ring.push(bits);
                 } else {
                     let h = *head as usize;
                     if let Some(slot) = ring.get_mut(h) {
                         let old = core::mem::replace(slot, bits);
-                        *failures = failures.saturating_sub((old & FAILURE_BIT) as u32);
-                        *slow = slow.saturating_sub((old >> 1) as u32);
+                        f = f.saturating_sub((old & FAILURE_BIT) as u32);
+                        s = s.saturating_sub((old >> 1) as u32);
                     }
                     *head = next_index(h, cap);
                 }
-                *failures += (bits & FAILURE_BIT) as u32;
-                *slow += (bits >> 1) as u32;
+                f += (bits & FAILURE_BIT) as u32;
+                s += (bits >> 1) as u32;
+                (*failures, *slow) = (f, s);
                 let calls = ring.len() as u32;
                 // The rate was below the threshold after the previous call (or the breaker would
                 // have opened and cleared the ring): a call that does not count against the rule
@@ -207,11 +215,7 @@ impl Counter {
                 if !fresh && bits & cache.bad_bit == 0 && calls != cache.needed {
                     return false;
                 }
-                let bad = if cache.bad_bit == SLOW_BIT {
-                    *slow
-                } else {
-                    *failures
-                };
+                let bad = if cache.bad_bit == SLOW_BIT { s } else { f };
                 rate_reached(calls, bad, cache.needed, cache.threshold_percent)
             }
             (Counter::Buckets { buckets }, _) => {
