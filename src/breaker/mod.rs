@@ -245,7 +245,7 @@ pub struct Breaker {
     pub(crate) probes: Vec<ProbeLease>,
     pub(crate) next_probe_id: u32,
     pub(crate) counter: Counter,
-    pub(crate) bucket_cache: window::BucketCache,
+    pub(crate) bucket_cache: window::WindowCache,
     pub(crate) rng: SplitMix64,
     pub(crate) stats: Stats,
 }
@@ -271,7 +271,7 @@ impl Clone for Breaker {
             probes,
             next_probe_id: self.next_probe_id,
             counter,
-            bucket_cache: window::BucketCache::default(),
+            bucket_cache: window::WindowCache::default(),
             rng: self.rng,
             stats: self.stats,
         }
@@ -284,7 +284,7 @@ impl Breaker {
         config.validate()?;
         Ok(Breaker {
             counter: Counter::for_rule(&config.trip),
-            bucket_cache: window::BucketCache::default(),
+            bucket_cache: window::WindowCache::default(),
             probes: Vec::with_capacity(config.half_open_max_probes as usize),
             rng: SplitMix64::new(config.seed),
             config,

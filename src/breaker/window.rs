@@ -15,6 +15,14 @@ pub(crate) struct Sample {
     pub slow: bool,
 }
 
+impl Sample {
+    /// As stored in a `Calls` ring: [`FAILURE_BIT`] | [`SLOW_BIT`].
+    #[inline]
+    fn bits(self) -> u8 {
+        (self.failure as u8 * FAILURE_BIT) | (self.slow as u8 * SLOW_BIT)
+    }
+}
+
 /// A time bucket of a rate window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -116,12 +124,17 @@ impl Counter {
     }
 
     /// Records one call at `now` and says whether `rule` now calls for opening.
+    ///
+    /// Inlined into its one caller (`Breaker::record_closed`): the hot paths are a few
+    /// instructions each, and the rare work (deriving the cache, entering a new time bucket) is
+    /// out of line.
+    #[inline(always)]
     pub(crate) fn record(
         &mut self,
         rule: &TripRule,
         now: u64,
         sample: Sample,
-        cache: &mut BucketCache,
+        cache: &mut WindowCache,
     ) -> bool {
         match (self, *rule) {
             (Counter::Consecutive { failures }, TripRule::ConsecutiveFailures { threshold }) => {
@@ -169,93 +182,63 @@ impl Counter {
                     failures,
                     slow,
                 },
-                TripRule::FailureRate {
-                    threshold_percent,
-                    minimum_calls,
-                    window: Window::Calls(n),
-                }
-                | TripRule::SlowCallRate {
-                    threshold_percent,
-                    minimum_calls,
-                    window: Window::Calls(n),
-                    ..
-                },
+                _,
             ) => {
-                let bits = (sample.failure as u8 * FAILURE_BIT) | (sample.slow as u8 * SLOW_BIT);
-                let cap = n as usize;
+                // The window's size and the rule's parameters come from the cache, so that the
+                // rule is read once after every clear or restore, not on every call.
+                let fresh = cache.cap == 0;
+                if fresh && !cache.derive_calls(rule) {
+                    return false;
+                }
+                let bits = sample.bits();
+                let cap = cache.cap as usize;
+                // Totals in registers, written back once.
+                let (mut f, mut s) = (*failures, *slow);
                 if ring.len() < cap {
                     ring.push(bits);
                 } else {
                     let h = *head as usize;
                     if let Some(slot) = ring.get_mut(h) {
                         let old = core::mem::replace(slot, bits);
-                        *failures = failures.saturating_sub((old & FAILURE_BIT) as u32);
-                        *slow = slow.saturating_sub(((old & SLOW_BIT) >> 1) as u32);
+                        f = f.saturating_sub((old & FAILURE_BIT) as u32);
+                        s = s.saturating_sub((old >> 1) as u32);
                     }
                     *head = next_index(h, cap);
                 }
-                *failures += sample.failure as u32;
-                *slow += sample.slow as u32;
-                let bad = if rule.slow_call_ms().is_some() {
-                    *slow
-                } else {
-                    *failures
-                };
-                rate_reached(
-                    ring.len() as u32,
-                    bad,
-                    minimum_calls.min(n),
-                    threshold_percent,
-                )
+                f += (bits & FAILURE_BIT) as u32;
+                s += (bits >> 1) as u32;
+                (*failures, *slow) = (f, s);
+                let calls = ring.len() as u32;
+                // The rate was below the threshold after the previous call (or the breaker would
+                // have opened and cleared the ring): a call that does not count against the rule
+                // can only bring it there by filling the window up to its minimum.
+                if !fresh && bits & cache.bad_bit == 0 && calls != cache.needed {
+                    return false;
+                }
+                let bad = if cache.bad_bit == SLOW_BIT { s } else { f };
+                rate_reached(calls, bad, cache.needed, cache.threshold_percent)
             }
-            (
-                Counter::Buckets { buckets },
-                TripRule::FailureRate {
-                    threshold_percent,
-                    minimum_calls,
-                    window: Window::Millis(ms),
+            (Counter::Buckets { buckets }, _) => {
+                let bits = sample.bits();
+                // Within the current bucket (a zero width until the cache is derived): the hot
+                // path, with no division and no pass over the buckets.
+                if now.wrapping_sub(cache.start) >= cache.width {
+                    return cache.enter_bucket(buckets, rule, now, bits);
                 }
-                | TripRule::SlowCallRate {
-                    threshold_percent,
-                    minimum_calls,
-                    window: Window::Millis(ms),
-                    ..
-                },
-            ) => {
-                let width = bucket_width(ms);
-                let index = if cache.valid && now >= cache.start && now < cache.end {
-                    cache.index
-                } else {
-                    cache.rebuild(buckets, now / width, width)
+                let Some(b) = buckets.get_mut(cache.slot) else {
+                    return false;
                 };
-                let slot = (index % TIME_WINDOW_BUCKETS as u64) as usize;
-                if let Some(b) = buckets.get_mut(slot) {
-                    if b.index != index || b.calls == 0 {
-                        // The slot held an older bucket; if it was still counted (only possible
-                        // for a bucket from the future), take it out of the totals.
-                        if in_window(b, index) {
-                            cache.calls = cache.calls.saturating_sub(b.calls);
-                            cache.failures = cache.failures.saturating_sub(b.failures);
-                            cache.slow = cache.slow.saturating_sub(b.slow);
-                        }
-                        *b = Bucket {
-                            index,
-                            ..Bucket::default()
-                        };
-                    }
-                    b.calls = b.calls.saturating_add(1);
-                    b.failures = b.failures.saturating_add(sample.failure as u32);
-                    b.slow = b.slow.saturating_add(sample.slow as u32);
-                    cache.calls = cache.calls.saturating_add(1);
-                    cache.failures = cache.failures.saturating_add(sample.failure as u32);
-                    cache.slow = cache.slow.saturating_add(sample.slow as u32);
+                b.calls = b.calls.saturating_add(1);
+                b.failures = b.failures.saturating_add((bits & FAILURE_BIT) as u32);
+                b.slow = b.slow.saturating_add((bits >> 1) as u32);
+                let calls = cache.others.calls.saturating_add(b.calls);
+                // As for a `Calls` window: below the threshold after the previous call, in the
+                // same window, so only a call that counts against the rule or that brings the
+                // window to its minimum can reach it.
+                if bits & cache.bad_bit == 0 && calls != cache.needed {
+                    return false;
                 }
-                let bad = if rule.slow_call_ms().is_some() {
-                    cache.slow
-                } else {
-                    cache.failures
-                };
-                rate_reached(cache.calls, bad, minimum_calls, threshold_percent)
+                cache.rate_reached(calls, b)
             }
             // A counter built for another rule: unreachable through the public API, since
             // restore checks the pairing. Never trip on it.
@@ -365,47 +348,173 @@ impl Counter {
     }
 }
 
-/// Derived from a [`Counter::Buckets`], never persisted: the current bucket's bounds and the
-/// window's totals, so that recording within the same bucket costs neither a division nor a pass
-/// over the buckets. Rebuilt from the buckets whenever time leaves the current bucket.
+/// Derived from the trip rule and a rate rule's [`Counter`], never persisted: what lets a rate
+/// rule record a call without reading its rule, dividing, or passing over its buckets. All zero
+/// (the default, and [`invalidate`](Self::invalidate)) means "not derived": the next call derives
+/// it and evaluates the rule in full. Invalidated whenever the counter is cleared or replaced.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct BucketCache {
-    valid: bool,
-    index: u64,
+pub(crate) struct WindowCache {
+    /// `Calls` window: its size; 0 until derived.
+    cap: u32,
+    /// Calls the window must hold before the rate counts.
+    needed: u32,
+    /// The bit of a call that counts against the rule: [`FAILURE_BIT`] or [`SLOW_BIT`].
+    bad_bit: u8,
+    /// The rule's threshold.
+    threshold_percent: f64,
+    /// `Millis` window: the current bucket's first millisecond.
     start: u64,
-    end: u64,
+    /// `Millis` window: the bucket width; 0 until derived.
+    width: u64,
+    /// `Millis` window: the current bucket's slot.
+    slot: usize,
+    /// `Millis` window: the totals of the window's buckets other than the current one.
+    others: Tally,
+}
+
+/// Calls, failures and slow calls, saturating.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
     calls: u32,
     failures: u32,
     slow: u32,
 }
 
-impl BucketCache {
-    /// Forgets the cache (after the buckets were cleared or replaced).
-    #[inline]
-    pub(crate) fn invalidate(&mut self) {
-        self.valid = false;
+impl Tally {
+    fn of(b: &Bucket) -> Tally {
+        Tally {
+            calls: b.calls,
+            failures: b.failures,
+            slow: b.slow,
+        }
     }
 
-    /// Recomputes the totals of the window that ends with bucket `index`; returns `index`.
-    #[cold]
-    fn rebuild(&mut self, buckets: &[Bucket], index: u64, width: u64) -> u64 {
-        let (mut calls, mut failures, mut slow) = (0u32, 0u32, 0u32);
-        for b in buckets.iter().filter(|b| in_window(b, index)) {
-            calls = calls.saturating_add(b.calls);
-            failures = failures.saturating_add(b.failures);
-            slow = slow.saturating_add(b.slow);
+    fn add(self, o: Tally) -> Tally {
+        Tally {
+            calls: self.calls.saturating_add(o.calls),
+            failures: self.failures.saturating_add(o.failures),
+            slow: self.slow.saturating_add(o.slow),
         }
-        let start = index.saturating_mul(width);
-        *self = BucketCache {
-            valid: true,
-            index,
-            start,
-            end: start.saturating_add(width),
-            calls,
-            failures,
-            slow,
+    }
+
+    fn sub(self, o: Tally) -> Tally {
+        Tally {
+            calls: self.calls.saturating_sub(o.calls),
+            failures: self.failures.saturating_sub(o.failures),
+            slow: self.slow.saturating_sub(o.slow),
+        }
+    }
+}
+
+/// A rate rule's parameters: (threshold, minimum calls, window, the bit that counts against it).
+fn rate_rule(rule: &TripRule) -> Option<(f64, u32, Window, u8)> {
+    match *rule {
+        TripRule::FailureRate {
+            threshold_percent,
+            minimum_calls,
+            window,
+        } => Some((threshold_percent, minimum_calls, window, FAILURE_BIT)),
+        TripRule::SlowCallRate {
+            threshold_percent,
+            minimum_calls,
+            window,
+            ..
+        } => Some((threshold_percent, minimum_calls, window, SLOW_BIT)),
+        _ => None,
+    }
+}
+
+impl WindowCache {
+    /// Forgets the cache (after the counter was cleared or replaced).
+    #[inline]
+    pub(crate) fn invalidate(&mut self) {
+        *self = WindowCache::default();
+    }
+
+    /// Derives the cache of a `Calls` window from `rule`; false if `rule` has no such window.
+    #[cold]
+    fn derive_calls(&mut self, rule: &TripRule) -> bool {
+        let Some((threshold_percent, minimum_calls, Window::Calls(n), bad_bit)) = rate_rule(rule)
+        else {
+            return false;
         };
-        index
+        *self = WindowCache {
+            cap: n,
+            needed: minimum_calls.min(n),
+            bad_bit,
+            threshold_percent,
+            ..WindowCache::default()
+        };
+        n != 0
+    }
+
+    /// Records a call (`bits`) at `now`, outside the current bucket (or before the cache was
+    /// derived): derives the cache for bucket `now / width`, with the totals of the window that
+    /// ends with it, and evaluates the rule in full.
+    #[cold]
+    #[inline(never)]
+    fn enter_bucket(
+        &mut self,
+        buckets: &mut [Bucket],
+        rule: &TripRule,
+        now: u64,
+        bits: u8,
+    ) -> bool {
+        let Some((threshold_percent, minimum_calls, Window::Millis(ms), bad_bit)) = rate_rule(rule)
+        else {
+            return false;
+        };
+        let width = bucket_width(ms);
+        let index = now / width;
+        let mut total = Tally::default();
+        for b in buckets.iter().filter(|b| in_window(b, index)) {
+            total = total.add(Tally::of(b));
+        }
+        let slot = (index % TIME_WINDOW_BUCKETS as u64) as usize;
+        *self = WindowCache {
+            needed: minimum_calls,
+            bad_bit,
+            threshold_percent,
+            ..WindowCache::default()
+        };
+        let Some(b) = buckets.get_mut(slot) else {
+            // Unreachable (there are always TIME_WINDOW_BUCKETS buckets): evaluate what there
+            // is, and derive again next time.
+            self.others = total;
+            return self.rate_reached(total.calls, &Bucket::default());
+        };
+        if b.index != index || b.calls == 0 {
+            // The slot held an older bucket; if it was still counted (only possible for a bucket
+            // from the future), take it out of the totals.
+            if in_window(b, index) {
+                total = total.sub(Tally::of(b));
+            }
+            *b = Bucket {
+                index,
+                ..Bucket::default()
+            };
+        }
+        // The totals include the current bucket when it is kept (it counts in its own window).
+        self.others = total.sub(Tally::of(b));
+        b.calls = b.calls.saturating_add(1);
+        b.failures = b.failures.saturating_add((bits & FAILURE_BIT) as u32);
+        b.slow = b.slow.saturating_add((bits >> 1) as u32);
+        self.start = index.saturating_mul(width);
+        self.width = width;
+        self.slot = slot;
+        self.rate_reached(self.others.calls.saturating_add(b.calls), b)
+    }
+
+    /// Whether the rate of a `Millis` window whose current bucket is `b`, holding `calls` calls
+    /// in all, reaches the threshold.
+    #[inline]
+    fn rate_reached(&self, calls: u32, b: &Bucket) -> bool {
+        let bad = if self.bad_bit == SLOW_BIT {
+            self.others.slow.saturating_add(b.slow)
+        } else {
+            self.others.failures.saturating_add(b.failures)
+        };
+        rate_reached(calls, bad, self.needed, self.threshold_percent)
     }
 }
 
