@@ -9,6 +9,7 @@
 // the first `stream()` call, so an app that never streams does not download it (a bundler that
 // splits makes it a chunk of its own; one that does not inlines it).
 import { IGNORED } from './classify.js';
+import type { guardStream as Guard } from './guard.js';
 
 /** What a streaming call may return: a fetch `Response` (its body), a `ReadableStream` or an async iterable. */
 export type StreamSource<T> = Response | ReadableStream<T> | AsyncIterable<T>;
@@ -106,18 +107,12 @@ export class Chunks {
  * Resolves with the guarded stream once the first content chunk arrived. Loads the guard first.
  * @internal
  */
-export function guardStream<T>(
-  fn: (context: { signal: AbortSignal }) => StreamSource<T> | Promise<StreamSource<T>>,
-  options: StreamOptions<T> | undefined,
-  clock: () => number,
-  settle: Settle,
-  classify: Classify,
-): Promise<ReadableStream<T>> {
+export function guardStream<T>(...args: Parameters<typeof Guard<T>>): Promise<ReadableStream<T>> {
   return import('./guard.js').then(
-    (guard) => guard.guardStream(fn, options, clock, settle, classify),
+    (guard) => guard.guardStream(...args),
     (e: unknown) => {
       // The chunk did not load (a network error in a browser): the call was never made.
-      settle(IGNORED, e, 0);
+      args[3](IGNORED, e, 0);
       throw e;
     },
   );
