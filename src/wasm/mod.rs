@@ -27,9 +27,14 @@
 // app downloads.
 #![allow(missing_docs)]
 // Natively only the layouts are used (by tests/layout.rs); the rest serves the wasm32 exports.
-#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code, unused_imports))]
+#![cfg_attr(
+    any(not(target_arch = "wasm32"), feature = "wasm-shared"),
+    allow(dead_code, unused_imports)
+)]
 
-#[cfg(target_arch = "wasm32")]
+// The shared breaker's module (feature `wasm-shared`) leaves them out: its JavaScript imports the
+// main module for everything but the lease client and the coordinator.
+#[cfg(all(target_arch = "wasm32", not(feature = "wasm-shared")))]
 mod exports;
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]
 mod heap;
@@ -37,7 +42,7 @@ pub mod layout;
 #[cfg(feature = "wasm-shared")]
 mod shared;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", not(feature = "wasm-shared")))]
 pub use exports::*;
 
 use alloc::vec::Vec;
