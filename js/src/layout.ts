@@ -69,6 +69,26 @@ export const enum Budget {
   Len = 3,
 }
 
+/** The shared breaker's lease client options. */
+export const enum LeaseOpts {
+  MaxBatch = 0,
+  FailClosed = 1,
+  RetryUnreachable = 2,
+  Len = 3,
+}
+
+/** What the lease client's `info` answers. */
+export const enum LeaseInfo {
+  KnownState = 0,
+  InFallback = 1,
+  InFlight = 2,
+  Requests = 3,
+  Unacknowledged = 4,
+  Dropped = 5,
+  LocalState = 6,
+  Len = 7,
+}
+
 /** Why a constructor refused (the negative of what it returned). */
 export const enum Refusal {
   Config = 1,

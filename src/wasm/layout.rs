@@ -82,6 +82,24 @@ layouts! {
         RETRY_PERCENT = 2,
         LEN = 3,
     }
+    /// The shared breaker's lease client options (`WasmLeaseClient::create`).
+    lease_opts / "LeaseOpts" {
+        MAX_BATCH = 0,
+        FAIL_CLOSED = 1,     // 0 or 1
+        RETRY_UNREACHABLE = 2,
+        LEN = 3,
+    }
+    /// What the lease client's `info` answers.
+    lease_info / "LeaseInfo" {
+        KNOWN_STATE = 0,     // -1 before the first answer, else a state code
+        IN_FALLBACK = 1,     // 0 or 1
+        IN_FLIGHT = 2,       // a report in flight: 0 or 1
+        REQUESTS = 3,
+        UNACKNOWLEDGED = 4,
+        DROPPED = 5,
+        LOCAL_STATE = 6,     // the local breaker's state at `now`
+        LEN = 7,
+    }
     /// Why a constructor refused (the negative of what it returns).
     refusal / "Refusal" {
         CONFIG = 1,          // a configuration the core does not accept

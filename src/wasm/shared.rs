@@ -19,6 +19,8 @@ use alloc::vec::Vec;
 
 use wasm_bindgen::prelude::*;
 
+use super::layout::{lease_info, lease_opts};
+
 use crate::breaker::{Outcome, RejectReason, State};
 use crate::clock::Timestamp;
 use crate::shared::protocol::{ErrorReply, Exchange, ExchangeReply};
@@ -54,9 +56,9 @@ fn lease_options(opts: &[f64], fallback: &[f64]) -> Result<LeaseOptions, String>
     let at = |i: usize| opts.get(i).copied().unwrap_or(f64::NAN);
     let config = super::breaker_config(fallback).map_err(|(f, e)| format!("fallback.{f}|{e}"))?;
     let o = LeaseOptions::new()
-        .with_max_batch(super::int32(at(0)))
-        .with_fail_closed(at(1) != 0.0)
-        .with_retry_unreachable_ms(super::int(at(2)))
+        .with_max_batch(super::int32(at(lease_opts::MAX_BATCH)))
+        .with_fail_closed(at(lease_opts::FAIL_CLOSED) != 0.0)
+        .with_retry_unreachable_ms(super::int(at(lease_opts::RETRY_UNREACHABLE)))
         .with_fallback(config);
     o.validate()
         .map_err(|e| format!("{}|{}", e.field, e.expected))?;
@@ -233,19 +235,18 @@ impl WasmLeaseClient {
         serde_json::to_string(&json).ok()
     }
 
-    // [known state, in fallback, report in flight, requests, unacknowledged, dropped, local
-    // breaker's state at `now`]
+    // Laid out as [`lease_info`](super::layout::lease_info).
     pub fn info(&self, now: f64) -> Vec<f64> {
         let c = &self.inner;
-        alloc::vec![
-            state_code(c.known_state()),
-            c.in_fallback() as u8 as f64,
-            c.in_flight() as u8 as f64,
-            c.requests() as f64,
-            c.unacknowledged() as f64,
-            c.dropped() as f64,
-            state_code(Some(c.local().state_at(ts(now)))),
-        ]
+        let mut v = alloc::vec![0.0; lease_info::LEN];
+        v[lease_info::KNOWN_STATE] = state_code(c.known_state());
+        v[lease_info::IN_FALLBACK] = c.in_fallback() as u8 as f64;
+        v[lease_info::IN_FLIGHT] = c.in_flight() as u8 as f64;
+        v[lease_info::REQUESTS] = c.requests() as f64;
+        v[lease_info::UNACKNOWLEDGED] = c.unacknowledged() as f64;
+        v[lease_info::DROPPED] = c.dropped() as f64;
+        v[lease_info::LOCAL_STATE] = state_code(Some(c.local().state_at(ts(now))));
+        v
     }
 }
 

@@ -17,6 +17,7 @@ import {
   type RejectReason,
 } from 'breakwater';
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
+import { LeaseInfo, LeaseOpts } from '../layout.js';
 
 /** How a call ended, as every breaker of this package counts it. */
 export type CallOutcome = 'success' | 'failure' | 'ignored';
@@ -371,11 +372,10 @@ export class SharedCircuitBreaker {
       throw new TypeError(`breakwater: invalid option "clientId": ${JSON.stringify(id)} (expected 1 to 64 of A-Za-z0-9-_)`);
     }
     this.clientId = id;
-    const lease = new Float64Array([
-      positive(o.maxBatch, 'maxBatch', 1000, 62_500),
-      o.failClosed === true ? 1 : 0,
-      positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000),
-    ]);
+    const lease = new Float64Array(LeaseOpts.Len);
+    lease[LeaseOpts.MaxBatch] = positive(o.maxBatch, 'maxBatch', 1000, 62_500);
+    lease[LeaseOpts.FailClosed] = o.failClosed === true ? 1 : 0;
+    lease[LeaseOpts.RetryUnreachable] = positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000);
     const fallback = localConfig(o.fallback, this.#now, 'SharedCircuitBreaker options');
     const g = sharedGlue();
     const core = g.WasmLeaseClient.create(id, randomSession(), lease, fallback);
@@ -388,23 +388,23 @@ export class SharedCircuitBreaker {
 
   /** The state this client last learned from the coordinator (null before the first answer). */
   get state(): SharedState | null {
-    return STATES[this.#info()[0]!] ?? null;
+    return STATES[this.#info()[LeaseInfo.KnownState]!] ?? null;
   }
   /** Whether the local breaker decides now (the coordinator did not answer). */
   get inFallback(): boolean {
-    return this.#info()[1] === 1;
+    return this.#info()[LeaseInfo.InFallback] === 1;
   }
   /** Requests sent to the coordinator so far. */
   get objectRequests(): number {
-    return this.#info()[3]!;
+    return this.#info()[LeaseInfo.Requests]!;
   }
   /** Outcomes the coordinator has not acknowledged yet. */
   get unacknowledged(): number {
-    return this.#info()[4]!;
+    return this.#info()[LeaseInfo.Unacknowledged]!;
   }
   /** Outcomes given up so far (refused, too old to resend, or beyond what a client keeps). */
   get dropped(): number {
-    return this.#info()[5]!;
+    return this.#info()[LeaseInfo.Dropped]!;
   }
 
   #info(): Float64Array {

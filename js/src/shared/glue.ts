@@ -17,7 +17,7 @@ export interface WasmLeaseClient {
   on_flush_refused(now: number, reason: string): void;
   on_unreachable(now: number, wasFlush: boolean, reason: string): void;
   next_event(): string | undefined;
-  /** [known state, in fallback, in flight, requests, unacknowledged, dropped, local state] */
+  /** Laid out as `LeaseInfo` (js/src/layout.ts). */
   info(now: number): Float64Array;
   free(): void;
 }
