@@ -420,14 +420,51 @@ fn disabled_admits_everything_and_counts_but_never_trips() {
 }
 
 #[test]
-fn a_clock_that_goes_backwards_means_no_time_passed() {
+fn a_clock_stepped_back_keeps_the_time_left_and_a_small_step_means_no_time_passed() {
     let mut b = Breaker::new(consecutive(1)).unwrap();
     let _ = fail(&mut b, at(5_000));
-    // The clock jumps back an hour: still open, with the same time left as at +5 000.
-    let r = b.acquire(Timestamp(T0 - 3_600_000)).result.unwrap_err();
+    // Skew: a reading 30 s behind means no time passed.
+    let r = b
+        .acquire(Timestamp(T0 + 5_000 - 30_000))
+        .result
+        .unwrap_err();
+    assert_eq!(r.retry_after_ms, 10_000);
+    // A step: the clock jumps back an hour. Still open, with the same time left as at +5 000...
+    let back = T0 + 5_000 - 3_600_000;
+    let r = b.acquire(Timestamp(back)).result.unwrap_err();
     assert_eq!(r.retry_after_ms, 10_000);
     assert_eq!(b.state_at(Timestamp(0)), State::Open);
-    assert!(b.acquire(at(15_000)).result.is_ok());
+    // ...and live: the period ends 10 s later on the new clock, not an hour later.
+    assert!(b.acquire(Timestamp(back + 9_999)).result.is_err());
+    assert!(b.acquire(Timestamp(back + 10_000)).result.is_ok());
+}
+
+#[test]
+fn a_clock_stepped_back_moves_probe_leases_and_failure_windows_along() {
+    // A probe that never reports frees its slot after probe_timeout on the new clock.
+    let cfg = consecutive(1).with_probe_timeout_ms(5_000);
+    let mut b = Breaker::new(cfg).unwrap();
+    let _ = fail(&mut b, at(0));
+    let _lost = b.acquire(at(10_000)).result.unwrap();
+    let back = T0 + 10_000 - 600_000;
+    assert!(
+        b.acquire(Timestamp(back)).result.is_err(),
+        "the slot is taken"
+    );
+    assert!(
+        b.acquire(Timestamp(back + 5_000)).result.is_ok(),
+        "freed after 5 s"
+    );
+    // Failures in a window: the ones before the step still count after it.
+    let cfg = BreakerConfig::new().with_trip(TripRule::FailuresInWindow {
+        threshold: 3,
+        window_ms: 60_000,
+    });
+    let mut b = Breaker::new(cfg).unwrap();
+    let _ = fail(&mut b, at(0));
+    let _ = fail(&mut b, at(1_000));
+    let back = T0 + 1_000 - 600_000;
+    assert_eq!(fail(&mut b, Timestamp(back + 1)).unwrap().to, State::Open);
 }
 
 #[test]
@@ -454,8 +491,8 @@ fn record_without_permits_follows_the_seed_000_pattern() {
 #[test]
 fn extreme_times_do_not_overflow() {
     let cfg = consecutive(1)
-        .with_open_duration_ms(1 << 53)
-        .with_open_backoff(1e300, 1 << 53)
+        .with_open_duration_ms(1 << 52)
+        .with_open_backoff(1e300, 1 << 52)
         .with_open_jitter(0.999);
     let mut b = Breaker::new(cfg).unwrap();
     let _ = fail(&mut b, Timestamp(u64::MAX - 1));

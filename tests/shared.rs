@@ -31,7 +31,7 @@ fn coordinator(spec: SharedSpec) -> Coordinator {
 }
 
 fn client(id: &str) -> LeaseClient {
-    LeaseClient::with_session(id.into(), 7, LeaseOptions::new()).unwrap()
+    LeaseClient::new(id.into(), 7, LeaseOptions::new()).unwrap()
 }
 
 fn t(ms: u64) -> Timestamp {
@@ -364,7 +364,7 @@ fn a_resent_batch_counts_once_after_more_than_256_other_sessions() {
 }
 
 #[test]
-fn when_sessions_must_be_forgotten_early_unknown_resends_are_not_counted() {
+fn when_sessions_must_be_forgotten_early_unknown_resends_are_counted_at_least_once() {
     let mut co = coordinator(spec());
     let mut a = req("a", 1, vec![batch(1, vec![counts(0, 1, 0)], vec![])]);
     let _ = exchange(&mut co, 0, &a, false);
@@ -383,11 +383,12 @@ fn when_sessions_must_be_forgotten_early_unknown_resends_are_not_counted() {
         );
     }
     let before = co.view(t(5_000)).stats.successes;
-    // "a" was forgotten while it could still resend batch 2: acknowledged, not counted again.
+    // "a" was forgotten while it could still resend batch 2: it cannot tell, so it counts it
+    // (never zero) and says so in `unverified_batches`.
     let reply = exchange(&mut co, 5_000, &a, false);
     assert_eq!(reply.acked, [2]);
     let view = co.view(t(5_000));
-    assert_eq!(view.stats.successes, before);
+    assert_eq!(view.stats.successes, before + 1);
     // "a" was forgotten for the last of the 1 024 others, and remembering "a" again forgot one
     // more.
     assert_eq!(view.counters.sessions_evicted_early, 2);
@@ -620,9 +621,10 @@ fn settings_that_differ_never_wipe_the_shared_state() {
         (view.lease.state, view.open_until),
         (State::Open, Some(1_100))
     );
-    assert!(
-        view.lease.generation > co.breaker().generation(),
-        "old permits never count"
+    assert_eq!(
+        view.lease.generation,
+        co.breaker().generation(),
+        "clients admitted under either settings keep being counted"
     );
     assert_eq!(exchange(&mut installed, 200, &tripping, false).acked, [1]);
 }
@@ -769,8 +771,17 @@ fn one_probe_for_all_clients() {
     assert!(clients[i].record(t(1_010), ticket, Outcome::Success));
     flush(&mut clients[i], &mut co, 1_010, false);
     assert_eq!(co.breaker().state(), State::Closed);
+    // The others keep their refusal (every slot taken) for one lease at most, without asking...
+    let before: u64 = clients.iter().map(|c| c.requests()).sum();
+    for (j, c) in clients.iter_mut().enumerate() {
+        if j != i {
+            assert!(call(c, &mut co, 1_020, Outcome::Success).is_err());
+        }
+    }
+    assert_eq!(clients.iter().map(|c| c.requests()).sum::<u64>(), before);
+    // ...then every one of them is CLOSED again.
     for c in clients.iter_mut() {
-        assert!(call(c, &mut co, 1_020, Outcome::Success).is_ok());
+        assert!(call(c, &mut co, 1_000 + 500, Outcome::Success).is_ok());
     }
 }
 
@@ -792,8 +803,7 @@ fn unreachable_coordinator_falls_back_and_counts_arrive_later_once() {
         other => panic!("{other:?}"),
     }
     let mut closed =
-        LeaseClient::with_session("b".into(), 1, LeaseOptions::new().with_fail_closed(true))
-            .unwrap();
+        LeaseClient::new("b".into(), 1, LeaseOptions::new().with_fail_closed(true)).unwrap();
     closed.on_unreachable(t(0), false, "down".into());
     assert!(matches!(closed.admit(t(1)), Decision::Reject(_)));
     // The lost report did arrive; the resend carries it again with the same number.
@@ -814,7 +824,7 @@ fn the_local_breaker_trips_and_recovers_while_the_coordinator_is_unreachable() {
                 .with_trip(TripRule::ConsecutiveFailures { threshold: 2 })
                 .with_open_duration_ms(1_000),
         );
-    let mut c = LeaseClient::with_session("a".into(), 1, opts).unwrap();
+    let mut c = LeaseClient::new("a".into(), 1, opts).unwrap();
     c.on_unreachable(t(0), false, "down".into());
     for now in [1, 2] {
         let Decision::Admit(ticket) = c.admit(t(now)) else {
@@ -859,25 +869,37 @@ fn a_refused_batch_is_dropped_and_announced_never_resent() {
     let sent = c.begin_flush(false).unwrap();
     assert_eq!(sent.batches.len(), 1);
     // A coordinator that will not take it (an older version with smaller limits, say).
-    c.on_flush_refused(t(2), "object answered 413: body larger than 64 KiB");
+    c.on_flush_refused(t(2), 413, "object answered 413: body larger than 64 KiB");
     // The batch held the waiting success and the failure.
     assert_eq!(c.dropped(), 2);
-    assert!(c.next_event().into_iter().chain(core::iter::from_fn(|| c.next_event())).any(
-        |e| matches!(e, ClientEvent::Dropped { outcomes: 2, ref reason } if reason.contains("413"))
+    let events: Vec<ClientEvent> = core::iter::from_fn(|| c.next_event()).collect();
+    assert!(events.iter().any(
+        |e| matches!(e, ClientEvent::Dropped { outcomes: 2, reason } if reason.contains("413"))
     ));
+    // A refusal is no outage of the upstream: the local breaker decides for a while.
+    assert!(events.iter().any(|e| matches!(
+        e,
+        ClientEvent::Fallback {
+            status: Some(413),
+            ..
+        }
+    )));
+    assert!(c.in_fallback());
     assert_eq!(c.unacknowledged(), 0);
     // Refused batches listed in a reply are dropped too.
-    let Decision::Admit(ticket) = c.admit(t(3)) else {
+    let _ = call(&mut c, &mut co, 1_003, Outcome::Success).unwrap();
+    assert!(!c.in_fallback());
+    let Decision::Admit(ticket) = c.admit(t(1_003)) else {
         panic!()
     };
-    assert!(c.record(t(3), ticket, Outcome::Failure));
+    assert!(c.record(t(1_003), ticket, Outcome::Failure));
     let mut req = c.begin_flush(false).unwrap();
     // (Altered on the way, so that this coordinator refuses it.)
     req.batches[0].counts = vec![counts(0, 1, 0); 9];
-    let reply = exchange(&mut co, 3, &req, false);
+    let reply = exchange(&mut co, 1_003, &req, false);
     assert_eq!(reply.refused.len(), 1);
-    c.on_flush_reply(t(3), &reply);
-    assert_eq!((c.dropped(), c.unacknowledged()), (3, 0));
+    c.on_flush_reply(t(1_003), &reply);
+    assert_eq!((c.dropped(), c.unacknowledged()), (4, 0));
 }
 
 #[test]
@@ -899,7 +921,7 @@ fn batches_older_than_the_resend_window_are_dropped() {
 #[test]
 fn a_long_outage_at_high_volume_never_builds_a_report_the_coordinator_refuses() {
     let mut co = coordinator(spec());
-    let mut c = LeaseClient::with_session(
+    let mut c = LeaseClient::new(
         "a".into(),
         1,
         LeaseOptions::new().with_retry_unreachable_ms(300_000),

@@ -148,7 +148,7 @@ impl World {
                     .with_open_duration_ms(300)
                     .with_probe_timeout_ms(300),
             );
-        LeaseClient::with_session(name.into(), self.session_counter, opts).unwrap()
+        LeaseClient::new(name.into(), self.session_counter, opts).unwrap()
     }
 
     fn outcome(&self) -> Outcome {

@@ -84,7 +84,7 @@ function header(headers: unknown, name: string): string | undefined {
   return undefined;
 }
 
-const MAX_MS = 2 ** 53;
+const MAX_MS = 2 ** 52;
 const DECIMAL = /^(\d+)(?:\.(\d+))?$/;
 // RFC 9110 HTTP-date: IMF-fixdate, the obsolete RFC 850 form, and asctime.
 const HTTP_DATE =

@@ -74,7 +74,8 @@ export const enum LeaseOpts {
   MaxBatch = 0,
   FailClosed = 1,
   RetryUnreachable = 2,
-  Len = 3,
+  RequestDeadline = 3,
+  Len = 4,
 }
 
 /** What the lease client's `info` answers. */

@@ -44,17 +44,20 @@ export function fail(option: string, value: unknown, expected: string, type = fa
   throw typeof value === 'number' && !type ? new RangeError(msg) : new TypeError(msg);
 }
 
-/** A finite number in [min, max], integer if asked; `undefined` gives `dflt`. */
+/** The longest duration an option takes (the core's `MAX_DURATION_MS`): a timestamp plus it stays below 2^53. */
+const MAX_DURATION = 2 ** 52;
+
+/** A finite number in [min, max] (default: a duration's maximum), integer if asked; `undefined` gives `dflt`. */
 export function num(
   option: string,
   value: unknown,
   dflt: number,
   min: number,
-  max = Number.MAX_SAFE_INTEGER,
+  max = MAX_DURATION,
   integer = true,
 ): number {
   if (value === undefined) return dflt;
-  const expected = `${integer ? 'an integer' : 'a number'} in [${min}, ${max === Number.MAX_SAFE_INTEGER ? '2^53' : max}]`;
+  const expected = `${integer ? 'an integer' : 'a number'} in [${min}, ${max === MAX_DURATION ? '2^52' : max}]`;
   if (typeof value !== 'number') fail(option, value, expected);
   if (!Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
     fail(option, value, expected);

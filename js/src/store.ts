@@ -286,7 +286,7 @@ class StoreTransport {
 
   raw: RawTransport = async (op, body) => {
     const { text } = await this.run(false, (co, now) => co.exchange(now, body, op === 'acquire'));
-    return text.startsWith('{"error"') ? ({ kind: 'refused', reason: text } satisfies Answer) : { kind: 'ok', text };
+    return text.startsWith('{"error"') ? ({ kind: 'refused', status: 400, reason: text } satisfies Answer) : { kind: 'ok', text };
   };
 
   async #call<T>(p: Promise<T>): Promise<T> {
@@ -396,13 +396,16 @@ export interface StoreBreakerOptions extends Omit<SharedBreakerOptions, 'shared'
   prefix?: string | undefined;
   /** How long a CLOSED lease lets an instance admit calls without asking the store, ms. Default 1000. */
   leaseMs?: number | undefined;
-  /** A CLOSED record expires after this long without a write, ms (an OPEN or isolated one never does). Default 7 days. */
+  /** A CLOSED record expires after this long without a write, ms (an OPEN or isolated one never does). Default 7 days; at least 900 000 (15 min, while a client may still resend a batch). */
   keyTtlMs?: number | undefined;
   /** Compare-and-set attempts per change before giving up (then the local breaker decides). Default 32. */
   maxCasAttempts?: number | undefined;
   /** Bound of each store call, ms. Default 1000. (`requestTimeoutMs` bounds a whole exchange.) */
   storeTimeoutMs?: number | undefined;
 }
+
+/** The shortest `keyTtlMs`: the coordinator's dedup window (src/shared/protocol.rs `DEDUP_WINDOW_MS`, 15 min). */
+const MIN_KEY_TTL_MS = 15 * 60_000;
 
 /**
  * A circuit breaker whose state lives in a shared store (Redis): every instance of the app sees
@@ -450,7 +453,9 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
       key: prefix + name,
       store,
       spec: specJson,
-      ttlMs: int(o.keyTtlMs, 'keyTtlMs', 7 * 24 * 3600 * 1000, 1000),
+      // A record forgets its clients' sessions when it expires: no sooner than a session may
+      // still send a batch again (the coordinator's dedup window), or resends would count twice.
+      ttlMs: int(o.keyTtlMs, 'keyTtlMs', 7 * 24 * 3600 * 1000, MIN_KEY_TTL_MS),
       maxAttempts: int(o.maxCasAttempts, 'maxCasAttempts', 32, 1),
       timeoutMs: int(o.storeTimeoutMs, 'storeTimeoutMs', 1000, 1),
       clock,

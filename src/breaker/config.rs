@@ -206,7 +206,7 @@ impl BreakerConfig {
             return Err(ConfigError::new(
                 "open_duration_ms",
                 self.open_duration_ms as f64,
-                "at most 2^53 milliseconds",
+                "at most 2^52 milliseconds",
             ));
         }
         if self.max_open_duration_ms < self.open_duration_ms
@@ -215,7 +215,7 @@ impl BreakerConfig {
             return Err(ConfigError::new(
                 "max_open_duration_ms",
                 self.max_open_duration_ms as f64,
-                "at least open_duration_ms and at most 2^53 milliseconds",
+                "at least open_duration_ms and at most 2^52 milliseconds",
             ));
         }
         if self.half_open_max_probes == 0 || self.half_open_max_probes > MAX_HALF_OPEN_PROBES {
@@ -236,16 +236,23 @@ impl BreakerConfig {
             return Err(ConfigError::new(
                 "probe_timeout_ms",
                 self.probe_timeout_ms as f64,
-                "an integer in 1..=2^53 milliseconds",
+                "an integer in 1..=2^52 milliseconds",
             ));
         }
         Ok(())
     }
 }
 
-/// Durations are capped at 2^53 ms (285 000 years) so that they survive a trip through a
-/// JavaScript number and never overflow when added to a timestamp.
-pub const MAX_DURATION_MS: u64 = 1 << 53;
+/// Durations are capped at 2^52 ms (142 000 years), so that a timestamp plus a duration stays
+/// below 2^53: it survives a trip through a JavaScript number and a snapshot (`toJSON()` then
+/// `fromJSON()`), and never overflows.
+pub const MAX_DURATION_MS: u64 = 1 << 52;
+
+/// A clock reading more than this far behind the latest one is a clock step (an NTP correction,
+/// a failover to a host whose clock is behind), not the skew between readers: the breaker's
+/// times move back with it, so that an open period does not last as long as the step. Readings
+/// less far behind count as no time passing.
+pub const CLOCK_STEP_MS: u64 = 60_000;
 
 fn validate_count(field: &'static str, n: u32, max: u32) -> Result<(), ConfigError> {
     if n == 0 || n > max {
@@ -264,7 +271,7 @@ fn validate_span(field: &'static str, ms: u64) -> Result<(), ConfigError> {
         return Err(ConfigError::new(
             field,
             ms as f64,
-            "an integer in 1..=2^53 milliseconds",
+            "an integer in 1..=2^52 milliseconds",
         ));
     }
     Ok(())

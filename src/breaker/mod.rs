@@ -18,8 +18,8 @@ mod config;
 pub(crate) mod window;
 
 pub use config::{
-    BreakerConfig, TripRule, Window, MAX_DURATION_MS, MAX_HALF_OPEN_PROBES, MAX_WINDOW_CALLS,
-    TIME_WINDOW_BUCKETS,
+    BreakerConfig, TripRule, Window, CLOCK_STEP_MS, MAX_DURATION_MS, MAX_HALF_OPEN_PROBES,
+    MAX_WINDOW_CALLS, TIME_WINDOW_BUCKETS,
 };
 pub use window::{Bucket, Counter};
 
@@ -366,6 +366,18 @@ impl Breaker {
         self.failed_probe_rounds
     }
 
+    /// The latest time the breaker has seen (see [`observe_time`](Self::observe_time)).
+    pub fn latest(&self) -> Timestamp {
+        Timestamp(self.last_now)
+    }
+
+    /// Lets time pass to `now` without a call: probe leases that ran out free their slots, and a
+    /// clock stepped back by more than [`CLOCK_STEP_MS`] moves the breaker's times back with it
+    /// (readings less far behind mean no time passed). Every other method does this first.
+    pub fn observe_time(&mut self, now: Timestamp) -> Timestamp {
+        Timestamp(self.observe(now))
+    }
+
     /// Asks to run one call at `now`.
     #[inline]
     pub fn acquire(&mut self, now: Timestamp) -> Admission {
@@ -566,8 +578,36 @@ impl Breaker {
             if !self.probes.is_empty() {
                 self.expire_leases();
             }
+        } else if now.0.saturating_add(CLOCK_STEP_MS) < self.last_now {
+            self.step_back(now.0);
         }
         self.last_now
+    }
+
+    /// The clock was stepped back (an NTP correction, a failover to a host whose clock is
+    /// behind): every time the breaker holds moves back with it, so an open period, a probe's
+    /// lease and a failure window keep the length they had left instead of lasting as long as
+    /// the step. A time-bucketed rate window starts empty (its buckets are indexed by absolute
+    /// time).
+    #[cold]
+    fn step_back(&mut self, now: u64) {
+        let back = self.last_now - now;
+        self.opened_at = self.opened_at.saturating_sub(back);
+        self.open_until = self.open_until.saturating_sub(back);
+        for p in &mut self.probes {
+            p.expires_at = p.expires_at.saturating_sub(back);
+        }
+        match &mut self.counter {
+            Counter::FailureTimes { times, .. } => {
+                for t in times.iter_mut() {
+                    *t = t.saturating_sub(back);
+                }
+            }
+            c @ Counter::Buckets { .. } => c.clear(),
+            Counter::Consecutive { .. } | Counter::Calls { .. } => {}
+        }
+        self.bucket_cache = window::WindowCache::default();
+        self.last_now = now;
     }
 
     /// Frees the slots of probes whose lease ran out.

@@ -204,7 +204,7 @@ impl RetryPolicy {
             return Err(ConfigError::new(
                 "base_delay_ms",
                 self.base_delay_ms as f64,
-                "at most 2^53 milliseconds",
+                "at most 2^52 milliseconds",
             ));
         }
         if !(self.factor.is_finite() && self.factor >= 1.0) {
@@ -218,7 +218,7 @@ impl RetryPolicy {
             return Err(ConfigError::new(
                 "max_delay_ms",
                 self.max_delay_ms as f64,
-                "at least base_delay_ms and at most 2^53 milliseconds",
+                "at least base_delay_ms and at most 2^52 milliseconds",
             ));
         }
         if let Some(d) = self.deadline_ms {
@@ -226,7 +226,7 @@ impl RetryPolicy {
                 return Err(ConfigError::new(
                     "deadline_ms",
                     d as f64,
-                    "at most 2^53 milliseconds",
+                    "at most 2^52 milliseconds",
                 ));
             }
         }
@@ -239,7 +239,7 @@ impl RetryPolicy {
             return Err(ConfigError::new(
                 "max_retry_after_ms",
                 self.max_retry_after_ms as f64,
-                "at most 2^53 milliseconds",
+                "at most 2^52 milliseconds",
             ));
         }
         Ok(())

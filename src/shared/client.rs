@@ -8,19 +8,30 @@
 //!   alone are sent when `max_batch` of them wait or with the lease renewal.
 //! - A lease runs from the moment its request was sent, and ends at its time whatever is in
 //!   flight: a slow or lost answer never stretches it.
-//! - OPEN lease: reject locally until the coordinator's retry-after has passed.
-//! - HALF_OPEN: every admission asks the coordinator, which grants the probe permits.
-//! - Coordinator unreachable: the local breaker (a core [`Breaker`]) decides, or with
-//!   `fail_closed` everything is rejected, until `retry_unreachable_ms` has passed; outcomes
-//!   still wait in batches and are sent once it answers again.
+//! - OPEN lease: reject locally until the coordinator's retry-after has passed, asking again at
+//!   least once per lease (so a `reset()` reaches every client within one lease).
+//! - HALF_OPEN: admissions ask the coordinator, which grants the probe permits; a refusal (every
+//!   probe slot taken) is kept like a lease, until its retry-after or one lease, whichever is
+//!   sooner, so a client sends at most one request per retry-after during a probe.
+//! - Coordinator unreachable, or refusing (a 4xx: a rotated token, a name not deployed yet, a
+//!   proxy's 429), or not answering within `request_deadline_ms` (a host that dropped the
+//!   request): the local breaker (a core [`Breaker`]) decides, or with `fail_closed` everything
+//!   is rejected, until `retry_unreachable_ms` has passed; outcomes still wait in batches and are
+//!   sent once it answers again.
+//! - The host may drop anything: [`LeaseClient::abandon`] forgets the requests in flight (their
+//!   batches are sent again, and counted once), and a report nobody answers expires on its own.
+//! - A clock stepped back by more than [`CLOCK_STEP_MS`] moves every local deadline back with
+//!   it, so no lease, refusal or fallback lasts as long as the step.
 //!
 //! Every exchange it builds passes the coordinator's checks and stays under
 //! [`MAX_BODY_BYTES`]: batches are sealed within their limits, and what cannot be kept (more than
 //! [`MAX_BATCHES`] batches' worth while unreachable, batches older than [`RESEND_WINDOW_MS`],
 //! batches the coordinator refused) is dropped, counted, and announced with
-//! [`ClientEvent::Dropped`] — never sent again unchanged.
+//! [`ClientEvent::Dropped`] — never sent again unchanged. A batch refused for being numbered too
+//! far ahead is not dropped: the client renumbers from the coordinator's last applied number.
 
 use alloc::collections::VecDeque;
+use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -31,13 +42,15 @@ use super::protocol::{
 };
 use super::spec::MAX_SHARED_TIMESTAMP_MS;
 use crate::breaker::{
-    Breaker, BreakerConfig, Mode, Outcome, Permit, RejectReason, Rejected, State,
+    Breaker, BreakerConfig, Mode, Outcome, Permit, RejectReason, Rejected, State, CLOCK_STEP_MS,
 };
 use crate::clock::Timestamp;
 use crate::error::ConfigError;
 
 /// Events kept for the host to read.
 const MAX_EVENTS: usize = 64;
+/// `/acquire` requests whose send time is kept (more in flight at once share the oldest one's).
+const MAX_ACQUIRES: usize = 64;
 
 /// How a client behaves.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,6 +67,10 @@ pub struct LeaseOptions {
     /// The local breaker used while the coordinator is unreachable. Default:
     /// [`BreakerConfig::new`].
     pub fallback: BreakerConfig,
+    /// How long a report may go unanswered before the client counts the coordinator
+    /// unreachable and may send it again, in ms (a host that dropped the request without telling
+    /// [`LeaseClient::abandon`]). Default: 10 000.
+    pub request_deadline_ms: u64,
 }
 
 impl Default for LeaseOptions {
@@ -70,6 +87,7 @@ impl LeaseOptions {
             fail_closed: false,
             retry_unreachable_ms: 1_000,
             fallback: BreakerConfig::new(),
+            request_deadline_ms: 10_000,
         }
     }
     /// Sets [`max_batch`](Self::max_batch).
@@ -92,6 +110,11 @@ impl LeaseOptions {
         self.fallback = config;
         self
     }
+    /// Sets [`request_deadline_ms`](Self::request_deadline_ms).
+    pub const fn with_request_deadline_ms(mut self, ms: u64) -> Self {
+        self.request_deadline_ms = ms;
+        self
+    }
 
     /// Checks every field; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -106,6 +129,13 @@ impl LeaseOptions {
             return Err(ConfigError::new(
                 "retry_unreachable_ms",
                 self.retry_unreachable_ms as f64,
+                "an integer in 1..=300000 milliseconds",
+            ));
+        }
+        if self.request_deadline_ms == 0 || self.request_deadline_ms > RESEND_WINDOW_MS {
+            return Err(ConfigError::new(
+                "request_deadline_ms",
+                self.request_deadline_ms as f64,
                 "an integer in 1..=300000 milliseconds",
             ));
         }
@@ -174,10 +204,12 @@ pub enum ClientEvent {
         /// The state now.
         to: State,
     },
-    /// The coordinator could not be reached; the local breaker decides now.
+    /// The coordinator could not be reached, or refused; the local breaker decides now.
     Fallback {
         /// What went wrong.
         reason: String,
+        /// The status of the coordinator's refusal (a 4xx), if it refused.
+        status: Option<u16>,
     },
     /// The coordinator answers again.
     Recovered,
@@ -196,8 +228,20 @@ struct Known {
     state: State,
     mode: Mode,
     generation: u32,
-    /// Local time until which the lease holds (CLOSED) or rejection lasts (OPEN).
+    /// Local time until which the lease holds (CLOSED) or the refusal is kept (OPEN, or
+    /// HALF_OPEN with every slot taken): then ask again.
     until: u64,
+    /// While a refusal is kept: why, and the local time the coordinator said to come back at.
+    refusal: Option<(RejectReason, u64)>,
+}
+
+/// The report in flight.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    /// How many outbox batches it carries.
+    batches: usize,
+    /// When it was sent (local clock).
+    sent_at: u64,
 }
 
 /// One process's view of a shared breaker.
@@ -212,12 +256,12 @@ pub struct LeaseClient {
     /// Sealed batches not yet acknowledged, with the local time each was sealed.
     outbox: VecDeque<(Batch, u64)>,
     next_seq: u64,
-    /// How many outbox batches the report in flight carries, if one is in flight.
-    in_flight: Option<usize>,
+    /// The report in flight, if one is.
+    in_flight: Option<InFlight>,
+    /// Send times of the `/acquire` requests in flight, oldest first.
+    acquires: VecDeque<u64>,
     /// Send one batch per report (the coordinator refused a whole exchange).
     one_at_a_time: bool,
-    /// When the request whose answer is awaited was sent (the lease runs from then).
-    sent_at: u64,
     now: u64,
     fallback_until: Option<u64>,
     local: Breaker,
@@ -227,16 +271,11 @@ pub struct LeaseClient {
 }
 
 impl LeaseClient {
-    /// A client named `id` (1 to 64 ASCII letters, digits, `-`, `_`; unique per process), session 0.
-    /// Prefer [`with_session`](Self::with_session) with a random session, so that a restarted
-    /// process reusing its name is not mistaken for its former self.
-    pub fn new(id: String, opts: LeaseOptions) -> Result<Self, ConfigError> {
-        Self::with_session(id, 0, opts)
-    }
-
-    /// A client named `id` in session `session` (drawn at random when the process starts; at
-    /// most 2^53).
-    pub fn with_session(id: String, session: u64, opts: LeaseOptions) -> Result<Self, ConfigError> {
+    /// A client named `id` (1 to 64 ASCII letters, digits, `-`, `_`) in session `session`: a
+    /// number from 1 to 2^53 drawn at random when the process starts, so that two processes with
+    /// one name, or a restarted process reusing its name, never share batch numbers. (Session 0
+    /// is what clients that predate sessions send; it is refused here.)
+    pub fn new(id: String, session: u64, opts: LeaseOptions) -> Result<Self, ConfigError> {
         opts.validate()?;
         if !super::protocol::valid_client_id(&id) {
             return Err(ConfigError::new(
@@ -245,11 +284,11 @@ impl LeaseClient {
                 "1 to 64 ASCII letters, digits, - or _",
             ));
         }
-        if session > MAX_SEQ {
+        if session == 0 || session > MAX_SEQ {
             return Err(ConfigError::new(
                 "session",
                 session as f64,
-                "an integer in 0..=2^53",
+                "an integer in 1..=2^53, drawn at random",
             ));
         }
         let local = Breaker::new(opts.fallback)?;
@@ -263,8 +302,8 @@ impl LeaseClient {
             outbox: VecDeque::new(),
             next_seq: 1,
             in_flight: None,
+            acquires: VecDeque::new(),
             one_at_a_time: false,
-            sent_at: 0,
             now: 0,
             fallback_until: None,
             local,
@@ -294,9 +333,24 @@ impl LeaseClient {
         self.fallback_until.is_some()
     }
 
-    /// Whether a report is in flight (its answer or failure has not been fed back).
+    /// Whether a report is in flight: its answer or failure has not been fed back, and it is
+    /// younger than `request_deadline_ms` (as of the latest time seen).
     pub fn in_flight(&self) -> bool {
-        self.in_flight.is_some()
+        self.in_flight.is_some_and(|f| !self.overdue(f))
+    }
+
+    fn overdue(&self, f: InFlight) -> bool {
+        self.now.saturating_sub(f.sent_at) >= self.opts.request_deadline_ms
+    }
+
+    /// The host dropped the requests it had in flight (a cancelled call, a caller's own
+    /// time-out): no answer will be fed back. The report's batches stay unacknowledged and go
+    /// with the next report (the coordinator counts a batch once, however often it arrives);
+    /// nothing else changes. An answer that arrives after all is still taken.
+    pub fn abandon(&mut self, now: Timestamp) {
+        self.tick(now);
+        self.in_flight = None;
+        self.acquires.clear();
     }
 
     /// Requests built so far.
@@ -327,15 +381,54 @@ impl LeaseClient {
     }
 
     fn tick(&mut self, now: Timestamp) -> u64 {
-        self.now = self.now.max(now.0.min(MAX_SHARED_TIMESTAMP_MS));
+        let now = now.0.min(MAX_SHARED_TIMESTAMP_MS);
+        if now.saturating_add(CLOCK_STEP_MS) < self.now {
+            self.step_back(self.now - now);
+        }
+        self.now = self.now.max(now);
         self.now
+    }
+
+    /// A report nobody fed back within `request_deadline_ms`: the coordinator counts as
+    /// unreachable, and the report's batches go with the next one.
+    fn expire_overdue(&mut self) {
+        if self.in_flight.is_some_and(|f| self.overdue(f)) {
+            self.in_flight = None;
+            let reason = format!(
+                "no answer within {} ms (request_deadline_ms)",
+                self.opts.request_deadline_ms
+            );
+            self.enter_fallback(reason, None);
+        }
+    }
+
+    /// The local clock was stepped back by `back` ms: every local deadline moves with it.
+    #[cold]
+    fn step_back(&mut self, back: u64) {
+        let earlier = |t: &mut u64| *t = t.saturating_sub(back);
+        if let Some(k) = &mut self.known {
+            earlier(&mut k.until);
+            if let Some((_, t)) = &mut k.refusal {
+                earlier(t);
+            }
+        }
+        if let Some(t) = &mut self.fallback_until {
+            earlier(t);
+        }
+        if let Some(f) = &mut self.in_flight {
+            earlier(&mut f.sent_at);
+        }
+        self.acquires.iter_mut().for_each(earlier);
+        self.outbox.iter_mut().for_each(|(_, t)| earlier(t));
+        self.now = self.now.saturating_sub(back);
     }
 
     /// Decides about a call at `now` (local clock, ms).
     pub fn admit(&mut self, now: Timestamp) -> Decision {
         let now = self.tick(now);
+        self.expire_overdue();
         if let Some(until) = self.fallback_until {
-            if now < until || self.in_flight.is_some() {
+            if now < until || self.in_flight() {
                 return self.admit_locally(now, until);
             }
             return match self.known {
@@ -351,15 +444,13 @@ impl LeaseClient {
                 Decision::Admit(self.lease_ticket())
             }
             (_, Mode::Disabled) | (State::Closed, _) => Decision::Refresh,
-            (State::Open, _) if now < k.until => Decision::Reject(Rejected {
-                reason: if k.mode == Mode::Isolated {
-                    RejectReason::Isolated
-                } else {
-                    RejectReason::Open
-                },
-                retry_after_ms: (k.until - now).max(1),
-            }),
-            (State::Open | State::HalfOpen, _) => Decision::Acquire,
+            (State::Open | State::HalfOpen, _) => match k.refusal {
+                Some((reason, back_at)) if now < k.until => Decision::Reject(Rejected {
+                    reason,
+                    retry_after_ms: back_at.saturating_sub(now).max(1),
+                }),
+                _ => Decision::Acquire,
+            },
         }
     }
 
@@ -367,7 +458,9 @@ impl LeaseClient {
     /// a time.
     pub fn acquire_request(&mut self) -> Exchange {
         self.requests += 1;
-        self.sent_at = self.now;
+        if self.acquires.len() < MAX_ACQUIRES {
+            self.acquires.push_back(self.now);
+        }
         Exchange {
             client: self.id.clone(),
             session: self.session,
@@ -378,7 +471,9 @@ impl LeaseClient {
     /// Feeds the coordinator's answer to `/acquire`.
     pub fn on_acquire_reply(&mut self, now: Timestamp, reply: &ExchangeReply) -> Decision {
         self.tick(now);
-        self.on_lease(&reply.lease);
+        // Answers may come back in any order: the oldest send time is the safe start.
+        let sent_at = self.acquires.pop_front().unwrap_or(self.now);
+        self.on_lease(&reply.lease, sent_at);
         if let Some(p) = reply.permit {
             let kind = match p.probe {
                 Some(id) => TicketKind::Probe {
@@ -396,6 +491,14 @@ impl LeaseClient {
             reason: RejectReason::Open,
             retry_after_ms: 1,
         });
+        // A refusal is a lease too: kept until its retry-after, or one lease at most.
+        if let Some(k) = &mut self.known {
+            if k.state != State::Closed && k.mode != Mode::Disabled {
+                let back_at = sent_at.saturating_add(rejected.retry_after_ms);
+                k.until = back_at.min(sent_at.saturating_add(reply.lease.lease_ms));
+                k.refusal = Some((rejected.reason, back_at));
+            }
+        }
         Decision::Reject(rejected)
     }
 
@@ -438,14 +541,15 @@ impl LeaseClient {
     }
 
     /// Whether a report should be sent now: a failure or a probe outcome waits, or `max_batch`
-    /// outcomes do, and no report is in flight and the coordinator is not known to be
-    /// unreachable.
+    /// outcomes do, or sealed batches wait to be sent again, and no report is in flight and the
+    /// coordinator is not known to be unreachable.
     pub fn flush_due(&self, now: Timestamp) -> bool {
-        if self.in_flight.is_some() || self.fallback_until.is_some_and(|u| now.0 < u) {
+        if self.in_flight() || self.fallback_until.is_some_and(|u| now.0 < u) {
             return false;
         }
         let waiting: u64 = self.pending.iter().map(Counts::total).sum();
-        !self.pending_probes.is_empty()
+        !self.outbox.is_empty()
+            || !self.pending_probes.is_empty()
             || self.pending.iter().any(|c| c.failures > 0)
             || waiting >= u64::from(self.opts.max_batch)
     }
@@ -454,6 +558,7 @@ impl LeaseClient {
     /// oldest unacknowledged batches that fit in one request. `None` when a report is already
     /// in flight, or when nothing waits and `force` (renew the lease anyway) is false.
     pub fn begin_flush(&mut self, force: bool) -> Option<Exchange> {
+        self.expire_overdue();
         if self.in_flight.is_some() {
             return None;
         }
@@ -475,20 +580,28 @@ impl LeaseClient {
             }
             req.batches.push(batch.clone());
         }
-        self.in_flight = Some(req.batches.len());
+        self.in_flight = Some(InFlight {
+            batches: req.batches.len(),
+            sent_at: self.now,
+        });
         self.requests += 1;
-        self.sent_at = self.now;
         Some(req)
     }
 
     /// Feeds the coordinator's answer to `/report`.
     pub fn on_flush_reply(&mut self, now: Timestamp, reply: &ExchangeReply) {
         self.tick(now);
-        self.in_flight = None;
+        let sent_at = self.in_flight.take().map_or(self.now, |f| f.sent_at);
         let mut refused = 0u64;
         let mut reason = None;
+        let mut resync = None;
         self.outbox.retain(|(b, _)| {
             if let Some(r) = reply.refused.iter().find(|r| r.seq == b.seq) {
+                if let Some(last) = r.last_applied {
+                    // Numbered too far ahead: kept, and renumbered below.
+                    resync = Some(resync.map_or(last, |l: u64| l.min(last)));
+                    return true;
+                }
                 refused += b.outcomes();
                 reason.get_or_insert_with(|| r.reason.clone());
                 return false;
@@ -498,23 +611,53 @@ impl LeaseClient {
         if let Some(reason) = reason {
             self.drop_outcomes(refused, &reason);
         }
+        if let Some(last) = resync {
+            self.renumber(last);
+        }
         if self.outbox.is_empty() {
             self.one_at_a_time = false;
         }
-        self.on_lease(&reply.lease);
+        self.on_lease(&reply.lease, sent_at);
     }
 
-    /// The coordinator refused the whole report (a 4xx answer: it will refuse it again). It is
-    /// never sent again unchanged: a report of several batches is sent one batch at a time from
-    /// now on, and a single refused batch is dropped.
-    pub fn on_flush_refused(&mut self, now: Timestamp, reason: &str) {
-        self.tick(now);
-        let sent = self.in_flight.take().unwrap_or(0);
-        if sent > 1 {
-            self.one_at_a_time = true;
-        } else if let Some((b, _)) = self.outbox.pop_front() {
-            self.drop_outcomes(b.outcomes(), reason);
+    /// The coordinator applied nothing past `last` for this session, and every batch still in
+    /// the outbox is unacknowledged, so none of them was applied: they take the numbers after
+    /// `last`, in order, and go with the next report.
+    fn renumber(&mut self, last: u64) {
+        let mut seq = last;
+        for (b, _) in self.outbox.iter_mut() {
+            seq = (seq + 1).min(MAX_SEQ);
+            b.seq = seq;
         }
+        self.next_seq = (seq + 1).min(MAX_SEQ);
+    }
+
+    /// The coordinator refused the whole report with a 4xx `status`. It is not an outage of the
+    /// upstream: the client falls back to its local breaker, as when the coordinator cannot be
+    /// reached, and asks again after `retry_unreachable_ms`. A report the coordinator found
+    /// malformed or too large (400, 413: it would refuse it again) is never sent again
+    /// unchanged: a report of several batches is sent one batch at a time from now on, and a
+    /// single refused batch is dropped. Any other refusal (401 or 403: a rotated token; 404: a
+    /// name not deployed yet; 429: a proxy's limit) keeps the batches for later.
+    pub fn on_flush_refused(&mut self, now: Timestamp, status: u16, reason: &str) {
+        self.tick(now);
+        let sent = self.in_flight.take().map_or(0, |f| f.batches);
+        if matches!(status, 400 | 413) {
+            if sent > 1 {
+                self.one_at_a_time = true;
+            } else if let Some((b, _)) = self.outbox.pop_front() {
+                self.drop_outcomes(b.outcomes(), reason);
+            }
+        }
+        self.enter_fallback(reason.to_string(), Some(status));
+    }
+
+    /// The coordinator refused an `/acquire` with a 4xx `status`: as
+    /// [`on_unreachable`](Self::on_unreachable), with the status in the event.
+    pub fn on_acquire_refused(&mut self, now: Timestamp, status: u16, reason: &str) {
+        self.tick(now);
+        self.acquires.pop_front();
+        self.enter_fallback(reason.to_string(), Some(status));
     }
 
     /// The coordinator could not be reached (network error, time-out, overload, a 5xx, an
@@ -522,14 +665,20 @@ impl LeaseClient {
     /// `begin_flush`; it will be sent again, unchanged, while it is younger than
     /// [`RESEND_WINDOW_MS`].
     pub fn on_unreachable(&mut self, now: Timestamp, was_flush: bool, reason: String) {
-        let now = self.tick(now);
+        self.tick(now);
         if was_flush {
             self.in_flight = None;
+        } else {
+            self.acquires.pop_front();
         }
+        self.enter_fallback(reason, None);
+    }
+
+    fn enter_fallback(&mut self, reason: String, status: Option<u16>) {
         if self.fallback_until.is_none() {
-            self.push_event(ClientEvent::Fallback { reason });
+            self.push_event(ClientEvent::Fallback { reason, status });
         }
-        self.fallback_until = Some(now.saturating_add(self.opts.retry_unreachable_ms));
+        self.fallback_until = Some(self.now.saturating_add(self.opts.retry_unreachable_ms));
     }
 
     fn admit_locally(&mut self, now: u64, until: u64) -> Decision {
@@ -558,12 +707,23 @@ impl LeaseClient {
         }
     }
 
-    /// A lease runs from when its request was sent: an answer that took long is worth less.
-    fn on_lease(&mut self, lease: &Lease) {
-        let start = self.sent_at;
+    /// A lease runs from when its request was sent: an answer that took long is worth less. An
+    /// OPEN one is asked again after one lease at most, so that a `reset()` (or an open period
+    /// the coordinator shortened) reaches every client within one lease.
+    fn on_lease(&mut self, lease: &Lease, start: u64) {
+        let mut refusal = None;
         let until = match (lease.state, lease.mode) {
             (_, Mode::Disabled) | (State::Closed, _) => start.saturating_add(lease.lease_ms),
-            (State::Open, _) => start.saturating_add(lease.retry_after_ms.max(1)),
+            (State::Open, mode) => {
+                let back_at = start.saturating_add(lease.retry_after_ms.max(1));
+                let reason = if mode == Mode::Isolated {
+                    RejectReason::Isolated
+                } else {
+                    RejectReason::Open
+                };
+                refusal = Some((reason, back_at));
+                back_at.min(start.saturating_add(lease.lease_ms))
+            }
             (State::HalfOpen, _) => start,
         };
         let before = self.known.map(|k| k.state);
@@ -578,6 +738,7 @@ impl LeaseClient {
             mode: lease.mode,
             generation: lease.generation,
             until,
+            refusal,
         });
         if self.fallback_until.take().is_some() {
             self.push_event(ClientEvent::Recovered);

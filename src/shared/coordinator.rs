@@ -4,13 +4,21 @@
 //! then answer and report the transitions.
 //!
 //! What it guarantees, whatever the network does:
-//! - a batch is counted at most once per client session, however often it is sent
-//!   ([`DEDUP_WINDOW_MS`], [`MAX_CLIENTS`]);
+//! - never zero: a batch is counted exactly once while the coordinator remembers its session,
+//!   however often it is sent ([`DEDUP_WINDOW_MS`], [`MAX_CLIENTS`]), and at least once after it
+//!   forgot it (the session was evicted by a larger fleet, or expired): a batch it cannot vouch
+//!   for is counted, and counted again in `unverified_batches`. A batch numbered too far ahead
+//!   is refused with the session's last applied number, which the client renumbers from;
+//! - settings stay put on reads: a host configured differently adopts the stored settings
+//!   ([`OnMismatch::Adopt`]) without touching the generation, so both versions' clients keep
+//!   being counted through a rolling deploy; an install carries the state and generation over;
 //! - a probe's outcome counts only if this coordinator granted that probe to that session and
 //!   it was not reported before, so neither a forged nor a repeated report moves the state;
 //! - a probe that never reports frees its slot after `probe_timeout_ms` (the core breaker's
 //!   lease), so a lost probe cannot hold the breaker half-open, nor let everyone through;
-//! - time is the coordinator's own; nothing a client sends moves its clock;
+//! - time is the coordinator's own; nothing a client sends moves its clock. A clock stepped
+//!   back (a failover to a host whose clock is behind) moves the breaker's times with it
+//!   ([`CLOCK_STEP_MS`](crate::breaker::CLOCK_STEP_MS)), and no retry-after is longer than the longest open period;
 //! - a host configured differently from the stored record never wipes it ([`OnMismatch`]).
 
 use alloc::collections::BTreeMap;
@@ -20,7 +28,8 @@ use alloc::vec::Vec;
 
 use super::protocol::{
     BadRequest, Batch, Counts, Exchange, ExchangeReply, Lease, ObjectCounters, OptionsMismatch,
-    ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, MAX_CLIENTS, MAX_SEQ_GAP,
+    ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, GAP_REASON, MAX_CLIENTS,
+    MAX_SEQ_GAP,
 };
 use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
@@ -32,6 +41,59 @@ use crate::snapshot::Snapshot;
 /// The storage key the Durable Object keeps its record under.
 pub const STORAGE_KEY: &str = "breaker";
 
+/// One client session: the client's identifier and the session it drew when it started. Batch
+/// numbers and probe grants belong to a session. Stored (and shown) as `client~session`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionKey {
+    client: String,
+    session: u64,
+}
+
+impl SessionKey {
+    /// The session `session` of client `client`.
+    pub fn new(client: &str, session: u64) -> Self {
+        SessionKey {
+            client: client.to_string(),
+            session,
+        }
+    }
+    /// The client's identifier.
+    pub fn client(&self) -> &str {
+        &self.client
+    }
+    /// The session number.
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+    /// Reads `client~session`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (client, session) = s.rsplit_once('~')?;
+        Some(SessionKey::new(client, session.parse().ok()?))
+    }
+}
+
+impl core::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}~{}", self.client, self.session)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for SessionKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for SessionKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <alloc::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+        SessionKey::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom("a session key is `client~session`"))
+    }
+}
+
 /// A probe permit the coordinator granted and has not heard back about.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -40,8 +102,8 @@ pub struct Grant {
     pub generation: u32,
     /// The probe slot.
     pub id: u32,
-    /// The client session it was granted to (`client~session`).
-    pub session: String,
+    /// The client session it was granted to.
+    pub session: SessionKey,
     /// When it was granted (the coordinator's clock).
     pub issued_at: u64,
 }
@@ -62,17 +124,18 @@ pub struct Record {
     pub spec: Option<SharedSpec>,
     /// The breaker.
     pub snapshot: Snapshot,
-    /// Session (`client~session`) → (highest applied `seq`, when it was applied).
+    /// Session → (highest applied `seq`, when it was applied).
     #[cfg_attr(feature = "serde", serde(default))]
-    pub clients: BTreeMap<String, (u64, u64)>,
+    pub clients: BTreeMap<SessionKey, (u64, u64)>,
     /// Probes granted and not reported yet.
     #[cfg_attr(feature = "serde", serde(default))]
     pub grants: Vec<Grant>,
     /// Counters.
     #[cfg_attr(feature = "serde", serde(default))]
     pub counters: ObjectCounters,
-    /// Until then (ms), batches of sessions the coordinator does not know are acknowledged
-    /// without being counted: a session was forgotten early and might send again.
+    /// Until then (ms), a batch of a session the coordinator does not know may be one it
+    /// counted before (a session was forgotten early and might send again): it is counted all
+    /// the same, and in `unverified_batches`.
     #[cfg_attr(feature = "serde", serde(default))]
     pub unverifiable_until: u64,
 }
@@ -98,7 +161,7 @@ pub struct Coordinator {
     spec: SharedSpec,
     configured: SharedSpec,
     breaker: Breaker,
-    clients: BTreeMap<String, (u64, u64)>,
+    clients: BTreeMap<SessionKey, (u64, u64)>,
     grants: Vec<Grant>,
     counters: ObjectCounters,
     unverifiable_until: u64,
@@ -119,13 +182,17 @@ pub struct Step {
 enum Verdict {
     Apply,
     Duplicate,
+    /// Applied, though it may have been applied before (its session was forgotten early).
     Unverified,
+    /// Not applied: over a limit.
     Refuse(&'static str),
+    /// Not applied: numbered too far past the session's last applied batch (given).
+    Gap(u64),
 }
 
-/// `client~session`: the key batch numbers are kept under.
-pub fn session_key(client: &str, session: u64) -> String {
-    format!("{client}~{session}")
+/// The key batch numbers are kept under.
+pub fn session_key(client: &str, session: u64) -> SessionKey {
+    SessionKey::new(client, session)
 }
 
 fn clamp(now: Timestamp) -> u64 {
@@ -202,13 +269,20 @@ impl Coordinator {
             }
         } else {
             let adopt = on_mismatch == OnMismatch::Adopt && stored.validate().is_ok();
-            let spec = if adopt { stored } else { configured };
             c.mismatch = Some(OptionsMismatch {
                 stored: stored.fingerprint(),
                 configured: configured.fingerprint(),
                 resolution: String::from(if adopt { "adopted" } else { "installed" }),
             });
-            (spec, carry_over(spec.breaker, record.snapshot)?)
+            if adopt {
+                // The stored settings stay in force, as they are: a read changes nothing.
+                match Breaker::restore(stored.breaker, record.snapshot.clone()) {
+                    Ok(b) => (stored, b),
+                    Err(_) => (stored, carry_over(stored.breaker, record.snapshot)?),
+                }
+            } else {
+                (configured, carry_over(configured.breaker, record.snapshot)?)
+            }
         };
         c.spec = spec;
         c.breaker = breaker;
@@ -296,14 +370,17 @@ impl Coordinator {
 
     /// The lease a client gets at `now`.
     pub fn lease(&self, now: Timestamp) -> Lease {
-        let now = Timestamp(clamp(now));
+        let now = Timestamp(clamp(now).max(self.breaker.latest().0));
         let b = &self.breaker;
         let state = b.state_at(now);
+        // However the open period was stored, no client waits longer than the longest one.
+        let longest = b.config().max_open_duration_ms;
+        let longest = longest.saturating_add((longest as f64 * b.config().open_jitter) as u64 + 1);
         let retry_after_ms = match (state, b.mode()) {
             (State::Open, Mode::Isolated) => self.spec.lease_ms,
             (State::Open, _) => b
                 .open_until()
-                .map(|t| t.0.saturating_sub(now.0).max(1))
+                .map(|t| t.0.saturating_sub(now.0).clamp(1, longest))
                 .unwrap_or(1),
             _ => 0,
         };
@@ -327,7 +404,7 @@ impl Coordinator {
         acquire: bool,
     ) -> Result<(ExchangeReply, Step), BadRequest> {
         req.validate()?;
-        let now = Timestamp(clamp(now));
+        let now = self.observe(now);
         let key = session_key(&req.client, req.session);
         let mut step = Step::default();
         let c = &mut self.counters;
@@ -356,9 +433,12 @@ impl Coordinator {
                     acked.push(batch.seq);
                 }
                 Verdict::Unverified => {
+                    // At least once: counting it again is better than never counting it.
                     self.counters.unverified_batches =
                         self.counters.unverified_batches.saturating_add(1);
+                    self.apply(now, &key, batch, &mut step);
                     self.remember(&key, batch.seq, now.0);
+                    self.counters.batches = self.counters.batches.saturating_add(1);
                     step.changed = true;
                     acked.push(batch.seq);
                 }
@@ -368,6 +448,17 @@ impl Coordinator {
                     refused.push(Refusal {
                         seq: batch.seq,
                         reason: reason.to_string(),
+                        last_applied: None,
+                    });
+                }
+                Verdict::Gap(last) => {
+                    // Not counted now; the client renumbers from `last` and sends it again.
+                    self.counters.refused_batches = self.counters.refused_batches.saturating_add(1);
+                    step.changed = true;
+                    refused.push(Refusal {
+                        seq: batch.seq,
+                        reason: GAP_REASON.to_string(),
+                        last_applied: Some(last),
                     });
                 }
             }
@@ -434,7 +525,7 @@ impl Coordinator {
         now: Timestamp,
         change: impl FnOnce(&mut Breaker, Timestamp) -> Option<Transition>,
     ) -> Step {
-        let now = Timestamp(clamp(now));
+        let now = self.observe(now);
         let mut step = Step {
             changed: true,
             ..Step::default()
@@ -467,22 +558,28 @@ impl Coordinator {
         }
     }
 
-    fn verdict(&self, now: u64, key: &str, batch: &Batch) -> Verdict {
+    fn verdict(&self, now: u64, key: &SessionKey, batch: &Batch) -> Verdict {
         if let Err(reason) = batch.check() {
             return Verdict::Refuse(reason);
         }
         match self.clients.get(key) {
             Some(&(last, _)) if batch.seq <= last => Verdict::Duplicate,
-            Some(&(last, _)) if batch.seq - last > MAX_SEQ_GAP => {
-                Verdict::Refuse("numbered too far past the session's last batch")
-            }
+            Some(&(last, _)) if batch.seq - last > MAX_SEQ_GAP => Verdict::Gap(last),
             Some(_) => Verdict::Apply,
             None if batch.seq > 1 && now < self.unverifiable_until => Verdict::Unverified,
             None => Verdict::Apply,
         }
     }
 
-    fn apply(&mut self, now: Timestamp, key: &str, batch: &Batch, step: &mut Step) {
+    /// The coordinator's time: its clock, clamped, and seen by the breaker first, so that a
+    /// clock stepped back moves the breaker's times along before anything is decided.
+    fn observe(&mut self, now: Timestamp) -> Timestamp {
+        let now = Timestamp(clamp(now));
+        self.breaker.observe_time(now);
+        now
+    }
+
+    fn apply(&mut self, now: Timestamp, key: &SessionKey, batch: &Batch, step: &mut Step) {
         for counts in &batch.counts {
             self.counters.counted_outcomes = self
                 .counters
@@ -525,11 +622,11 @@ impl Coordinator {
         self.breaker.count_stale(s, f, i);
     }
 
-    fn apply_probe(&mut self, now: Timestamp, key: &str, p: &ProbeReport, step: &mut Step) {
+    fn apply_probe(&mut self, now: Timestamp, key: &SessionKey, p: &ProbeReport, step: &mut Step) {
         let Some(i) = self
             .grants
             .iter()
-            .position(|g| g.generation == p.generation && g.id == p.id && g.session == key)
+            .position(|g| g.generation == p.generation && g.id == p.id && g.session == *key)
         else {
             self.counters.unmatched_probe_reports =
                 self.counters.unmatched_probe_reports.saturating_add(1);
@@ -546,7 +643,7 @@ impl Coordinator {
         }
     }
 
-    fn grant(&mut self, key: &str, generation: u32, id: u32, now: u64) {
+    fn grant(&mut self, key: &SessionKey, generation: u32, id: u32, now: u64) {
         self.counters.probes_granted = self.counters.probes_granted.saturating_add(1);
         // Expired grants stay so that a late report still counts (a slow probe is news of the
         // upstream), but not without bound.
@@ -565,7 +662,7 @@ impl Coordinator {
         self.grants.push(Grant {
             generation,
             id,
-            session: key.to_string(),
+            session: key.clone(),
             issued_at: now,
         });
     }
@@ -591,7 +688,7 @@ impl Coordinator {
         step.transitions.push(t);
     }
 
-    fn remember(&mut self, key: &str, seq: u64, now: u64) {
+    fn remember(&mut self, key: &SessionKey, seq: u64, now: u64) {
         // Sessions quiet for a whole dedup window can no longer send anything again.
         self.clients
             .retain(|_, &mut (_, seen)| now.saturating_sub(seen) < DEDUP_WINDOW_MS);
@@ -610,25 +707,24 @@ impl Coordinator {
                 self.unverifiable_until = now.saturating_add(DEDUP_WINDOW_MS);
             }
         }
-        self.clients.insert(key.to_string(), (seq, now));
+        self.clients.insert(key.clone(), (seq, now));
     }
 }
 
 /// Rebuilds a breaker under `config` from a snapshot taken under other settings: the state,
 /// mode, open period, generation and statistics carry over; the trip rule's memory and probes
-/// that no longer fit are dropped. The generation moves on, so no permit of the old settings
-/// counts under the new ones.
+/// that no longer fit are dropped. The generation stays, so the outcomes of clients admitted
+/// under either settings keep counting (a probe dropped here reports as a stale one).
 fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, String> {
-    snap.generation = snap.generation.wrapping_add(1);
     if snap.counter.check(&config.trip).is_err() {
         snap.counter = Counter::for_rule(&config.trip);
     }
     snap.probes.truncate(config.half_open_max_probes as usize);
     let generation = snap.generation;
     Breaker::restore(config, snap).or_else(|_| {
-        // Corrupt under any settings: start CLOSED, but never reuse a generation.
+        // Corrupt under any settings: start CLOSED, in a generation of its own.
         let mut b = Breaker::new(config).map_err(|e| e.to_string())?;
-        b.generation = generation;
+        b.generation = generation.wrapping_add(1);
         Ok(b)
     })
 }

@@ -20,6 +20,8 @@
 //! An exchange that breaks the limits below as a whole is refused (4xx, nothing applied); a batch
 //! that breaks them alone is listed in [`ExchangeReply::refused`] and not applied, and the client
 //! drops it rather than send it again. A [`LeaseClient`](super::LeaseClient) never builds either.
+//! A batch numbered too far ahead is refused with the session's last applied number: the client
+//! renumbers and sends it again.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -52,11 +54,13 @@ pub const RESEND_WINDOW_MS: u64 = 5 * 60_000;
 /// How long the coordinator keeps a session's batch number after the last batch it applied, in ms
 /// (its own clock): three resend windows, so that clocks running at different speeds or a late
 /// resend still find it. A session forgotten earlier (more than [`MAX_CLIENTS`] sessions active
-/// at once) makes the coordinator refuse to count batches it cannot vouch for, for this long.
+/// at once) makes the coordinator count the batches of sessions it does not know as possibly
+/// counted before (at least once, never zero), for this long.
 pub const DEDUP_WINDOW_MS: u64 = 3 * RESEND_WINDOW_MS;
 /// How far past the last applied number a session's next batch may be numbered. A client's
-/// numbers only skip the batches it dropped; a larger jump is refused, so a forged number
-/// cannot silence a session.
+/// numbers only skip the batches it dropped; a larger jump is refused with the last applied
+/// number ([`Refusal::last_applied`]), so a forged number cannot silence a session, and a
+/// client that dropped many batches (a long outage) renumbers and is counted again.
 pub const MAX_SEQ_GAP: u64 = 4 * MAX_BATCHES as u64;
 
 /// How a call ended, on the wire: `"success"`, `"failure"` or `"ignored"`.
@@ -377,7 +381,18 @@ pub struct Refusal {
     pub seq: u64,
     /// Why, for the client's event and the log.
     pub reason: String,
+    /// When the batch was numbered too far past the session's last applied one: that number.
+    /// The client renumbers its unacknowledged batches from there and sends them again (none
+    /// of them was applied), instead of dropping them. Absent for a batch over a limit.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub last_applied: Option<u64>,
 }
+
+/// [`Refusal::reason`] of a batch numbered too far past its session's last applied one.
+pub const GAP_REASON: &str = "numbered too far past the session's last batch";
 
 /// Counters the object keeps besides the breaker's own statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -396,8 +411,8 @@ pub struct ObjectCounters {
     pub duplicate_batches: u64,
     /// Batches refused (over a limit, or numbered too far ahead).
     pub refused_batches: u64,
-    /// Batches acknowledged but not counted because their session had been forgotten too early
-    /// to tell whether they were applied before.
+    /// Batches counted though they may have been counted before: their session had been
+    /// forgotten too early to tell (at least once, never zero).
     pub unverified_batches: u64,
     /// Sessions forgotten while they might still send a batch again.
     pub sessions_evicted_early: u64,

@@ -87,7 +87,8 @@ layouts! {
         MAX_BATCH = 0,
         FAIL_CLOSED = 1,     // 0 or 1
         RETRY_UNREACHABLE = 2,
-        LEN = 3,
+        REQUEST_DEADLINE = 3,
+        LEN = 4,
     }
     /// What the lease client's `info` answers.
     lease_info / "LeaseInfo" {

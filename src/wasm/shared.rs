@@ -59,13 +59,14 @@ fn lease_options(opts: &[f64], fallback: &[f64]) -> Result<LeaseOptions, String>
         .with_max_batch(super::int32(at(lease_opts::MAX_BATCH)))
         .with_fail_closed(at(lease_opts::FAIL_CLOSED) != 0.0)
         .with_retry_unreachable_ms(super::int(at(lease_opts::RETRY_UNREACHABLE)))
+        .with_request_deadline_ms(super::int(at(lease_opts::REQUEST_DEADLINE)))
         .with_fallback(config);
     o.validate()
         .map_err(|e| format!("{}|{}", e.field, e.expected))?;
     Ok(o)
 }
 
-// "" when `opts` (`[max_batch, fail_closed, retry_unreachable_ms]`) and the local breaker's
+// "" when `opts` (laid out as `lease_opts`) and the local breaker's
 // `fallback` configuration are valid, else `"field|expected"`.
 #[wasm_bindgen]
 pub fn check_lease(opts: &[f64], fallback: &[f64]) -> String {
@@ -103,7 +104,7 @@ impl WasmLeaseClient {
         fallback: &[f64],
     ) -> Option<WasmLeaseClient> {
         let o = lease_options(opts, fallback).ok()?;
-        let inner = LeaseClient::with_session(id.into(), super::int(session), o).ok()?;
+        let inner = LeaseClient::new(id.into(), super::int(session), o).ok()?;
         Some(WasmLeaseClient {
             inner,
             tickets: Vec::new(),
@@ -204,8 +205,19 @@ impl WasmLeaseClient {
         }
     }
 
-    pub fn on_flush_refused(&mut self, now: f64, reason: &str) {
-        self.inner.on_flush_refused(ts(now), reason);
+    // The coordinator answered the report with a 4xx `status`.
+    pub fn on_flush_refused(&mut self, now: f64, status: u16, reason: &str) {
+        self.inner.on_flush_refused(ts(now), status, reason);
+    }
+
+    // The coordinator answered an acquire with a 4xx `status`.
+    pub fn on_acquire_refused(&mut self, now: f64, status: u16, reason: &str) {
+        self.inner.on_acquire_refused(ts(now), status, reason);
+    }
+
+    // The host gave up on the requests it had in flight (no answer will be fed back).
+    pub fn abandon(&mut self, now: f64) {
+        self.inner.abandon(ts(now));
     }
 
     pub fn on_unreachable(&mut self, now: f64, was_flush: bool, reason: &str) {
@@ -222,9 +234,12 @@ impl WasmLeaseClient {
                 "from": from.map(State::as_str),
                 "to": to.as_str(),
             }),
-            ClientEvent::Fallback { reason } => {
-                serde_json::json!({ "type": "fallback", "reason": reason })
-            }
+            ClientEvent::Fallback { reason, status } => match status {
+                Some(status) => {
+                    serde_json::json!({ "type": "fallback", "reason": reason, "status": status })
+                }
+                None => serde_json::json!({ "type": "fallback", "reason": reason }),
+            },
             ClientEvent::Recovered => serde_json::json!({ "type": "recovered" }),
             ClientEvent::Dropped { outcomes, reason } => serde_json::json!({
                 "type": "dropped",

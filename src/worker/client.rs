@@ -88,9 +88,8 @@ impl SharedBreaker {
     pub fn new(name: &str, options: LeaseOptions) -> Result<Self, BuildError> {
         validate_name(name).map_err(BuildError::Name)?;
         // A random session: a later isolate that happened to draw the same id is still new.
-        let session = random_u64() >> 11;
-        let lease =
-            LeaseClient::with_session(random_id(), session, options).map_err(BuildError::Config)?;
+        let session = (random_u64() >> 11).max(1);
+        let lease = LeaseClient::new(random_id(), session, options).map_err(BuildError::Config)?;
         Ok(SharedBreaker {
             inner: Rc::new(Inner {
                 name: name.to_string(),
@@ -203,7 +202,15 @@ impl SharedBreaker {
                                 Decision::Acquire | Decision::Refresh => {}
                             }
                         }
-                        Err(SendError::Refused(reason) | SendError::Unreachable(reason)) => {
+                        Err(SendError::Refused(status, reason)) => {
+                            self.inner.lease.borrow_mut().on_acquire_refused(
+                                now(),
+                                status,
+                                &reason,
+                            );
+                            self.emit();
+                        }
+                        Err(SendError::Unreachable(reason)) => {
                             self.inner
                                 .lease
                                 .borrow_mut()
@@ -294,11 +301,11 @@ impl SharedBreaker {
                     self.inner.lease.borrow_mut().on_flush_reply(now(), &reply);
                     self.emit();
                 }
-                Err(SendError::Refused(reason)) => {
+                Err(SendError::Refused(status, reason)) => {
                     self.inner
                         .lease
                         .borrow_mut()
-                        .on_flush_refused(now(), &reason);
+                        .on_flush_refused(now(), status, &reason);
                     self.emit();
                     return;
                 }
@@ -336,12 +343,17 @@ impl SharedBreaker {
         let ms = self.inner.timeout_ms.get();
         let call = exchange(ns, &self.inner.name, op, body);
         let timer = worker::Delay::from(core::time::Duration::from_millis(ms));
-        match first(call, timer).await {
+        // If the caller drops this future (its own time-out, a cancelled request), the answer
+        // will never be fed back: tell the lease client, so that no later call waits for it.
+        let guard = AbandonOnDrop(&self.inner.lease);
+        let result = match first(call, timer).await {
             Some(result) => result,
             None => Err(SendError::Unreachable(format!(
                 "no answer from the object within {ms} ms"
             ))),
-        }
+        };
+        core::mem::forget(guard);
+        result
     }
 
     fn emit(&self) {
@@ -355,11 +367,24 @@ impl SharedBreaker {
     }
 }
 
+/// Tells the lease client that a request in flight was dropped by the host, unless forgotten
+/// once its answer is in.
+struct AbandonOnDrop<'a>(&'a RefCell<LeaseClient>);
+
+impl Drop for AbandonOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut lease) = self.0.try_borrow_mut() {
+            lease.abandon(now());
+        }
+    }
+}
+
 /// Why an exchange with the object failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SendError {
-    /// The object refused the request (4xx): sending it again would be refused again.
-    Refused(String),
+    /// The object refused the request with this 4xx status (a malformed or too large body, a
+    /// name not in `BREAKERS`, a token not accepted): not an outage of the upstream.
+    Refused(u16, String),
     /// No usable answer (network, time-out, 5xx, unreadable): worth sending again later.
     Unreachable(String),
 }
@@ -392,7 +417,7 @@ pub async fn send(
     body: &Exchange,
 ) -> Result<ExchangeReply, String> {
     exchange(ns, name, op, body).await.map_err(|e| match e {
-        SendError::Refused(r) | SendError::Unreachable(r) => r,
+        SendError::Refused(_, r) | SendError::Unreachable(r) => r,
     })
 }
 
@@ -430,7 +455,7 @@ pub async fn exchange(
             text.chars().take(200).collect::<String>()
         );
         return Err(if (400..500).contains(&status) {
-            SendError::Refused(message)
+            SendError::Refused(status, message)
         } else {
             Unreachable(message)
         });

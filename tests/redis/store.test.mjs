@@ -46,13 +46,14 @@ test('names are validated, keys are namespaced under the prefix and expire', asy
   assert.throws(() => new RedisStore({}), TypeError);
 
   const name = `${uniq('openai')}:gpt-4.1/chat_v1.2`;
-  const b = new StoreCircuitBreaker(name, { store, keyTtlMs: 60_000 });
+  const b = new StoreCircuitBreaker(name, { store, keyTtlMs: 900_000 });
   assert.equal(b.key, `breakwater:${name}`);
   await assert.rejects(b.execute(boom));
   const raw = await redis.get(`breakwater:${name}`);
   assert.match(raw, /^1\|\{/);
   const ttl = await redis.pTTL(`breakwater:${name}`);
-  assert.ok(ttl > 0 && ttl <= 60_000, `ttl ${ttl}`);
+  assert.ok(ttl > 0 && ttl <= 900_000, `ttl ${ttl}`);
+  assert.throws(() => new StoreCircuitBreaker(name, { store, keyTtlMs: 60_000 }), /keyTtlMs.*900000/);
 
   const p = new StoreCircuitBreaker(name, { store, prefix: 'app1:bw:' });
   assert.equal(p.key, `app1:bw:${name}`);

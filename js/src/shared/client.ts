@@ -109,13 +109,14 @@ export interface SharedTransport {
 }
 
 /**
- * What a transport answers: `ok` with the reply's JSON, `refused` (the coordinator will refuse
- * this request again: the client drops it), or `unreachable` (worth trying again later).
+ * What a transport answers: `ok` with the reply's JSON, `refused` with a 4xx `status` (the
+ * client falls back to its local breaker and asks again later; on a 400 or 413 it also stops
+ * sending that report as it is), or `unreachable` (worth trying again later).
  * @internal
  */
 export type Answer =
   | { kind: 'ok'; text: string }
-  | { kind: 'refused'; reason: string }
+  | { kind: 'refused'; status: number; reason: string }
   | { kind: 'unreachable'; reason: string };
 
 /** @internal A transport that carries the core's JSON as it is. */
@@ -144,7 +145,7 @@ export interface SharedBreakerOptions {
   failClosed?: boolean | undefined;
   /** How long to stay on the local breaker before trying the coordinator again, ms. Default 1000 (at most 300 000). */
   retryUnreachableMs?: number | undefined;
-  /** Abandon a request to the coordinator after this many ms (then fall back). Default 5000. */
+  /** Abandon a request to the coordinator after this many ms (then fall back). Default 5000 (at most 300 000). */
   requestTimeoutMs?: number | undefined;
   /**
    * The local breaker that decides while the coordinator is unreachable: `CircuitBreaker`
@@ -176,7 +177,7 @@ export interface SharedStreamOptions<T> extends StreamOptions<T>, ExecuteOptions
 
 export type SharedEvent =
   | { type: 'state'; breaker: string; from: SharedState | null; to: SharedState }
-  | { type: 'fallback'; breaker: string; reason: string }
+  | { type: 'fallback'; breaker: string; reason: string; status?: number }
   | { type: 'recovered'; breaker: string }
   | { type: 'dropped'; breaker: string; outcomes: number; reason: string };
 
@@ -213,6 +214,8 @@ const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated'];
 const OUTCOMES: Record<Outcome, number> = { success: 0, failure: 1, ignored: 2 };
 const OUTCOME_NAMES: Outcome[] = ['success', 'failure', 'ignored'];
 const NO_CONTEXT: { signal?: AbortSignal } = Object.freeze({});
+/** Tickets of `isHealthy()` kept for `recordSuccess/Failure`: the core's ring (src/wasm/shared.rs `TICKETS`). */
+const MAX_TICKETS = 4096;
 
 function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return dflt;
@@ -265,12 +268,14 @@ async function bounded<T>(ms: number, run: (signal: AbortSignal) => Promise<T>):
   }
 }
 
-/** A 200 is an answer, a 4xx a refusal (sending it again would be refused again), the rest unreachable. */
+/** A 200 is an answer, a 4xx a refusal (a rotated token, a name not deployed yet, a bad body), the rest unreachable. */
 async function answerOf(resp: Response, who: string): Promise<Answer> {
   const text = await resp.text();
   if (resp.status === 200) return { kind: 'ok', text };
   const reason = `${who} answered ${resp.status}: ${text.slice(0, 200)}`;
-  return resp.status >= 400 && resp.status < 500 ? { kind: 'refused', reason } : { kind: 'unreachable', reason };
+  return resp.status >= 400 && resp.status < 500
+    ? { kind: 'refused', status: resp.status, reason }
+    : { kind: 'unreachable', reason };
 }
 
 function objectTransport(name: string, ns: NamespaceLike): RawTransport {
@@ -363,7 +368,7 @@ export class SharedCircuitBreaker {
     }
     this.name = name;
     this.#send = send;
-    this.#timeoutMs = positive(o.requestTimeoutMs, 'requestTimeoutMs', 5000);
+    this.#timeoutMs = positive(o.requestTimeoutMs, 'requestTimeoutMs', 5000, 300_000);
     this.#now = o.clock ?? Date.now;
     if (typeof this.#now !== 'function') throw new TypeError('breakwater: invalid option "clock" (expected a function)');
     this.#classify = o.classify ?? ((r) => classifyOutcome(r));
@@ -376,6 +381,7 @@ export class SharedCircuitBreaker {
     lease[LeaseOpts.MaxBatch] = positive(o.maxBatch, 'maxBatch', 1000, 62_500);
     lease[LeaseOpts.FailClosed] = o.failClosed === true ? 1 : 0;
     lease[LeaseOpts.RetryUnreachable] = positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000);
+    lease[LeaseOpts.RequestDeadline] = this.#timeoutMs;
     const fallback = localConfig(o.fallback, this.#now, 'SharedCircuitBreaker options');
     const g = sharedGlue();
     const core = g.WasmLeaseClient.create(id, randomSession(), lease, fallback);
@@ -492,7 +498,11 @@ export class SharedCircuitBreaker {
   /** The `isHealthy()` pattern: may one call go ahead? Report it with `recordSuccess/Failure`. */
   async isHealthy(): Promise<boolean> {
     try {
-      this.#tickets.push(await this.#admit());
+      const ticket = await this.#admit();
+      // Calls let through and never reported are forgotten beyond the core's own ticket ring
+      // (a report without a ticket counts under the current lease).
+      if (this.#tickets.length >= MAX_TICKETS) this.#tickets.shift();
+      this.#tickets.push(ticket);
       return true;
     } catch {
       return false;
@@ -531,7 +541,8 @@ export class SharedCircuitBreaker {
       const answer = await this.#exchange('acquire', this.#core.acquire_request());
       const now = this.#now();
       if (answer.kind !== 'ok') {
-        this.#core.on_unreachable(now, false, answer.reason);
+        if (answer.kind === 'refused') this.#core.on_acquire_refused(now, answer.status, answer.reason);
+        else this.#core.on_unreachable(now, false, answer.reason);
         this.#drain();
         continue;
       }
@@ -586,7 +597,7 @@ export class SharedCircuitBreaker {
       const answer = await this.#exchange('report', body);
       const now = this.#now();
       if (answer.kind === 'ok') this.#core.on_flush_reply(now, answer.text);
-      else if (answer.kind === 'refused') this.#core.on_flush_refused(now, answer.reason);
+      else if (answer.kind === 'refused') this.#core.on_flush_refused(now, answer.status, answer.reason);
       else this.#core.on_unreachable(now, true, answer.reason);
       this.#inFlight = null;
       this.#drain();

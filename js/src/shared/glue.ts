@@ -14,7 +14,9 @@ export interface WasmLeaseClient {
   flush_due(now: number): boolean;
   begin_flush(force: boolean): string | undefined;
   on_flush_reply(now: number, reply: string): boolean;
-  on_flush_refused(now: number, reason: string): void;
+  on_flush_refused(now: number, status: number, reason: string): void;
+  on_acquire_refused(now: number, status: number, reason: string): void;
+  abandon(now: number): void;
   on_unreachable(now: number, wasFlush: boolean, reason: string): void;
   next_event(): string | undefined;
   /** Laid out as `LeaseInfo` (js/src/layout.ts). */
