@@ -167,6 +167,8 @@ pub struct Coordinator {
     unverifiable_until: u64,
     restore_error: Option<String>,
     mismatch: Option<OptionsMismatch>,
+    /// The clock stepped back since the record was loaded: it must be written.
+    stepped: bool,
 }
 
 /// The result of a step: whether the persisted record changed, and the transitions to report
@@ -232,6 +234,7 @@ impl Coordinator {
             unverifiable_until: 0,
             restore_error: None,
             mismatch: None,
+            stepped: false,
         })
     }
 
@@ -498,6 +501,8 @@ impl Coordinator {
         if step.changed {
             self.forget_old_grants();
         }
+        step.changed |= self.stepped;
+        self.stepped = false;
         Ok((reply, step))
     }
 
@@ -575,7 +580,13 @@ impl Coordinator {
     /// clock stepped back moves the breaker's times along before anything is decided.
     fn observe(&mut self, now: Timestamp) -> Timestamp {
         let now = Timestamp(clamp(now));
-        self.breaker.observe_time(now);
+        let before = self.breaker.latest();
+        if self.breaker.observe_time(now) < before {
+            // A clock step moved the stored times: keep them moved, or a host that restores
+            // the record for every request (the Redis store) would step back from the same
+            // point each time, and an open period would never end.
+            self.stepped = true;
+        }
         now
     }
 
