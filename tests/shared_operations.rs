@@ -225,7 +225,7 @@ fn a_fleet_larger_than_the_session_table_is_counted() {
     assert_eq!(view.stats.stale, n - 3, "{:?}", view.stats);
     // Those admitted after the trip learn it at their next lease.
     assert_eq!(rejected, 0);
-    let later = now + 1_001;
+    let later = now + 2_000;
     let mut send = |req: &Exchange, acq: bool| store.exchange(s, later, req, acq);
     assert!(call(&mut fleet[0], later, Outcome::Success, &mut send).is_err());
 }
