@@ -1,0 +1,236 @@
+// Field operations the shared breaker must live through, tried against the packed package as an
+// app would use it. Each test says what a user sees today and the liveness property it checks:
+// the shared breaker still trips when the upstream fails (every instance seeing it), still closes
+// when the upstream is healthy again, and its instances do not flood the store meanwhile.
+//
+// Each runs on MemoryStore with an injected clock (simulated time, no sleeping) and on the real
+// redis-server of scripts/test-redis.sh. On Redis the store's clock is Redis's TIME: where a
+// scenario needs a second or two of it, real time passes ('redis'); where it needs minutes, the
+// store is wrapped so that the TIME Redis answers is shifted by the simulated time
+// ('redis-shifted'), the record still being read and compare-and-set by the package's own Lua
+// scripts on the server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { isCircuitOpenError } from 'breakwater';
+import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis } from 'breakwater/store';
+import { connectRedis, namer, redisUrl, sleep, startUpstream, startWorkers } from './helpers.mjs';
+
+let redis;
+const uniq = namer();
+before(async () => {
+  redis = await connectRedis();
+});
+after(async () => {
+  await redis?.close?.();
+});
+
+const T0 = 1_800_000_000_000;
+const upstreamError = () => Object.assign(new Error('upstream 529'), { status: 529 });
+
+/**
+ * Where a scenario runs. `clock` is the instances' clock, `pass(ms)` makes `ms` of store (and
+ * instance) time pass.
+ *  - memory: MemoryStore on an injected clock; time passes at once.
+ *  - redis: RedisStore on the test command's redis-server; real time passes (a sleep).
+ *  - redis-shifted: RedisStore whose answers' `now` (Redis TIME) is shifted by the simulated time,
+ *    and instances on Date.now() shifted alike; time passes at once.
+ */
+function where(kind) {
+  if (kind === 'memory') {
+    let now = T0;
+    const clock = () => now;
+    return { store: new MemoryStore(clock), clock, pass: async (ms) => void (now += ms) };
+  }
+  if (kind === 'redis') {
+    return { store: new RedisStore(fromNodeRedis(redis)), clock: Date.now, pass: (ms) => sleep(ms) };
+  }
+  let shift = 0;
+  const inner = new RedisStore(fromNodeRedis(redis));
+  const shifted = (v) => (v && v.now !== undefined ? { ...v, now: v.now + shift } : v);
+  const store = {
+    async read(key) {
+      return shifted(await inner.read(key));
+    },
+    async compareAndSet(key, expected, value, ttlMs) {
+      const r = await inner.compareAndSet(key, expected, value, ttlMs);
+      return r.ok ? r : { ok: false, current: shifted(r.current) };
+    },
+  };
+  return { store, clock: () => Date.now() + shift, pass: async (ms) => void (shift += ms) };
+}
+
+/** One call through `b`: 'ok', 'failed' or 'rejected' (a CircuitOpenError). */
+async function call(b, fn) {
+  try {
+    await b.execute(fn);
+    return 'ok';
+  } catch (e) {
+    if (isCircuitOpenError(e)) return 'rejected';
+    return 'failed';
+  }
+}
+
+/**
+ * The upstream fails hard: every instance not yet refused calls once per round, all at once, until
+ * each has been refused (at most `rounds` rounds). Answers how many calls reached the upstream and
+ * which instances were refused.
+ */
+async function failUntilAllRefuse(fleet, { rounds = 30, pass = async () => {}, stepMs = 0 } = {}) {
+  const refused = new Set();
+  let reached = 0;
+  const fail = () => {
+    reached++;
+    throw upstreamError();
+  };
+  for (let r = 0; r < rounds && refused.size < fleet.length; r++) {
+    await Promise.all(
+      fleet.map(async (b, i) => {
+        if (refused.has(i)) return;
+        if ((await call(b, fail)) === 'rejected') refused.add(i);
+      }),
+    );
+    if (stepMs) await pass(stepMs);
+  }
+  return { reached, refused: refused.size };
+}
+
+/**
+ * The upstream is healthy: every instance calls once per round, one after the other, then
+ * `stepMs` pass, until every instance's state is CLOSED and the store's is too (at most `rounds`
+ * rounds). Round r starts with instance 2r + 1 (mod n): in the rolling deploy, the first to ask
+ * after the open period, and so the one granted the probe, is always on the new settings (B),
+ * the record having been written first under the old ones (A).
+ */
+async function healthyUntilClosed(fleet, { rounds, stepMs, pass }) {
+  let admitted = 0;
+  let view;
+  for (let r = 0; r < rounds; r++) {
+    const out = [];
+    for (let i = 0; i < fleet.length; i++) out.push(await call(fleet[(i + 2 * r + 1) % fleet.length], () => 'ok'));
+    admitted += out.filter((o) => o === 'ok').length;
+    view = await fleet[0].inspect();
+    if (view.state === 'CLOSED' && fleet.every((b) => b.state === 'CLOSED')) break;
+    await pass(stepMs);
+  }
+  return { admitted, view, states: fleet.map((b) => b.state) };
+}
+
+// ----- a rolling deploy -----
+
+// Two settings side by side while a deploy rolls: 8 instances, the odd ones already on the new
+// release (resetTimeout 1500 instead of 1000), started in interleaved order.
+// Today: the breaker trips, but never closes again: the coordinator of every instance whose
+// settings differ from the stored ones carries the state over to a new generation on every
+// exchange, so the probes it grants and the outcomes reported under the generation just handed
+// out no longer count; the record stays OPEN/HALF_OPEN with a healthy upstream.
+// Liveness: a failing upstream trips it within threshold + the calls in flight (8), every
+// instance sees OPEN; once the open period has passed, a healthy upstream closes it for everyone.
+const A = { failureThreshold: 3, resetTimeout: 1000, probeTimeout: 5000 };
+const B = { ...A, resetTimeout: 1500 };
+
+for (const kind of ['memory', 'redis']) {
+  test(`${kind}: rolling deploy, 8 instances on two settings: trips within threshold + in flight, then closes`, async (t) => {
+    const w = where(kind);
+    const name = uniq('rolling');
+    const fleet = Array.from(
+      { length: 8 },
+      (_, i) => new StoreCircuitBreaker(name, { store: w.store, clock: w.clock, clientId: `deploy-${i}`, breaker: i % 2 ? B : A }),
+    );
+    // Healthy traffic first: every instance holds a lease, its successes acknowledged.
+    for (const b of fleet) {
+      assert.equal(await call(b, () => 'ok'), 'ok');
+      await b.flush();
+    }
+
+    await t.test('a failing upstream trips it for every instance', async () => {
+      const trip = await failUntilAllRefuse(fleet);
+      const open = await fleet[0].inspect();
+      t.diagnostic(
+        `${kind}: ${trip.reached} failing calls reached the upstream, ${trip.refused}/8 instances refused; ` +
+          `store: ${open.state}, generation ${open.generation}, ${open.counters.failures} failures counted, ${open.counters.stale} stale; ` +
+          `instances: ${fleet.map((b) => b.state).join(' ')}`,
+      );
+      assert.equal(trip.refused, 8, 'every instance refuses once the upstream fails hard');
+      assert.ok(trip.reached <= A.failureThreshold + fleet.length, `${trip.reached} failing calls reached the upstream`);
+      assert.deepEqual(fleet.map((b) => b.state), Array(8).fill('OPEN'));
+    });
+
+    await t.test('after the open period, a healthy upstream closes it for every instance', async () => {
+      // If the fleet did not trip it, one instance failing alone does (at most 20 calls), so that
+      // closing is tried from OPEN.
+      let forced = 0;
+      while ((await fleet[0].inspect()).state !== 'OPEN' && forced < 20) {
+        forced++;
+        await call(fleet[0], () => {
+          throw upstreamError();
+        });
+      }
+      const open = await fleet[0].inspect();
+      if (forced) t.diagnostic(`${kind}: the fleet did not trip it; ${forced} more failures of one instance: store ${open.state}`);
+      assert.equal(open.state, 'OPEN');
+      // The longer of the two open periods passes; then the upstream is healthy.
+      await w.pass(B.resetTimeout + 50);
+      const end = await healthyUntilClosed(fleet, { rounds: 20, stepMs: 250, pass: w.pass });
+      t.diagnostic(
+        `${kind}: after the open period, ${end.admitted} healthy calls admitted; store: ${end.view.state}, ` +
+          `generation ${end.view.generation}, probes granted ${end.view.counters.probesGranted}, ` +
+          `probe outcomes ${end.view.counters.probeOutcomes}, unmatched ${end.view.counters.unmatchedProbeReports}, ` +
+          `stale ${end.view.counters.stale}; instances: ${end.states.join(' ')}`,
+      );
+      assert.equal(end.view.state, 'CLOSED', 'a healthy upstream closes the shared breaker');
+      assert.deepEqual(end.states, Array(8).fill('CLOSED'), 'every instance is back to CLOSED');
+    });
+  });
+}
+
+test('redis, 8 processes: rolling deploy on two settings trips and closes again', { timeout: 90_000 }, async (t) => {
+  // The same deploy as 8 Node processes (tests/redis/worker.mjs), on real time and Redis's TIME,
+  // against a fake upstream on 127.0.0.1. Recovery is polled for a generous while (about ten
+  // times what it takes), not timed.
+  const name = uniq('rolling-procs');
+  const upstream = await startUpstream();
+  t.after(() => upstream.close());
+  upstream.mode = 'up';
+  const w = await startWorkers(8, (i) => ({ mode: 'shared', name, redisUrl: redisUrl(), upstream: upstream.url, breaker: i % 2 ? B : A }));
+  t.after(() => w.stop());
+  const inspect = () => new StoreCircuitBreaker(name, { store: new RedisStore(fromNodeRedis(redis)), breaker: A }).inspect();
+  await w.all({ cmd: 'run', n: 5 });
+  await w.all({ cmd: 'flush' });
+
+  await t.test('a failing upstream trips it for every process', async () => {
+    upstream.mode = 'down';
+    const r0 = upstream.requests;
+    const outage = await w.all({ cmd: 'untilRejected' });
+    const reached = upstream.requests - r0;
+    const view = await inspect();
+    t.diagnostic(
+      `8 processes: ${reached} failing calls reached the upstream; per process: ${outage.map((o) => o.calls).join(' ')}; ` +
+        `store: ${view.state}, generation ${view.generation}`,
+    );
+    assert.ok(reached <= A.failureThreshold + 8, `${reached} failing calls reached the upstream`);
+    for (const o of outage) assert.equal(o.reason, 'open');
+  });
+
+  await t.test('a healthy upstream closes it for every process', async () => {
+    upstream.mode = 'up';
+    await w.all({ cmd: 'loopStart' });
+    let stats;
+    let view;
+    const deadline = Date.now() + 15_000;
+    do {
+      await sleep(100);
+      stats = await w.all({ cmd: 'stats' });
+      view = await inspect();
+    } while (!(view.state === 'CLOSED' && stats.every((s) => s.state === 'CLOSED')) && Date.now() < deadline);
+    stats = await w.all({ cmd: 'loopStop' });
+    t.diagnostic(
+      `8 processes, healthy again: store ${view.state} (generation ${view.generation}, probes granted ` +
+        `${view.counters.probesGranted}, unmatched probe reports ${view.counters.unmatchedProbeReports}); ` +
+        `processes: ${stats.map((s) => s.state).join(' ')}; admitted per process: ${stats.map((s) => s.successes).join(' ')}; ` +
+        `rejected per process: ${stats.map((s) => s.rejected).join(' ')}`,
+    );
+    assert.equal(view.state, 'CLOSED', 'a healthy upstream closes the shared breaker');
+    assert.deepEqual(stats.map((s) => s.state), Array(8).fill('CLOSED'));
+  });
+  await w.all({ cmd: 'quit' });
+});
