@@ -234,3 +234,47 @@ test('redis, 8 processes: rolling deploy on two settings trips and closes again'
   });
   await w.all({ cmd: 'quit' });
 });
+
+// ----- a fleet bigger than the session table -----
+
+// 1 100 instances (the coordinator keeps 1 024 client sessions), each of which has been serving
+// healthy traffic (one batch of successes acknowledged), then each reports ONE failure.
+// Today: none of the 1 100 failures counts. Every instance's second batch comes from a session the
+// table has just evicted to make room for another, and batches of unknown sessions are
+// acknowledged without being counted for the next 15 minutes: the breaker stays CLOSED while
+// the whole fleet is failing.
+// Liveness: 1 100 failures in a row (threshold 5) open the shared breaker.
+for (const kind of ['memory', 'redis']) {
+  test(`${kind}: 1 100 instances, one failure each, open the shared breaker`, { timeout: 120_000 }, async (t) => {
+    const w = where(kind);
+    const name = uniq('fleet');
+    const breaker = { failureThreshold: 5, resetTimeout: 30_000 };
+    const fleet = Array.from(
+      { length: 1100 },
+      (_, i) => new StoreCircuitBreaker(name, { store: w.store, clock: w.clock, clientId: `fleet-${i}`, breaker }),
+    );
+    // The fleet's calls are spread over time (on Redis, real time passes anyway).
+    const spread = kind === 'memory' ? () => w.pass(2) : async () => {};
+    for (const b of fleet) {
+      assert.equal(await call(b, () => 'ok'), 'ok');
+      await b.flush();
+      await spread();
+    }
+    const outcomes = { ok: 0, failed: 0, rejected: 0 };
+    for (const b of fleet) {
+      await spread();
+      outcomes[
+        await call(b, () => {
+          throw upstreamError();
+        })
+      ]++;
+    }
+    const view = await fleet[0].inspect();
+    t.diagnostic(
+      `${kind}: 1 100 instances, one failing call each: ${outcomes.failed} failed, ${outcomes.rejected} refused; store: ` +
+        `${view.state}, ${view.counters.failures} failures counted (${view.stats.failures} by the core), ` +
+        `${view.counters.successes} successes, ${view.clients} sessions kept, ${view.counters.batches} batches applied`,
+    );
+    assert.equal(view.state, 'OPEN', `${view.counters.failures} of 1 100 failures counted`);
+  });
+}
