@@ -59,6 +59,29 @@ function where(kind) {
   return { store, clock: () => Date.now() + shift, pass: async (ms) => void (shift += ms) };
 }
 
+/** A store that throws on every call while `down` is true (Redis unreachable, DNS gone, ...). */
+function flaky(inner) {
+  const s = {
+    down: false,
+    refusedCalls: 0,
+    async read(key) {
+      if (s.down) {
+        s.refusedCalls++;
+        throw new Error('connect ECONNREFUSED 10.0.0.7:6379');
+      }
+      return inner.read(key);
+    },
+    async compareAndSet(key, expected, value, ttlMs) {
+      if (s.down) {
+        s.refusedCalls++;
+        throw new Error('connect ECONNREFUSED 10.0.0.7:6379');
+      }
+      return inner.compareAndSet(key, expected, value, ttlMs);
+    },
+  };
+  return s;
+}
+
 /** One call through `b`: 'ok', 'failed' or 'rejected' (a CircuitOpenError). */
 async function call(b, fn) {
   try {
@@ -276,5 +299,85 @@ for (const kind of ['memory', 'redis']) {
         `${view.counters.successes} successes, ${view.clients} sessions kept, ${view.counters.batches} batches applied`,
     );
     assert.equal(view.state, 'OPEN', `${view.counters.failures} of 1 100 failures counted`);
+  });
+}
+
+// ----- the store down for 30 minutes under traffic -----
+
+// Redis unreachable for 30 minutes while 4 instances keep serving (2 % of calls fail, the local
+// fallback breaker admits them), then Redis is back, then the upstream fails hard.
+// Today: after a long outage every batch an instance sends is refused ("numbered too far past the
+// session's last batch": it numbered a batch at each retry while the store was down), and keeps
+// being refused, so nothing it reports is counted again: the upstream fails on every call and the
+// breaker never trips.
+// Liveness: once the store answers again, a failing upstream trips it within threshold + in
+// flight and every instance sees OPEN; after the open period a healthy upstream closes it.
+for (const kind of ['memory', 'redis-shifted']) {
+  test(`${kind}: after the store was down 30 minutes under traffic, the breaker trips and closes again`, { timeout: 120_000 }, async (t) => {
+    const w = where(kind);
+    const store = flaky(w.store);
+    const name = uniq('outage');
+    const breaker = { failureThreshold: 5, resetTimeout: 1000, probeTimeout: 5000 };
+    const fleet = Array.from(
+      { length: 4 },
+      (_, i) => new StoreCircuitBreaker(name, { store, clock: w.clock, clientId: `outage-${i}`, breaker }),
+    );
+    const events = fleet.map(() => []);
+    fleet.forEach((b, i) => b.onEvent((e) => events[i].push(e.type)));
+    let k = 0;
+    const traffic = () => {
+      k++;
+      if (k % 50 === 0) throw upstreamError();
+      return 'ok';
+    };
+    // Serving, the store up: every session is known to the coordinator.
+    for (let s = 0; s < 3; s++) {
+      for (const b of fleet) await call(b, traffic);
+      await w.pass(2000);
+    }
+    for (const b of fleet) await b.flush();
+
+    store.down = true;
+    const during = { ok: 0, failed: 0, rejected: 0 };
+    for (let s = 0; s < (30 * 60_000) / 2000; s++) {
+      await w.pass(2000);
+      for (const b of fleet) for (let c = 0; c < 3; c++) during[await call(b, traffic)]++;
+    }
+    store.down = false;
+    t.diagnostic(
+      `${kind}: 30 min down: ${during.ok} ok, ${during.failed} failed, ${during.rejected} refused; ` +
+        `${store.refusedCalls} store calls failed; fallback events: ${events.map((e) => e.filter((x) => x === 'fallback').length).join(' ')}`,
+    );
+    // The store is back; a few seconds of healthy traffic, acknowledged.
+    for (let s = 0; s < 3; s++) {
+      await w.pass(2000);
+      for (const b of fleet) await call(b, () => 'ok');
+    }
+    for (const b of fleet) await b.flush();
+    const back = await fleet[0].inspect();
+
+    await t.test('once the store is back, a failing upstream trips it for every instance', async () => {
+      const trip = await failUntilAllRefuse(fleet);
+      const open = await fleet[0].inspect();
+      t.diagnostic(
+        `${kind}: store back (${back.state}, refused batches so far ${back.counters.refusedBatches}); upstream failing: ` +
+          `${trip.reached} failing calls reached it, ${trip.refused}/4 instances refused; store: ${open.state}, ` +
+          `${open.counters.failures} failures counted in all, refused batches ${open.counters.refusedBatches}; ` +
+          `dropped per instance: ${fleet.map((b) => b.dropped).join(' ')}; instances: ${fleet.map((b) => b.state).join(' ')}`,
+      );
+      assert.equal(open.state, 'OPEN', 'the failing upstream trips the shared breaker');
+      assert.equal(trip.refused, 4, 'every instance refuses');
+      assert.ok(trip.reached <= breaker.failureThreshold + fleet.length, `${trip.reached} failing calls reached the upstream`);
+      assert.deepEqual(fleet.map((b) => b.state), Array(4).fill('OPEN'));
+    });
+
+    await t.test('after the open period, a healthy upstream closes it for every instance', async () => {
+      await w.pass(breaker.resetTimeout + 50);
+      const end = await healthyUntilClosed(fleet, { rounds: 20, stepMs: 250, pass: w.pass });
+      t.diagnostic(`${kind}: healthy again: store ${end.view.state}, ${end.view.stats.opened} openings in all; instances: ${end.states.join(' ')}`);
+      assert.equal(end.view.state, 'CLOSED');
+      assert.ok(end.view.stats.opened >= 1, 'it opened on the way');
+      assert.deepEqual(end.states, Array(4).fill('CLOSED'));
+    });
   });
 }
