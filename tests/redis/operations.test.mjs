@@ -381,3 +381,65 @@ for (const kind of ['memory', 'redis-shifted']) {
     });
   });
 }
+
+// ----- a client clock stepped back 10 minutes -----
+
+// An instance's clock is corrected by NTP: 10 minutes back, while the store's clock goes on.
+// Today: the instance keeps the OPEN it learned until its own clock reaches the old end of the
+// open period again: it rejects every call for 601 s, although the store's open period ended
+// after 1 s and the upstream is healthy.
+// Liveness: within a few seconds of store time (the open period, a lease, some slack) after the
+// upstream is healthy, the instance admits calls again and the shared breaker closes.
+for (const kind of ['memory', 'redis']) {
+  test(`${kind}: an instance whose clock steps back 10 minutes admits again once the store's open period is over`, async (t) => {
+    const w = where(kind);
+    const breaker = { failureThreshold: 3, resetTimeout: 1000, probeTimeout: 5000 };
+    const leaseMs = 1000;
+    let offset = 0;
+    const b = new StoreCircuitBreaker(uniq('ntp'), { store: w.store, clock: () => w.clock() + offset, clientId: 'ntp', breaker, leaseMs });
+    for (let i = 0; i < breaker.failureThreshold; i++) {
+      assert.equal(
+        await call(b, () => {
+          throw upstreamError();
+        }),
+        'failed',
+      );
+    }
+    assert.equal(await call(b, () => 'ok'), 'rejected');
+    assert.equal(b.state, 'OPEN');
+    offset = -600_000;
+
+    const stepMs = 100;
+    const budget = breaker.resetTimeout + leaseMs + 3000;
+    let firstAdmitAfter;
+    let rejected = 0;
+    let lastRetryAfter;
+    let view;
+    for (let waited = 0; waited <= budget; waited += stepMs) {
+      const r = await b.execute(() => 'ok').then(
+        () => 'ok',
+        (e) => e,
+      );
+      if (r === 'ok') firstAdmitAfter ??= waited;
+      else if (isCircuitOpenError(r)) {
+        rejected++;
+        lastRetryAfter = r.retryAfterMs;
+      } else throw r;
+      if (firstAdmitAfter !== undefined) {
+        view = await b.inspect();
+        if (view.state === 'CLOSED' && b.state === 'CLOSED') break;
+      }
+      await w.pass(stepMs);
+    }
+    view = await b.inspect();
+    t.diagnostic(
+      `${kind}: clock stepped back 600 s: first call admitted ` +
+        (firstAdmitAfter === undefined ? `never within ${budget} ms` : `after ${firstAdmitAfter} ms`) +
+        ` of store time; ${rejected} calls rejected (last retry-after ${lastRetryAfter ?? '-'} ms); ` +
+        `store: ${view.state}; instance: ${b.state}`,
+    );
+    assert.notEqual(firstAdmitAfter, undefined, `no call admitted within ${budget} ms of store time`);
+    assert.equal(view.state, 'CLOSED', 'the shared breaker closes');
+    assert.equal(b.state, 'CLOSED');
+  });
+}
