@@ -443,3 +443,60 @@ for (const kind of ['memory', 'redis']) {
     assert.equal(b.state, 'CLOSED');
   });
 }
+
+// ----- coordinator requests while one instance holds the only probe -----
+
+// One instance holds the only half-open probe and never reports for 30 s of store time (its
+// function was killed; probeTimeout is 60 s). Four other instances call 100 times each meanwhile.
+// Today: every one of their calls is one more coordinator request (a read, on Redis an EVAL),
+// 100 per instance, each answered "half-open-full" with a retry-after the client does not keep.
+// Liveness (of the store, under load): each refused instance asks again only when its lease or the
+// retry-after it was given runs out: at most 30 s / leaseMs + 2 requests, not one per call.
+for (const kind of ['memory', 'redis-shifted']) {
+  test(`${kind}: while one instance holds the only probe, the others do not ask the store on every call`, async (t) => {
+    const w = where(kind);
+    const breaker = { failureThreshold: 1, resetTimeout: 1000, probeTimeout: 60_000 };
+    const leaseMs = 5000;
+    const name = uniq('probe-held');
+    const [holder, ...others] = Array.from(
+      { length: 5 },
+      (_, i) => new StoreCircuitBreaker(name, { store: w.store, clock: w.clock, clientId: `held-${i}`, breaker, leaseMs }),
+    );
+    // The others have no lease yet: their first call asks, and learns HALF_OPEN.
+    assert.equal(
+      await call(holder, () => {
+        throw upstreamError();
+      }),
+      'failed',
+    );
+    await w.pass(breaker.resetTimeout);
+    assert.equal(await holder.isHealthy(), true, 'the holder takes the probe (and never reports)');
+
+    const before = others.map((b) => ({ requests: b.objectRequests, storeCalls: b.storeCalls }));
+    const reasons = {};
+    const stepMs = 300;
+    for (let s = 0; s < 100; s++) {
+      await w.pass(stepMs);
+      for (const b of others) {
+        const e = await b.execute(() => 'ok').then(
+          () => 'admitted',
+          (e) => (isCircuitOpenError(e) ? e.reason : 'failed'),
+        );
+        reasons[e] = (reasons[e] ?? 0) + 1;
+      }
+    }
+    const requests = others.map((b, i) => b.objectRequests - before[i].requests);
+    const storeCalls = others.map((b, i) => b.storeCalls - before[i].storeCalls);
+    const view = await holder.inspect();
+    t.diagnostic(
+      `${kind}: 100 calls per instance over ${(100 * stepMs) / 1000} s while the probe is held: coordinator requests per instance ` +
+        `${requests.join(' ')}, store calls per instance ${storeCalls.join(' ')}; outcomes ${JSON.stringify(reasons)}; ` +
+        `store: ${view.state}, probes in flight ${view.probesInFlight}`,
+    );
+    assert.deepEqual(reasons, { 'half-open-full': 400 }, 'nobody else reaches the upstream while the probe is held');
+    const bound = Math.ceil((100 * stepMs) / leaseMs) + 2;
+    for (const [i, n] of requests.entries()) {
+      assert.ok(n <= bound, `instance ${i + 1}: ${n} coordinator requests for 100 calls (bound ${bound})`);
+    }
+  });
+}
