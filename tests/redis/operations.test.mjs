@@ -142,10 +142,14 @@ async function healthyUntilClosed(fleet, { rounds, stepMs, pass }) {
 
 // Two settings side by side while a deploy rolls: 8 instances, the odd ones already on the new
 // release (resetTimeout 1500 instead of 1000), started in interleaved order.
-// Today: the breaker trips, but never closes again: the coordinator of every instance whose
-// settings differ from the stored ones carries the state over to a new generation on every
-// exchange, so the probes it grants and the outcomes reported under the generation just handed
-// out no longer count; the record stays OPEN/HALF_OPEN with a healthy upstream.
+// Today: the coordinator of every instance whose settings differ from the stored ones carries the
+// state over to a new generation on every exchange, so outcomes reported under the generation
+// just handed out, and probes granted by such an instance, no longer count. In one process the
+// fleet never trips it (every failure is stale: 240 failing calls, still CLOSED); as 8 processes
+// it trips late (over a hundred failing calls instead of at most 11). Once OPEN, a probe taken by
+// an instance on the new settings is never matched: the record stays HALF_OPEN with a healthy
+// upstream, every instance refused, until that probe times out (and the next one may go the
+// same way).
 // Liveness: a failing upstream trips it within threshold + the calls in flight (8), every
 // instance sees OPEN; once the open period has passed, a healthy upstream closes it for everyone.
 const A = { failureThreshold: 3, resetTimeout: 1000, probeTimeout: 5000 };
