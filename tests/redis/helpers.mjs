@@ -105,7 +105,10 @@ export async function startUpstream() {
   return u;
 }
 
-/** `n` child processes running worker.mjs; `ask(i, msg)` sends a command and awaits its answer. */
+/**
+ * `n` child processes running worker.mjs; `ask(i, msg)` sends a command and awaits its answer.
+ * `init` is the init command's fields, or a function of the process's index giving them.
+ */
 export async function startWorkers(n, init) {
   const procs = [];
   const pending = new Map();
@@ -133,7 +136,7 @@ export async function startWorkers(n, init) {
       procs[i].send({ ...msg, id });
     });
   const all = (msg) => Promise.all(procs.map((_, i) => ask(i, typeof msg === 'function' ? msg(i) : msg)));
-  await all((i) => ({ cmd: 'init', ...init, clientId: `w${i}` }));
+  await all((i) => ({ cmd: 'init', ...(typeof init === 'function' ? init(i) : init), clientId: `w${i}` }));
   return {
     procs,
     events,
