@@ -262,6 +262,8 @@ pub struct LeaseClient {
     acquires: VecDeque<u64>,
     /// Send one batch per report (the coordinator refused a whole exchange).
     one_at_a_time: bool,
+    /// The outbox was renumbered after a gap refusal: send it again at once.
+    renumbered: bool,
     now: u64,
     fallback_until: Option<u64>,
     local: Breaker,
@@ -304,6 +306,7 @@ impl LeaseClient {
             in_flight: None,
             acquires: VecDeque::new(),
             one_at_a_time: false,
+            renumbered: false,
             now: 0,
             fallback_until: None,
             local,
@@ -541,14 +544,14 @@ impl LeaseClient {
     }
 
     /// Whether a report should be sent now: a failure or a probe outcome waits, or `max_batch`
-    /// outcomes do, or sealed batches wait to be sent again, and no report is in flight and the
-    /// coordinator is not known to be unreachable.
+    /// outcomes do, or batches were renumbered after a gap refusal, and no report is in flight
+    /// and the coordinator is not known to be unreachable.
     pub fn flush_due(&self, now: Timestamp) -> bool {
         if self.in_flight() || self.fallback_until.is_some_and(|u| now.0 < u) {
             return false;
         }
         let waiting: u64 = self.pending.iter().map(Counts::total).sum();
-        !self.outbox.is_empty()
+        self.renumbered
             || !self.pending_probes.is_empty()
             || self.pending.iter().any(|c| c.failures > 0)
             || waiting >= u64::from(self.opts.max_batch)
@@ -564,6 +567,7 @@ impl LeaseClient {
         }
         self.drop_expired();
         self.seal();
+        self.renumbered = false;
         if self.outbox.is_empty() && !force {
             return None;
         }
@@ -630,6 +634,7 @@ impl LeaseClient {
             b.seq = seq;
         }
         self.next_seq = (seq + 1).min(MAX_SEQ);
+        self.renumbered = !self.outbox.is_empty();
     }
 
     /// The coordinator refused the whole report with a 4xx `status`. It is not an outage of the
