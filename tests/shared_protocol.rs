@@ -2,7 +2,10 @@
 //! coordinator in one process, on a manual clock, over a network that loses, duplicates, delays
 //! and reorders messages, with coordinator restarts from the last persisted record, failed
 //! writes that are rolled back, client restarts (fresh names, or the same name in a new session)
-//! and clients whose clocks are minutes off.
+//! and clients whose clocks are minutes off; and the operations a fleet lives through: deploys
+//! that change the settings (adopted, as Redis-store instances do, or installed, as the Durable
+//! Object does), refusals (401, 404, 429), reports the host abandoned, and clocks stepped back or
+//! forward by 10 minutes on clients and on the coordinator.
 //!
 //! After every step:
 //! - no outcome is counted twice: the coordinator has counted at most the outcomes of the
@@ -12,8 +15,8 @@
 //! - every exchange a client builds passes the coordinator's checks, none of its batches is
 //!   refused, and its JSON is at most 64 KiB.
 //!
-//! At the end, liveness: with a healthy upstream and a quiet network, once time passes, every
-//! client is CLOSED and off its local breaker.
+//! At the end, liveness, whatever came before: with a healthy upstream and a quiet network, once
+//! time passes, every client is CLOSED and off its local breaker.
 #![cfg(feature = "json")]
 
 use std::collections::{BTreeMap, VecDeque};
@@ -35,6 +38,12 @@ enum Fate {
     Duplicate,
     Delay,
     WriteFails,
+    /// The coordinator refuses with this 4xx status (a rotated token, a name not deployed yet,
+    /// a proxy's limit); nothing reaches it.
+    Refused(u16),
+    /// The request reaches the coordinator, but the host dropped it (a cancelled call): no
+    /// answer is fed back, and the client is told with `abandon`.
+    Abandon,
 }
 
 #[derive(Clone, Debug)]
@@ -68,7 +77,25 @@ enum Op {
         client: usize,
         same_name: bool,
     },
+    /// A deploy: the coordinator restarts from the record under the other settings, adopting
+    /// the stored ones or installing its own.
+    Deploy {
+        adopt: bool,
+    },
+    /// An operator's reset (installs the configured settings).
+    Reset,
+    /// A client's clock is stepped by ±10 minutes.
+    ClientClockStep {
+        client: usize,
+        forward: bool,
+    },
+    /// The coordinator's clock is stepped by ±10 minutes.
+    CoordinatorClockStep {
+        forward: bool,
+    },
 }
+
+const STEP_MS: i64 = 600_000;
 
 struct Node {
     client: LeaseClient,
@@ -93,7 +120,14 @@ enum Pending {
 }
 
 struct World {
+    /// The settings hosts are configured with now; `specs` holds both sides of a deploy.
     spec: SharedSpec,
+    specs: [SharedSpec; 2],
+    /// The coordinator's clock, off the world's by this much.
+    co_offset: i64,
+    /// Sessions whose batches were renumbered after a gap refusal (a number may then stand
+    /// for another content, of a batch that was never applied).
+    renumbered: std::collections::BTreeSet<String>,
     now: u64,
     upstream_ok: bool,
     co: Coordinator,
@@ -103,6 +137,8 @@ struct World {
     /// `session~seq` → the batch's outcomes, as first sent.
     sent: BTreeMap<String, (u64, String)>,
     sent_outcomes: u64,
+    /// Outcomes of batches the coordinator could not vouch for (see `step`).
+    maybe_twice: u64,
     session_counter: u64,
 }
 
@@ -112,8 +148,18 @@ fn local(now: u64, offset: i64) -> Timestamp {
 
 impl World {
     fn new(spec: SharedSpec, offsets: &[i64]) -> World {
+        // The other side of a deploy: one option changed.
+        let other = SharedSpec::new(
+            spec.breaker
+                .with_open_duration_ms(spec.breaker.open_duration_ms * 2)
+                .with_open_backoff(1.5, spec.breaker.open_duration_ms * 8),
+        )
+        .with_lease_ms(spec.lease_ms);
         let mut w = World {
             spec,
+            specs: [spec, other],
+            co_offset: 0,
+            renumbered: Default::default(),
             now: 1_800_000_000_000,
             upstream_ok: true,
             co: Coordinator::fresh("upstream", spec).unwrap(),
@@ -122,6 +168,7 @@ impl World {
             delayed: VecDeque::new(),
             sent: BTreeMap::new(),
             sent_outcomes: 0,
+            maybe_twice: 0,
             session_counter: 0,
         };
         for (i, &offset) in offsets.iter().enumerate() {
@@ -168,7 +215,15 @@ impl World {
             prop_assert!(b.check().is_ok(), "{:?}", b.check());
             let key = format!("{}~{}", session_key(&req.client, req.session), b.seq);
             let content = serde_json::to_string(b).unwrap();
+            let session = session_key(&req.client, req.session).to_string();
             match self.sent.get(&key) {
+                Some((_, before)) if before == &content => {}
+                Some(_) if self.renumbered.contains(&session) => {
+                    // A renumbered batch took the number of one that was never applied.
+                    let counted: u64 = b.counts.iter().map(|c| c.total()).sum();
+                    self.sent_outcomes += counted;
+                    self.sent.insert(key, (counted, content));
+                }
                 Some((_, before)) => prop_assert_eq!(before, &content, "batch {} changed", key),
                 None => {
                     let counted: u64 = b.counts.iter().map(|c| c.total()).sum();
@@ -186,26 +241,48 @@ impl World {
         req: &Exchange,
         acquire: bool,
     ) -> Result<Option<ExchangeReply>, TestCaseError> {
-        let result = self.co.exchange(Timestamp(self.now), req, acquire);
+        // Batches of a session the coordinator does not know, past the first, may be counted a
+        // second time (at least once: never zero).
+        let known = self.co.record().clients;
+        let key = session_key(&req.client, req.session);
+        if !known.contains_key(&key) {
+            for b in req.batches.iter().filter(|b| b.seq > 1) {
+                self.maybe_twice += b.counts.iter().map(|c| c.total()).sum::<u64>();
+            }
+        }
+        let result = self.co.exchange(self.co_now(), req, acquire);
         let (reply, step) = match result {
             Ok(r) => r,
             Err(e) => return Err(TestCaseError::fail(format!("refused: {e:?}"))),
         };
-        prop_assert!(reply.refused.is_empty(), "{:?}", reply.refused);
+        // The only refusal a client's own batches may meet: numbered too far ahead after many
+        // were dropped, answered with the number to resume from.
+        prop_assert!(
+            reply.refused.iter().all(|r| r.last_applied.is_some()),
+            "{:?}",
+            reply.refused
+        );
+        if !reply.refused.is_empty() {
+            self.renumbered
+                .insert(session_key(&req.client, req.session).to_string());
+        }
         if step.changed {
             self.persisted = Some(self.co.record_json().unwrap());
         }
         Ok(Some(reply))
     }
 
+    fn co_now(&self) -> Timestamp {
+        Timestamp(self.now.saturating_add_signed(self.co_offset))
+    }
+
     fn restart_coordinator(&mut self) {
-        self.co = Coordinator::load_json(
-            "upstream",
-            self.spec,
-            self.persisted.as_deref(),
-            OnMismatch::Install,
-        )
-        .unwrap();
+        self.restart_as(self.spec, OnMismatch::Install);
+    }
+
+    fn restart_as(&mut self, spec: SharedSpec, policy: OnMismatch) {
+        self.co =
+            Coordinator::load_json("upstream", spec, self.persisted.as_deref(), policy).unwrap();
     }
 
     /// `fate` applied to one request from node `i`.
@@ -237,6 +314,13 @@ impl World {
                 self.restart_coordinator();
                 Ok(None)
             }
+            Fate::Refused(_) => Ok(None),
+            Fate::Abandon => {
+                self.step(&req, acquire)?;
+                let now = local(self.now, self.nodes[i].offset);
+                self.nodes[i].client.abandon(now);
+                Ok(None)
+            }
             Fate::Delay => {
                 let generation = self.nodes[i].restarts;
                 self.delayed.push_back(if acquire {
@@ -257,7 +341,7 @@ impl World {
         }
     }
 
-    fn on_acquired(&mut self, i: usize, reply: Option<ExchangeReply>, hold: bool) {
+    fn on_acquired(&mut self, i: usize, reply: Option<ExchangeReply>, hold: bool, fate: Fate) {
         let now = local(self.now, self.nodes[i].offset);
         let outcome = self.outcome();
         let node = &mut self.nodes[i];
@@ -272,7 +356,11 @@ impl World {
                     }
                 }
             }
-            None => node.client.on_unreachable(now, false, "lost".into()),
+            None => match fate {
+                Fate::Refused(status) => node.client.on_acquire_refused(now, status, "refused"),
+                Fate::Abandon => {}
+                _ => node.client.on_unreachable(now, false, "lost".into()),
+            },
         }
     }
 
@@ -292,7 +380,7 @@ impl World {
                 let req = self.nodes[i].client.acquire_request();
                 let reply = self.send(i, req, true, fate)?;
                 if !matches!(fate, Fate::Delay) {
-                    self.on_acquired(i, reply, hold);
+                    self.on_acquired(i, reply, hold, fate);
                 }
             }
             Decision::Refresh => {
@@ -310,17 +398,19 @@ impl World {
         };
         let reply = self.send(i, req, false, fate)?;
         if !matches!(fate, Fate::Delay) {
-            self.on_reported(i, reply);
+            self.on_reported(i, reply, fate);
         }
         Ok(())
     }
 
-    fn on_reported(&mut self, i: usize, reply: Option<ExchangeReply>) {
+    fn on_reported(&mut self, i: usize, reply: Option<ExchangeReply>, fate: Fate) {
         let now = local(self.now, self.nodes[i].offset);
         let node = &mut self.nodes[i];
-        match reply {
-            Some(reply) => node.client.on_flush_reply(now, &reply),
-            None => node.client.on_unreachable(now, true, "lost".into()),
+        match (reply, fate) {
+            (Some(reply), _) => node.client.on_flush_reply(now, &reply),
+            (None, Fate::Refused(status)) => node.client.on_flush_refused(now, status, "refused"),
+            (None, Fate::Abandon) => {}
+            (None, _) => node.client.on_unreachable(now, true, "lost".into()),
         }
     }
 
@@ -338,7 +428,7 @@ impl World {
                 let reply = self.step(&req, true)?;
                 // A restarted client no longer waits for this answer.
                 if self.nodes[node].restarts == generation {
-                    self.on_acquired(node, reply, false);
+                    self.on_acquired(node, reply, false, Fate::Deliver);
                 }
             }
             Pending::Report {
@@ -348,7 +438,7 @@ impl World {
             } => {
                 let reply = self.step(&req, false)?;
                 if self.nodes[node].restarts == generation {
-                    self.on_reported(node, reply);
+                    self.on_reported(node, reply, Fate::Deliver);
                 }
             }
         }
@@ -409,6 +499,33 @@ impl World {
                 node.restarts += 1;
                 node.name = name;
             }
+            Op::Deploy { adopt } => {
+                let next = if self.spec == self.specs[0] {
+                    self.specs[1]
+                } else {
+                    self.specs[0]
+                };
+                self.spec = next;
+                let policy = if adopt {
+                    OnMismatch::Adopt
+                } else {
+                    OnMismatch::Install
+                };
+                self.restart_as(next, policy);
+            }
+            Op::Reset => {
+                let step = self.co.reset(self.co_now());
+                if step.changed {
+                    self.persisted = Some(self.co.record_json().unwrap());
+                }
+            }
+            Op::ClientClockStep { client, forward } => {
+                let node = &mut self.nodes[client % n];
+                node.offset += if forward { STEP_MS } else { -STEP_MS };
+            }
+            Op::CoordinatorClockStep { forward } => {
+                self.co_offset += if forward { STEP_MS } else { -STEP_MS };
+            }
         }
         self.check()
     }
@@ -417,12 +534,13 @@ impl World {
         let view = self.co.breaker();
         let counted = self.co.record().counters.counted_outcomes;
         prop_assert!(
-            counted <= self.sent_outcomes,
-            "counted {} outcomes, but only {} were ever sent",
+            counted <= self.sent_outcomes + self.maybe_twice,
+            "counted {} outcomes, but only {} were ever sent (+ {} it could not vouch for)",
             counted,
-            self.sent_outcomes
+            self.sent_outcomes,
+            self.maybe_twice
         );
-        let timeout = self.spec.breaker.probe_timeout_ms;
+        let timeout = self.co.spec().breaker.probe_timeout_ms;
         let live: usize = self
             .nodes
             .iter()
@@ -430,27 +548,25 @@ impl World {
             .filter(|(t, granted)| t.is_probe() && granted.is_some_and(|g| g + timeout > self.now))
             .count();
         prop_assert!(
-            live <= self.spec.breaker.half_open_max_probes as usize,
+            live <= self.co.spec().breaker.half_open_max_probes as usize,
             "{} live probes, limit {} (state {:?})",
             live,
-            self.spec.breaker.half_open_max_probes,
+            self.co.spec().breaker.half_open_max_probes,
             view.state()
         );
         Ok(())
     }
 
-    /// A healthy upstream and a quiet network: every client ends CLOSED.
+    /// Liveness, once the trouble stops (a quiet network): a healthy upstream closes it, and
+    /// every client ends CLOSED, off its local breaker.
     fn settle(&mut self) -> Result<(), TestCaseError> {
-        self.upstream_ok = true;
         while !self.delayed.is_empty() {
             self.deliver_delayed(0)?;
         }
-        let c = &self.spec.breaker;
-        let pause = c
-            .max_open_duration_ms
-            .max(c.probe_timeout_ms)
-            .max(self.spec.lease_ms)
-            + 1_000;
+        let lease = self.co.spec().lease_ms;
+        self.upstream_ok = true;
+        let c = &self.co.spec().breaker;
+        let pause = c.max_open_duration_ms.max(c.probe_timeout_ms).max(lease) + 1_000;
         for _ in 0..12 {
             self.now += pause;
             for i in 0..self.nodes.len() {
@@ -493,6 +609,8 @@ fn fate() -> impl Strategy<Value = Fate> {
         2 => Just(Fate::Duplicate),
         2 => Just(Fate::Delay),
         1 => Just(Fate::WriteFails),
+        1 => prop_oneof![Just(401u16), Just(404), Just(429)].prop_map(Fate::Refused),
+        1 => Just(Fate::Abandon),
     ]
 }
 
@@ -509,6 +627,10 @@ fn op(burst: u32) -> impl Strategy<Value = Op> {
         1 => (0usize..8, 0..burst, any::<bool>()).prop_map(|(client, n, failures)| Op::Burst { client, n, failures }),
         2 => Just(Op::RestartCoordinator),
         1 => (0usize..8, any::<bool>()).prop_map(|(client, same_name)| Op::RestartClient { client, same_name }),
+        1 => any::<bool>().prop_map(|adopt| Op::Deploy { adopt }),
+        1 => Just(Op::Reset),
+        1 => (0usize..8, any::<bool>()).prop_map(|(client, forward)| Op::ClientClockStep { client, forward }),
+        1 => any::<bool>().prop_map(|forward| Op::CoordinatorClockStep { forward }),
     ]
 }
 

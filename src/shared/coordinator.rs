@@ -420,7 +420,7 @@ impl Coordinator {
         let mut acked = Vec::with_capacity(req.batches.len());
         let mut refused = Vec::new();
         for batch in &req.batches {
-            match self.verdict(now.0, &key, batch) {
+            match self.verdict(&key, batch) {
                 Verdict::Apply => {
                     self.apply(now, &key, batch, &mut step);
                     self.remember(&key, batch.seq, now.0);
@@ -563,7 +563,7 @@ impl Coordinator {
         }
     }
 
-    fn verdict(&self, now: u64, key: &SessionKey, batch: &Batch) -> Verdict {
+    fn verdict(&self, key: &SessionKey, batch: &Batch) -> Verdict {
         if let Err(reason) = batch.check() {
             return Verdict::Refuse(reason);
         }
@@ -571,7 +571,10 @@ impl Coordinator {
             Some(&(last, _)) if batch.seq <= last => Verdict::Duplicate,
             Some(&(last, _)) if batch.seq - last > MAX_SEQ_GAP => Verdict::Gap(last),
             Some(_) => Verdict::Apply,
-            None if batch.seq > 1 && now < self.unverifiable_until => Verdict::Unverified,
+            // A session it does not know, past its first batch: forgotten (evicted by a larger
+            // fleet, expired, a clock step, a restart from an older record), or its first
+            // batches were dropped. Either way counted, and flagged as possibly counted before.
+            None if batch.seq > 1 => Verdict::Unverified,
             None => Verdict::Apply,
         }
     }

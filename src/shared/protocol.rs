@@ -411,8 +411,9 @@ pub struct ObjectCounters {
     pub duplicate_batches: u64,
     /// Batches refused (over a limit, or numbered too far ahead).
     pub refused_batches: u64,
-    /// Batches counted though they may have been counted before: their session had been
-    /// forgotten too early to tell (at least once, never zero).
+    /// Batches counted though they may have been counted before: their session was not known
+    /// (forgotten, or its first batches never arrived) and they were not its first (at least
+    /// once, never zero).
     pub unverified_batches: u64,
     /// Sessions forgotten while they might still send a batch again.
     pub sessions_evicted_early: u64,
