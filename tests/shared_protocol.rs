@@ -101,7 +101,11 @@ struct Node {
     client: LeaseClient,
     offset: i64,
     /// Calls admitted and not reported yet: (ticket, coordinator time of the grant if a probe).
-    held: Vec<(Ticket, Option<u64>)>,
+    /// A probe's grant: its time on the world's clock and on the coordinator's, and its
+    /// generation. A probe is live while both clocks say its lease runs (a coordinator clock
+    /// stepped forward ends it early there) and its round has not ended (a probe still running
+    /// when the breaker closed is a call of the CLOSED breaker, not of the next round).
+    held: Vec<(Ticket, Option<(u64, u64, u32)>)>,
     restarts: u32,
     name: String,
 }
@@ -139,6 +143,8 @@ struct World {
     sent_outcomes: u64,
     /// Outcomes of batches the coordinator could not vouch for (see `step`).
     maybe_twice: u64,
+    /// `session~seq` of every batch that reached the coordinator.
+    delivered: std::collections::BTreeSet<String>,
     session_counter: u64,
 }
 
@@ -169,6 +175,7 @@ impl World {
             sent: BTreeMap::new(),
             sent_outcomes: 0,
             maybe_twice: 0,
+            delivered: Default::default(),
             session_counter: 0,
         };
         for (i, &offset) in offsets.iter().enumerate() {
@@ -241,14 +248,20 @@ impl World {
         req: &Exchange,
         acquire: bool,
     ) -> Result<Option<ExchangeReply>, TestCaseError> {
-        // Batches of a session the coordinator does not know, past the first, may be counted a
-        // second time (at least once: never zero).
+        // A batch sent again to a coordinator that no longer knows its session (it forgot it,
+        // or restarted from an older record) is counted again: at least once, never zero.
         let known = self.co.record().clients;
-        let key = session_key(&req.client, req.session);
-        if !known.contains_key(&key) {
-            for b in req.batches.iter().filter(|b| b.seq > 1) {
-                self.maybe_twice += b.counts.iter().map(|c| c.total()).sum::<u64>();
+        let session = session_key(&req.client, req.session);
+        if !known.contains_key(&session) {
+            for b in &req.batches {
+                let key = format!("{session}~{}", b.seq);
+                if self.delivered.contains(&key) {
+                    self.maybe_twice += b.counts.iter().map(|c| c.total()).sum::<u64>();
+                }
             }
+        }
+        for b in &req.batches {
+            self.delivered.insert(format!("{session}~{}", b.seq));
         }
         let result = self.co.exchange(self.co_now(), req, acquire);
         let (reply, step) = match result {
@@ -344,11 +357,13 @@ impl World {
     fn on_acquired(&mut self, i: usize, reply: Option<ExchangeReply>, hold: bool, fate: Fate) {
         let now = local(self.now, self.nodes[i].offset);
         let outcome = self.outcome();
+        let co_now = self.co_now().0;
         let node = &mut self.nodes[i];
         match reply {
             Some(reply) => {
+                let generation = reply.permit.map_or(0, |p| p.generation);
                 if let Decision::Admit(ticket) = node.client.on_acquire_reply(now, &reply) {
-                    let granted = ticket.is_probe().then_some(self.now);
+                    let granted = ticket.is_probe().then_some((self.now, co_now, generation));
                     if hold {
                         node.held.push((ticket, granted));
                     } else {
@@ -545,7 +560,14 @@ impl World {
             .nodes
             .iter()
             .flat_map(|n| n.held.iter())
-            .filter(|(t, granted)| t.is_probe() && granted.is_some_and(|g| g + timeout > self.now))
+            .filter(|(t, granted)| {
+                t.is_probe()
+                    && granted.is_some_and(|(g, co, generation)| {
+                        g + timeout > self.now
+                            && co + timeout > self.co_now().0
+                            && generation == view.generation()
+                    })
+            })
             .count();
         prop_assert!(
             live <= self.co.spec().breaker.half_open_max_probes as usize,
