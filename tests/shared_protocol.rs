@@ -579,13 +579,80 @@ impl World {
         Ok(())
     }
 
-    /// Liveness, once the trouble stops (a quiet network): a healthy upstream closes it, and
-    /// every client ends CLOSED, off its local breaker.
+    /// Liveness, once the trouble stops (a quiet network): a failing upstream opens the shared
+    /// breaker, and one lease later no client believes it CLOSED.
+    fn fail_then_open(&mut self) -> Result<(), TestCaseError> {
+        self.upstream_ok = false;
+        let lease = self.co.spec().lease_ms;
+        // Rounds long enough that 40 of them outlast five of a time window: the successes
+        // counted before the upstream failed age out of it.
+        let window = match self.co.spec().breaker.trip {
+            TripRule::FailuresInWindow { window_ms, .. } => window_ms,
+            TripRule::FailureRate {
+                window: Window::Millis(ms),
+                ..
+            } => ms,
+            _ => 0,
+        };
+        let round = (lease + 1).max(window / 8);
+        let mut opened = false;
+        for _ in 0..40 {
+            self.now += round;
+            for i in 0..self.nodes.len() {
+                let now = local(self.now, self.nodes[i].offset);
+                let held = std::mem::take(&mut self.nodes[i].held);
+                for (ticket, _) in held {
+                    let _ = self.nodes[i].client.record(now, ticket, Outcome::Failure);
+                }
+                // More calls than any generated rule needs within its window.
+                for _ in 0..12 {
+                    self.call(i, false, Fate::Deliver)?;
+                    self.check()?;
+                }
+                self.flush(i, false, Fate::Deliver)?;
+            }
+            if self.co.breaker().state_at(self.co_now()) != State::Closed {
+                opened = true;
+                break;
+            }
+        }
+        prop_assert!(
+            opened,
+            "a failing upstream never opened it: {:?} {:?}",
+            self.co.breaker().stats(),
+            self.co.record().counters
+        );
+        // One lease later every client has heard (each asks at least once per lease).
+        self.now += lease + 1;
+        for i in 0..self.nodes.len() {
+            self.call(i, false, Fate::Deliver)?;
+            self.check()?;
+        }
+        let believers: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| {
+                let c = &self.nodes[i].client;
+                c.known_state() == Some(State::Closed) && !c.in_fallback()
+            })
+            .collect();
+        if self.co.breaker().state() == State::Open {
+            prop_assert!(
+                believers.is_empty(),
+                "clients {:?} still believe CLOSED one lease after it opened",
+                believers
+            );
+        }
+        Ok(())
+    }
+
+    /// Liveness, once the trouble stops (a quiet network): a failing upstream opens it (see
+    /// `fail_then_open`); then a healthy upstream closes it, and every client ends CLOSED, off
+    /// its local breaker.
     fn settle(&mut self) -> Result<(), TestCaseError> {
         while !self.delayed.is_empty() {
             self.deliver_delayed(0)?;
         }
         let lease = self.co.spec().lease_ms;
+        self.fail_then_open()?;
         self.upstream_ok = true;
         let c = &self.co.spec().breaker;
         let pause = c.max_open_duration_ms.max(c.probe_timeout_ms).max(lease) + 1_000;
