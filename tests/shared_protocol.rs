@@ -105,10 +105,13 @@ struct Node {
     /// generation. A probe is live while both clocks say its lease runs (a coordinator clock
     /// stepped forward ends it early there) and its round has not ended (a probe still running
     /// when the breaker closed is a call of the CLOSED breaker, not of the next round).
-    held: Vec<(Ticket, Option<(u64, u64, u32)>)>,
+    held: Vec<(Ticket, Option<Granted>)>,
     restarts: u32,
     name: String,
 }
+
+/// When a probe was granted (the world's clock, the coordinator's) and its generation.
+type Granted = (u64, u64, u32);
 
 enum Pending {
     Acquire {
