@@ -9,8 +9,8 @@ use breakwater::shared::protocol::{
     MAX_CLIENTS, MAX_SEQ,
 };
 use breakwater::shared::{
-    ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, OnMismatch, Record, SharedSpec,
-    Ticket,
+    ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch, Record,
+    SharedSpec, Ticket,
 };
 use breakwater::{
     BreakerConfig, Mode, Outcome, RejectReason, Rejected, State, Timestamp, TripRule,
@@ -36,6 +36,11 @@ fn client(id: &str) -> LeaseClient {
 
 fn t(ms: u64) -> Timestamp {
     Timestamp(ms)
+}
+
+/// A client's own clock.
+fn lt(ms: u64) -> LocalTime {
+    LocalTime(ms)
 }
 
 fn exchange(c: &mut Coordinator, now: u64, req: &Exchange, acquire: bool) -> ExchangeReply {
@@ -77,9 +82,9 @@ fn call(
     outcome: Outcome,
 ) -> Result<Ticket, Rejected> {
     for _ in 0..3 {
-        match c.admit(t(now)) {
+        match c.admit(lt(now)) {
             Decision::Admit(ticket) => {
-                if c.record(t(now), ticket, outcome) {
+                if c.record(lt(now), ticket, outcome) {
                     flush(c, co, now, false);
                 }
                 return Ok(ticket);
@@ -88,9 +93,9 @@ fn call(
             Decision::Acquire => {
                 let req = c.acquire_request();
                 let reply = exchange(co, now, &req, true);
-                match c.on_acquire_reply(t(now), &reply) {
+                match c.on_acquire_reply(lt(now), &reply) {
                     Decision::Admit(ticket) => {
-                        if c.record(t(now), ticket, outcome) {
+                        if c.record(lt(now), ticket, outcome) {
                             flush(c, co, now, false);
                         }
                         return Ok(ticket);
@@ -108,7 +113,7 @@ fn call(
 fn flush(c: &mut LeaseClient, co: &mut Coordinator, now: u64, force: bool) {
     if let Some(req) = c.begin_flush(force) {
         let reply = exchange(co, now, &req, false);
-        c.on_flush_reply(t(now), &reply);
+        c.on_flush_reply(lt(now), &reply);
     }
 }
 
@@ -712,16 +717,16 @@ fn a_report_in_flight_does_not_stretch_the_lease() {
     // A failure's report at 100 renews the lease until 600.
     let _ = call(&mut c, &mut co, 100, Outcome::Failure).unwrap();
     // Another failure: its report goes out at 200 and hangs.
-    let ticket = match c.admit(t(200)) {
+    let ticket = match c.admit(lt(200)) {
         Decision::Admit(t) => t,
         other => panic!("{other:?}"),
     };
-    assert!(c.record(t(200), ticket, Outcome::Failure));
+    assert!(c.record(lt(200), ticket, Outcome::Failure));
     let _in_flight = c.begin_flush(false).unwrap();
     assert!(c.in_flight());
-    assert!(matches!(c.admit(t(599)), Decision::Admit(_)));
+    assert!(matches!(c.admit(lt(599)), Decision::Admit(_)));
     // The lease ends at 600 whatever is in flight: the host must wait for the answer.
-    assert_eq!(c.admit(t(600)), Decision::Refresh);
+    assert_eq!(c.admit(lt(600)), Decision::Refresh);
     assert!(c.begin_flush(true).is_none());
 }
 
@@ -729,16 +734,16 @@ fn a_report_in_flight_does_not_stretch_the_lease() {
 fn a_lease_runs_from_when_its_request_was_sent() {
     let mut co = coordinator(spec());
     let mut c = client("a");
-    assert_eq!(c.admit(t(1_000)), Decision::Acquire);
+    assert_eq!(c.admit(lt(1_000)), Decision::Acquire);
     let req = c.acquire_request();
     // The answer arrives 400 ms later: 100 ms of the 500 ms lease are left.
     let reply = exchange(&mut co, 1_000, &req, true);
     assert!(matches!(
-        c.on_acquire_reply(t(1_400), &reply),
+        c.on_acquire_reply(lt(1_400), &reply),
         Decision::Admit(_)
     ));
-    assert!(matches!(c.admit(t(1_499)), Decision::Admit(_)));
-    assert_eq!(c.admit(t(1_500)), Decision::Refresh);
+    assert!(matches!(c.admit(lt(1_499)), Decision::Admit(_)));
+    assert_eq!(c.admit(lt(1_500)), Decision::Refresh);
 }
 
 #[test]
@@ -751,14 +756,14 @@ fn one_probe_for_all_clients() {
     assert_eq!(co.breaker().state(), State::Open);
     let mut probes = Vec::new();
     for (i, c) in clients.iter_mut().enumerate() {
-        if c.admit(t(1_000)) == Decision::Refresh {
+        if c.admit(lt(1_000)) == Decision::Refresh {
             flush(c, &mut co, 1_000, true);
         }
-        match c.admit(t(1_000)) {
+        match c.admit(lt(1_000)) {
             Decision::Acquire => {
                 let req = c.acquire_request();
                 let reply = exchange(&mut co, 1_000, &req, true);
-                if let Decision::Admit(ticket) = c.on_acquire_reply(t(1_000), &reply) {
+                if let Decision::Admit(ticket) = c.on_acquire_reply(lt(1_000), &reply) {
                     assert!(ticket.is_probe());
                     probes.push((i, ticket));
                 }
@@ -768,7 +773,7 @@ fn one_probe_for_all_clients() {
     }
     assert_eq!(probes.len(), 1);
     let (i, ticket) = probes[0];
-    assert!(clients[i].record(t(1_010), ticket, Outcome::Success));
+    assert!(clients[i].record(lt(1_010), ticket, Outcome::Success));
     flush(&mut clients[i], &mut co, 1_010, false);
     assert_eq!(co.breaker().state(), State::Closed);
     // The others keep their refusal (every slot taken) for one lease at most, without asking...
@@ -791,24 +796,24 @@ fn unreachable_coordinator_falls_back_and_counts_arrive_later_once() {
     let mut c = client("a");
     let _ = call(&mut c, &mut co, 0, Outcome::Success).unwrap();
     while c.next_event().is_some() {}
-    assert_eq!(c.admit(t(600)), Decision::Refresh);
+    assert_eq!(c.admit(lt(600)), Decision::Refresh);
     let lost = c.begin_flush(true).unwrap();
-    c.on_unreachable(t(600), true, "down".into());
+    c.on_unreachable(lt(600), true, "down".into());
     assert!(matches!(c.next_event(), Some(ClientEvent::Fallback { .. })));
-    match c.admit(t(601)) {
+    match c.admit(lt(601)) {
         Decision::Admit(ticket) => {
             assert!(ticket.is_fallback());
-            let _ = c.record(t(601), ticket, Outcome::Success);
+            let _ = c.record(lt(601), ticket, Outcome::Success);
         }
         other => panic!("{other:?}"),
     }
     let mut closed =
         LeaseClient::new("b".into(), 1, LeaseOptions::new().with_fail_closed(true)).unwrap();
-    closed.on_unreachable(t(0), false, "down".into());
-    assert!(matches!(closed.admit(t(1)), Decision::Reject(_)));
+    closed.on_unreachable(lt(0), false, "down".into());
+    assert!(matches!(closed.admit(lt(1)), Decision::Reject(_)));
     // The lost report did arrive; the resend carries it again with the same number.
     let _ = exchange(&mut co, 600, &lost, false);
-    assert_eq!(c.admit(t(1_600)), Decision::Refresh);
+    assert_eq!(c.admit(lt(1_600)), Decision::Refresh);
     flush(&mut c, &mut co, 1_600, true);
     assert_eq!(c.next_event(), Some(ClientEvent::Recovered));
     assert_eq!(c.unacknowledged(), 0);
@@ -825,36 +830,36 @@ fn the_local_breaker_trips_and_recovers_while_the_coordinator_is_unreachable() {
                 .with_open_duration_ms(1_000),
         );
     let mut c = LeaseClient::new("a".into(), 1, opts).unwrap();
-    c.on_unreachable(t(0), false, "down".into());
+    c.on_unreachable(lt(0), false, "down".into());
     for now in [1, 2] {
-        let Decision::Admit(ticket) = c.admit(t(now)) else {
+        let Decision::Admit(ticket) = c.admit(lt(now)) else {
             panic!()
         };
-        let _ = c.record(t(now), ticket, Outcome::Failure);
+        let _ = c.record(lt(now), ticket, Outcome::Failure);
     }
-    assert!(matches!(c.admit(t(3)), Decision::Reject(_)));
+    assert!(matches!(c.admit(lt(3)), Decision::Reject(_)));
     // An ignored probe (a 400, a cancel) frees the slot: the next call probes again.
-    let Decision::Admit(probe) = c.admit(t(1_002)) else {
+    let Decision::Admit(probe) = c.admit(lt(1_002)) else {
         panic!()
     };
-    let _ = c.record(t(1_002), probe, Outcome::Ignored);
-    let Decision::Admit(probe) = c.admit(t(1_003)) else {
+    let _ = c.record(lt(1_002), probe, Outcome::Ignored);
+    let Decision::Admit(probe) = c.admit(lt(1_003)) else {
         panic!("locked shut after an ignored probe")
     };
-    let _ = c.record(t(1_003), probe, Outcome::Success);
+    let _ = c.record(lt(1_003), probe, Outcome::Success);
     assert_eq!(c.local().state(), State::Closed);
     // A probe that never reports frees its slot after the probe timeout (30 s by default).
     for now in [2_000, 2_001] {
-        let Decision::Admit(ticket) = c.admit(t(now)) else {
+        let Decision::Admit(ticket) = c.admit(lt(now)) else {
             panic!()
         };
-        let _ = c.record(t(now), ticket, Outcome::Failure);
+        let _ = c.record(lt(now), ticket, Outcome::Failure);
     }
-    let Decision::Admit(_never_reported) = c.admit(t(3_001)) else {
+    let Decision::Admit(_never_reported) = c.admit(lt(3_001)) else {
         panic!()
     };
-    assert!(matches!(c.admit(t(3_002)), Decision::Reject(_)));
-    assert!(matches!(c.admit(t(33_001)), Decision::Admit(_)));
+    assert!(matches!(c.admit(lt(3_002)), Decision::Reject(_)));
+    assert!(matches!(c.admit(lt(33_001)), Decision::Admit(_)));
 }
 
 #[test]
@@ -862,14 +867,14 @@ fn a_refused_batch_is_dropped_and_announced_never_resent() {
     let mut co = coordinator(spec());
     let mut c = client("a");
     let _ = call(&mut c, &mut co, 0, Outcome::Success).unwrap();
-    let Decision::Admit(ticket) = c.admit(t(1)) else {
+    let Decision::Admit(ticket) = c.admit(lt(1)) else {
         panic!()
     };
-    assert!(c.record(t(1), ticket, Outcome::Failure));
+    assert!(c.record(lt(1), ticket, Outcome::Failure));
     let sent = c.begin_flush(false).unwrap();
     assert_eq!(sent.batches.len(), 1);
     // A coordinator that will not take it (an older version with smaller limits, say).
-    c.on_flush_refused(t(2), 413, "object answered 413: body larger than 64 KiB");
+    c.on_flush_refused(lt(2), 413, "object answered 413: body larger than 64 KiB");
     // The batch held the waiting success and the failure.
     assert_eq!(c.dropped(), 2);
     let events: Vec<ClientEvent> = core::iter::from_fn(|| c.next_event()).collect();
@@ -889,30 +894,30 @@ fn a_refused_batch_is_dropped_and_announced_never_resent() {
     // Refused batches listed in a reply are dropped too.
     let _ = call(&mut c, &mut co, 1_003, Outcome::Success).unwrap();
     assert!(!c.in_fallback());
-    let Decision::Admit(ticket) = c.admit(t(1_003)) else {
+    let Decision::Admit(ticket) = c.admit(lt(1_003)) else {
         panic!()
     };
-    assert!(c.record(t(1_003), ticket, Outcome::Failure));
+    assert!(c.record(lt(1_003), ticket, Outcome::Failure));
     let mut req = c.begin_flush(false).unwrap();
     // (Altered on the way, so that this coordinator refuses it.)
     req.batches[0].counts = vec![counts(0, 1, 0); 9];
     let reply = exchange(&mut co, 1_003, &req, false);
     assert_eq!(reply.refused.len(), 1);
-    c.on_flush_reply(t(1_003), &reply);
+    c.on_flush_reply(lt(1_003), &reply);
     assert_eq!((c.dropped(), c.unacknowledged()), (4, 0));
 }
 
 #[test]
 fn batches_older_than_the_resend_window_are_dropped() {
     let mut c = client("a");
-    c.on_unreachable(t(0), false, "down".into());
-    let Decision::Admit(ticket) = c.admit(t(1)) else {
+    c.on_unreachable(lt(0), false, "down".into());
+    let Decision::Admit(ticket) = c.admit(lt(1)) else {
         panic!()
     };
-    let _ = c.record(t(1), ticket, Outcome::Failure);
+    let _ = c.record(lt(1), ticket, Outcome::Failure);
     let _ = c.begin_flush(false).unwrap();
-    c.on_unreachable(t(2), true, "still down".into());
-    let _ = c.admit(t(400_000));
+    c.on_unreachable(lt(2), true, "still down".into());
+    let _ = c.admit(lt(400_000));
     let req = c.begin_flush(true).unwrap();
     assert!(req.batches.is_empty());
     assert_eq!(c.dropped(), 1);
@@ -928,18 +933,18 @@ fn a_long_outage_at_high_volume_never_builds_a_report_the_coordinator_refuses() 
     )
     .unwrap();
     let _ = call(&mut c, &mut co, 0, Outcome::Success).unwrap();
-    c.on_unreachable(t(1), false, "down".into());
+    c.on_unreachable(lt(1), false, "down".into());
     // 2 000 000 outcomes (a few failures among them) while the coordinator is unreachable.
     for i in 0..2_000_000u64 {
         let now = 2 + i / 10_000;
-        match c.admit(t(now)) {
+        match c.admit(lt(now)) {
             Decision::Admit(ticket) => {
                 let outcome = if i % 100_000 == 0 {
                     Outcome::Failure
                 } else {
                     Outcome::Success
                 };
-                let _ = c.record(t(now), ticket, outcome);
+                let _ = c.record(lt(now), ticket, outcome);
             }
             Decision::Reject(_) => {}
             other => panic!("{other:?}"),
@@ -948,14 +953,14 @@ fn a_long_outage_at_high_volume_never_builds_a_report_the_coordinator_refuses() 
     let mut sent = 0;
     let mut now = 300_000;
     while c.unacknowledged() > 0 && sent < 100 {
-        let _ = c.admit(t(now));
+        let _ = c.admit(lt(now));
         let req = c.begin_flush(true).unwrap();
         let json = serde_json::to_string(&req).unwrap();
         assert!(json.len() <= MAX_BODY_BYTES, "{} bytes", json.len());
         assert!(req.batches.len() <= MAX_BATCHES);
         let reply = exchange(&mut co, now, &req, false);
         assert!(reply.refused.is_empty(), "{:?}", reply.refused);
-        c.on_flush_reply(t(now), &reply);
+        c.on_flush_reply(lt(now), &reply);
         sent += 1;
         now += 1;
     }

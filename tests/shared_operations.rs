@@ -9,7 +9,8 @@
 
 use breakwater::shared::protocol::{Exchange, ExchangeReply, StateView, MAX_CLIENTS};
 use breakwater::shared::{
-    ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, OnMismatch, SharedSpec,
+    ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch,
+    SharedSpec,
 };
 use breakwater::{BreakerConfig, Outcome, RejectReason, Rejected, State, Timestamp, TripRule};
 
@@ -81,7 +82,7 @@ fn report(
     let Some(req) = c.begin_flush(force) else {
         return;
     };
-    let now = Timestamp(now);
+    let now = LocalTime(now);
     match send(&req, false) {
         Answer::Reply(r) => c.on_flush_reply(now, &r),
         Answer::Refused(status) => c.on_flush_refused(now, status, &format!("answered {status}")),
@@ -97,7 +98,7 @@ fn call(
     outcome: Outcome,
     send: &mut dyn FnMut(&Exchange, bool) -> Answer,
 ) -> Result<(), Rejected> {
-    let at = Timestamp(now);
+    let at = LocalTime(now);
     for _ in 0..4 {
         let ticket = match c.admit(at) {
             Decision::Admit(ticket) => ticket,
@@ -415,7 +416,7 @@ fn during_a_probe_each_client_asks_once_per_lease_not_once_per_call() {
     let Answer::Reply(reply) = store.exchange(s, now, &req, true) else {
         unreachable!()
     };
-    let Decision::Admit(probe) = holder.on_acquire_reply(Timestamp(now), &reply) else {
+    let Decision::Admit(probe) = holder.on_acquire_reply(LocalTime(now), &reply) else {
         panic!("{reply:?}")
     };
     assert!(probe.is_probe());
@@ -455,21 +456,21 @@ fn a_report_the_host_dropped_never_wedges_the_client() {
             let mut send = |req: &Exchange, acq: bool| store.exchange(s, now, req, acq);
             call(&mut c, now, Outcome::Success, &mut send).unwrap();
         }
-        let Decision::Admit(ticket) = c.admit(Timestamp(now)) else {
+        let Decision::Admit(ticket) = c.admit(LocalTime(now)) else {
             panic!()
         };
-        assert!(c.record(Timestamp(now), ticket, Outcome::Failure));
+        assert!(c.record(LocalTime(now), ticket, Outcome::Failure));
         let dropped = c.begin_flush(false).unwrap();
         // It reached the coordinator; the answer went nowhere.
         let _ = store.exchange(s, now, &dropped, false);
         if abandon {
-            c.abandon(Timestamp(now));
+            c.abandon(LocalTime(now));
         }
         // The lease runs out; a call must neither wait for that answer nor be rejected.
         now += 1_500;
         if !abandon {
             // Within the report's deadline the host is told to wait for it...
-            assert_eq!(c.admit(Timestamp(now)), Decision::Refresh);
+            assert_eq!(c.admit(LocalTime(now)), Decision::Refresh);
             assert!(c.in_flight());
             // ...and past it, the client goes on without it.
             now += 10_000;

@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use breakwater::shared::protocol::{Exchange, ExchangeReply, MAX_BODY_BYTES};
 use breakwater::shared::{
-    session_key, Coordinator, Decision, LeaseClient, LeaseOptions, OnMismatch, Record, SharedSpec,
-    Ticket,
+    session_key, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch, Record,
+    SharedSpec, Ticket,
 };
 use breakwater::{BreakerConfig, Outcome, State, Timestamp, TripRule, Window};
 use proptest::prelude::*;
@@ -151,8 +151,8 @@ struct World {
     session_counter: u64,
 }
 
-fn local(now: u64, offset: i64) -> Timestamp {
-    Timestamp(now.saturating_add_signed(offset))
+fn local(now: u64, offset: i64) -> LocalTime {
+    LocalTime(now.saturating_add_signed(offset))
 }
 
 impl World {

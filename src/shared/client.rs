@@ -47,6 +47,22 @@ use crate::breaker::{
 use crate::clock::Timestamp;
 use crate::error::ConfigError;
 
+/// A reading of this process's own clock, in ms since the Unix epoch: the time a lease client
+/// runs on (its leases, kept refusals, fallback, resend window and local breaker). It is a type
+/// of its own because it is never the coordinator's time ([`Timestamp`] where the coordinator
+/// takes it): the coordinator's clock may be minutes away, and a client only relays the
+/// coordinator's durations, never its instants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LocalTime(pub u64);
+
+impl LocalTime {
+    /// From a JavaScript-style float of milliseconds (`Date.now()`): NaN and negatives read as
+    /// 0, and `Infinity` saturates.
+    pub fn from_f64_millis(ms: f64) -> Self {
+        LocalTime(Timestamp::from_f64_millis(ms).0)
+    }
+}
+
 /// Events kept for the host to read.
 const MAX_EVENTS: usize = 64;
 /// `/acquire` requests whose send time is kept (more in flight at once share the oldest one's).
@@ -350,7 +366,7 @@ impl LeaseClient {
     /// time-out): no answer will be fed back. The report's batches stay unacknowledged and go
     /// with the next report (the coordinator counts a batch once, however often it arrives);
     /// nothing else changes. An answer that arrives after all is still taken.
-    pub fn abandon(&mut self, now: Timestamp) {
+    pub fn abandon(&mut self, now: LocalTime) {
         self.tick(now);
         self.in_flight = None;
         self.acquires.clear();
@@ -383,7 +399,7 @@ impl LeaseClient {
         self.events.pop_front()
     }
 
-    fn tick(&mut self, now: Timestamp) -> u64 {
+    fn tick(&mut self, now: LocalTime) -> u64 {
         let now = now.0.min(MAX_SHARED_TIMESTAMP_MS);
         if now.saturating_add(CLOCK_STEP_MS) < self.now {
             self.step_back(self.now - now);
@@ -427,7 +443,7 @@ impl LeaseClient {
     }
 
     /// Decides about a call at `now` (local clock, ms).
-    pub fn admit(&mut self, now: Timestamp) -> Decision {
+    pub fn admit(&mut self, now: LocalTime) -> Decision {
         let now = self.tick(now);
         self.expire_overdue();
         if let Some(until) = self.fallback_until {
@@ -472,7 +488,7 @@ impl LeaseClient {
     }
 
     /// Feeds the coordinator's answer to `/acquire`.
-    pub fn on_acquire_reply(&mut self, now: Timestamp, reply: &ExchangeReply) -> Decision {
+    pub fn on_acquire_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> Decision {
         self.tick(now);
         // Answers may come back in any order: the oldest send time is the safe start.
         let sent_at = self.acquires.pop_front().unwrap_or(self.now);
@@ -507,7 +523,7 @@ impl LeaseClient {
 
     /// Records how an admitted call ended. Returns whether a report should be sent now
     /// ([`flush_due`](Self::flush_due)).
-    pub fn record(&mut self, now: Timestamp, ticket: Ticket, outcome: Outcome) -> bool {
+    pub fn record(&mut self, now: LocalTime, ticket: Ticket, outcome: Outcome) -> bool {
         let now = self.tick(now);
         match ticket.kind {
             TicketKind::Lease { generation } => self.count(generation, outcome),
@@ -532,11 +548,11 @@ impl LeaseClient {
                 self.count(generation, outcome);
             }
         }
-        self.flush_due(Timestamp(now))
+        self.flush_due(LocalTime(now))
     }
 
     /// Records an outcome without a ticket (counted under the current lease).
-    pub fn record_untracked(&mut self, now: Timestamp, outcome: Outcome) -> bool {
+    pub fn record_untracked(&mut self, now: LocalTime, outcome: Outcome) -> bool {
         self.tick(now);
         let generation = self.known.map(|k| k.generation);
         self.count(generation, outcome);
@@ -546,7 +562,7 @@ impl LeaseClient {
     /// Whether a report should be sent now: a failure or a probe outcome waits, or `max_batch`
     /// outcomes do, or batches were renumbered after a gap refusal, and no report is in flight
     /// and the coordinator is not known to be unreachable.
-    pub fn flush_due(&self, now: Timestamp) -> bool {
+    pub fn flush_due(&self, now: LocalTime) -> bool {
         if self.in_flight() || self.fallback_until.is_some_and(|u| now.0 < u) {
             return false;
         }
@@ -593,7 +609,7 @@ impl LeaseClient {
     }
 
     /// Feeds the coordinator's answer to `/report`.
-    pub fn on_flush_reply(&mut self, now: Timestamp, reply: &ExchangeReply) {
+    pub fn on_flush_reply(&mut self, now: LocalTime, reply: &ExchangeReply) {
         self.tick(now);
         let sent_at = self.in_flight.take().map_or(self.now, |f| f.sent_at);
         let mut refused = 0u64;
@@ -644,7 +660,7 @@ impl LeaseClient {
     /// unchanged: a report of several batches is sent one batch at a time from now on, and a
     /// single refused batch is dropped. Any other refusal (401 or 403: a rotated token; 404: a
     /// name not deployed yet; 429: a proxy's limit) keeps the batches for later.
-    pub fn on_flush_refused(&mut self, now: Timestamp, status: u16, reason: &str) {
+    pub fn on_flush_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         let sent = self.in_flight.take().map_or(0, |f| f.batches);
         if matches!(status, 400 | 413) {
@@ -659,7 +675,7 @@ impl LeaseClient {
 
     /// The coordinator refused an `/acquire` with a 4xx `status`: as
     /// [`on_unreachable`](Self::on_unreachable), with the status in the event.
-    pub fn on_acquire_refused(&mut self, now: Timestamp, status: u16, reason: &str) {
+    pub fn on_acquire_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         self.acquires.pop_front();
         self.enter_fallback(reason.to_string(), Some(status));
@@ -669,7 +685,7 @@ impl LeaseClient {
     /// answer that is not the protocol's). `was_flush`: the failed request was the report from
     /// `begin_flush`; it will be sent again, unchanged, while it is younger than
     /// [`RESEND_WINDOW_MS`].
-    pub fn on_unreachable(&mut self, now: Timestamp, was_flush: bool, reason: String) {
+    pub fn on_unreachable(&mut self, now: LocalTime, was_flush: bool, reason: String) {
         self.tick(now);
         if was_flush {
             self.in_flight = None;

@@ -20,7 +20,7 @@ pub mod coordinator;
 pub mod protocol;
 pub mod spec;
 
-pub use client::{ClientEvent, Decision, LeaseClient, LeaseOptions, Ticket};
+pub use client::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket};
 pub use coordinator::{session_key, Coordinator, Grant, OnMismatch, Record, Step, STORAGE_KEY};
 pub use protocol::{
     Batch, Counts, Exchange, ExchangeReply, Lease, ProbeReport, Refusal, StateView, WireOutcome,

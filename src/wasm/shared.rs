@@ -25,14 +25,18 @@ use crate::breaker::{Outcome, RejectReason, State};
 use crate::clock::Timestamp;
 use crate::shared::protocol::{ErrorReply, Exchange, ExchangeReply};
 use crate::shared::{
-    ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, OnMismatch, SharedSpec, Step,
-    Ticket,
+    ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch,
+    SharedSpec, Step, Ticket,
 };
 
 const TICKETS: usize = 4_096;
 
 fn ts(now: f64) -> Timestamp {
     Timestamp::from_f64_millis(now)
+}
+
+fn lt(now: f64) -> LocalTime {
+    LocalTime::from_f64_millis(now)
 }
 
 fn outcome(code: u32) -> Outcome {
@@ -139,7 +143,7 @@ impl WasmLeaseClient {
     }
 
     pub fn admit(&mut self, now: f64) -> f64 {
-        let d = self.inner.admit(ts(now));
+        let d = self.inner.admit(lt(now));
         self.decision(d)
     }
 
@@ -150,12 +154,12 @@ impl WasmLeaseClient {
     pub fn on_acquire_reply(&mut self, now: f64, reply: &str) -> f64 {
         match serde_json::from_str::<ExchangeReply>(reply) {
             Ok(r) => {
-                let d = self.inner.on_acquire_reply(ts(now), &r);
+                let d = self.inner.on_acquire_reply(lt(now), &r);
                 self.decision(d)
             }
             Err(e) => {
                 self.inner
-                    .on_unreachable(ts(now), false, format!("unreadable answer: {e}"));
+                    .on_unreachable(lt(now), false, format!("unreadable answer: {e}"));
                 -3.0
             }
         }
@@ -171,18 +175,18 @@ impl WasmLeaseClient {
                 if let Some(s) = self.tickets.get_mut(slot) {
                     s.0 = u64::MAX;
                 }
-                self.inner.record(ts(now), t, outcome(outcome_code))
+                self.inner.record(lt(now), t, outcome(outcome_code))
             }
-            _ => self.inner.record_untracked(ts(now), outcome(outcome_code)),
+            _ => self.inner.record_untracked(lt(now), outcome(outcome_code)),
         }
     }
 
     pub fn record_untracked(&mut self, now: f64, outcome_code: u32) -> bool {
-        self.inner.record_untracked(ts(now), outcome(outcome_code))
+        self.inner.record_untracked(lt(now), outcome(outcome_code))
     }
 
     pub fn flush_due(&self, now: f64) -> bool {
-        self.inner.flush_due(ts(now))
+        self.inner.flush_due(lt(now))
     }
 
     pub fn begin_flush(&mut self, force: bool) -> Option<String> {
@@ -194,12 +198,12 @@ impl WasmLeaseClient {
     pub fn on_flush_reply(&mut self, now: f64, reply: &str) -> bool {
         match serde_json::from_str::<ExchangeReply>(reply) {
             Ok(r) => {
-                self.inner.on_flush_reply(ts(now), &r);
+                self.inner.on_flush_reply(lt(now), &r);
                 true
             }
             Err(e) => {
                 self.inner
-                    .on_unreachable(ts(now), true, format!("unreadable answer: {e}"));
+                    .on_unreachable(lt(now), true, format!("unreadable answer: {e}"));
                 false
             }
         }
@@ -207,21 +211,21 @@ impl WasmLeaseClient {
 
     // The coordinator answered the report with a 4xx `status`.
     pub fn on_flush_refused(&mut self, now: f64, status: u16, reason: &str) {
-        self.inner.on_flush_refused(ts(now), status, reason);
+        self.inner.on_flush_refused(lt(now), status, reason);
     }
 
     // The coordinator answered an acquire with a 4xx `status`.
     pub fn on_acquire_refused(&mut self, now: f64, status: u16, reason: &str) {
-        self.inner.on_acquire_refused(ts(now), status, reason);
+        self.inner.on_acquire_refused(lt(now), status, reason);
     }
 
     // The host gave up on the requests it had in flight (no answer will be fed back).
     pub fn abandon(&mut self, now: f64) {
-        self.inner.abandon(ts(now));
+        self.inner.abandon(lt(now));
     }
 
     pub fn on_unreachable(&mut self, now: f64, was_flush: bool, reason: &str) {
-        self.inner.on_unreachable(ts(now), was_flush, reason.into());
+        self.inner.on_unreachable(lt(now), was_flush, reason.into());
     }
 
     // The next event as JSON: `{"type":"state","from":…,"to":…}`, `{"type":"fallback","reason":…}`,

@@ -33,10 +33,9 @@ use core::future::Future;
 use worker::wasm_bindgen::JsValue;
 use worker::{Headers, Method, ObjectNamespace, Request, RequestInit};
 
-use super::lease::{ClientEvent, Decision, LeaseClient, LeaseOptions, Ticket};
+use super::lease::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket};
 use super::protocol::{Exchange, ExchangeReply};
 use crate::breaker::{Outcome, RejectReason, Rejected, State};
-use crate::clock::Timestamp;
 use crate::error::Error;
 use crate::facade::{validate_name, BuildError};
 
@@ -65,8 +64,8 @@ impl core::fmt::Debug for SharedBreaker {
     }
 }
 
-fn now() -> Timestamp {
-    Timestamp(worker::Date::now().as_millis())
+fn now() -> LocalTime {
+    LocalTime(worker::Date::now().as_millis())
 }
 
 fn random_u64() -> u64 {

@@ -43,7 +43,9 @@ pub mod engine {
 
 /// The lease client ([`crate::shared::client`]).
 pub mod lease {
-    pub use crate::shared::client::{ClientEvent, Decision, LeaseClient, LeaseOptions, Ticket};
+    pub use crate::shared::client::{
+        ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket,
+    };
 }
 
 /// The JSON protocol ([`crate::shared::protocol`]).
