@@ -39,7 +39,7 @@ fn the_coordinator_answers_every_exchange_of_the_conformance_file() {
                 let req: Exchange = serde_json::from_value(step["request"].clone()).unwrap();
                 match co.exchange(at, &req, op == "acquire") {
                     Ok((reply, _)) => serde_json::to_value(reply).unwrap(),
-                    Err(e) => json!({ "error": "bad_request", "message": e.0 }),
+                    Err(e) => json!({ "error": "bad_request", "message": e.to_string() }),
                 }
             }
             "isolate" => {

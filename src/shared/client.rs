@@ -36,9 +36,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::protocol::{
-    Batch, Counts, Exchange, ExchangeReply, Lease, ProbeReport, MAX_BATCHES, MAX_BODY_BYTES,
-    MAX_GENERATIONS_PER_BATCH, MAX_OUTCOMES_PER_BATCH, MAX_PROBES_PER_BATCH, MAX_SEQ,
-    RESEND_WINDOW_MS,
+    Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ProbeReport, MAX_BATCHES,
+    MAX_BODY_BYTES, MAX_GENERATIONS_PER_BATCH, MAX_OUTCOMES_PER_BATCH, MAX_PROBES_PER_BATCH,
+    MAX_SEQ, RESEND_WINDOW_MS,
 };
 use super::spec::MAX_SHARED_TIMESTAMP_MS;
 use crate::breaker::{
@@ -263,7 +263,7 @@ struct InFlight {
 /// One process's view of a shared breaker.
 #[derive(Debug)]
 pub struct LeaseClient {
-    id: String,
+    id: ClientId,
     session: u64,
     opts: LeaseOptions,
     known: Option<Known>,
@@ -295,13 +295,13 @@ impl LeaseClient {
     /// is what clients that predate sessions send; it is refused here.)
     pub fn new(id: String, session: u64, opts: LeaseOptions) -> Result<Self, ConfigError> {
         opts.validate()?;
-        if !super::protocol::valid_client_id(&id) {
+        let Some(id) = ClientId::new(&id) else {
             return Err(ConfigError::new(
                 "client_id",
                 id.len() as f64,
                 "1 to 64 ASCII letters, digits, - or _",
             ));
-        }
+        };
         if session == 0 || session > MAX_SEQ {
             return Err(ConfigError::new(
                 "session",
@@ -334,7 +334,7 @@ impl LeaseClient {
 
     /// The client's identifier.
     pub fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
 
     /// The client's session.
@@ -481,7 +481,7 @@ impl LeaseClient {
             self.acquires.push_back(self.now);
         }
         Exchange {
-            client: self.id.clone(),
+            client: self.id.as_str().into(),
             session: self.session,
             batches: Vec::new(),
         }
@@ -588,7 +588,7 @@ impl LeaseClient {
             return None;
         }
         let mut req = Exchange {
-            client: self.id.clone(),
+            client: self.id.as_str().into(),
             session: self.session,
             batches: Vec::new(),
         };

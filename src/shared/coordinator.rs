@@ -27,9 +27,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::protocol::{
-    BadRequest, Batch, Counts, Exchange, ExchangeReply, Lease, ObjectCounters, OptionsMismatch,
-    ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, GAP_REASON, MAX_CLIENTS,
-    MAX_SEQ_GAP,
+    BadRequest, Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ObjectCounters,
+    OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, GAP_REASON,
+    MAX_CLIENTS, MAX_SEQ_GAP,
 };
 use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
@@ -45,20 +45,17 @@ pub const STORAGE_KEY: &str = "breaker";
 /// numbers and probe grants belong to a session. Stored (and shown) as `client~session`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SessionKey {
-    client: String,
+    client: ClientId,
     session: u64,
 }
 
 impl SessionKey {
     /// The session `session` of client `client`.
-    pub fn new(client: &str, session: u64) -> Self {
-        SessionKey {
-            client: client.to_string(),
-            session,
-        }
+    pub fn new(client: ClientId, session: u64) -> Self {
+        SessionKey { client, session }
     }
     /// The client's identifier.
-    pub fn client(&self) -> &str {
+    pub fn client(&self) -> &ClientId {
         &self.client
     }
     /// The session number.
@@ -68,7 +65,10 @@ impl SessionKey {
     /// Reads `client~session`.
     pub fn parse(s: &str) -> Option<Self> {
         let (client, session) = s.rsplit_once('~')?;
-        Some(SessionKey::new(client, session.parse().ok()?))
+        Some(SessionKey::new(
+            ClientId::new(client)?,
+            session.parse().ok()?,
+        ))
     }
 }
 
@@ -192,9 +192,10 @@ enum Verdict {
     Gap(u64),
 }
 
-/// The key batch numbers are kept under.
+/// The key batch numbers are kept under, for an exchange's `client` (the coordinator checks it
+/// with [`Exchange::validate`] first).
 pub fn session_key(client: &str, session: u64) -> SessionKey {
-    SessionKey::new(client, session)
+    SessionKey::new(ClientId::unchecked(client), session)
 }
 
 fn clamp(now: Timestamp) -> u64 {

@@ -21,8 +21,11 @@ pub mod protocol;
 pub mod spec;
 
 pub use client::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket};
-pub use coordinator::{session_key, Coordinator, Grant, OnMismatch, Record, Step, STORAGE_KEY};
+pub use coordinator::{
+    session_key, Coordinator, Grant, OnMismatch, Record, SessionKey, Step, STORAGE_KEY,
+};
 pub use protocol::{
-    Batch, Counts, Exchange, ExchangeReply, Lease, ProbeReport, Refusal, StateView, WireOutcome,
+    BadRequest, Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ProbeReport, Refusal,
+    StateView, WireOutcome,
 };
 pub use spec::{SharedSpec, DEFAULT_LEASE_MS, MAX_LEASE_MS};

@@ -171,9 +171,59 @@ pub struct Exchange {
     pub batches: Vec<Batch>,
 }
 
-/// Why a request was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BadRequest(pub String);
+/// Why a whole exchange was refused (answered 400 `bad_request`, with this as the message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadRequest {
+    /// `client` is not a [`ClientId`].
+    ClientId,
+    /// `session` is above 2^53.
+    Session,
+    /// More than [`MAX_BATCHES`] batches.
+    TooManyBatches,
+    /// Batch numbers that do not start at 1, increase, and stay at most 2^53.
+    BatchOrder,
+}
+
+impl core::fmt::Display for BadRequest {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            BadRequest::ClientId => "`client` must be 1 to 64 ASCII letters, digits, - or _",
+            BadRequest::Session => "`session` must be at most 2^53",
+            BadRequest::TooManyBatches => "more than 16 batches",
+            BadRequest::BatchOrder => {
+                "batch `seq` must start at 1, increase, and stay at most 2^53"
+            }
+        })
+    }
+}
+
+impl core::error::Error for BadRequest {}
+
+/// A client's identifier: 1 to 64 ASCII letters, digits, `-` or `_` (so it never contains the
+/// `~` of a stored session key).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientId(String);
+
+impl ClientId {
+    /// `id` if it is a valid identifier.
+    pub fn new(id: &str) -> Option<Self> {
+        valid_client_id(id).then(|| ClientId(id.into()))
+    }
+    /// The identifier.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    /// An identifier already checked (an exchange that passed [`Exchange::validate`]).
+    pub(crate) fn unchecked(id: &str) -> Self {
+        ClientId(id.into())
+    }
+}
+
+impl core::fmt::Display for ClientId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 impl Exchange {
     /// Checks what concerns the exchange as a whole (a failure refuses all of it): the client,
@@ -181,22 +231,18 @@ impl Exchange {
     /// [`Batch::check`].
     pub fn validate(&self) -> Result<(), BadRequest> {
         if !valid_client_id(&self.client) {
-            return Err(BadRequest(
-                "`client` must be 1 to 64 ASCII letters, digits, - or _".into(),
-            ));
+            return Err(BadRequest::ClientId);
         }
         if self.session > MAX_SEQ {
-            return Err(BadRequest("`session` must be at most 2^53".into()));
+            return Err(BadRequest::Session);
         }
         if self.batches.len() > MAX_BATCHES {
-            return Err(BadRequest("more than 16 batches".into()));
+            return Err(BadRequest::TooManyBatches);
         }
         let mut last_seq = 0u64;
         for b in &self.batches {
             if b.seq == 0 || b.seq <= last_seq || b.seq > MAX_SEQ {
-                return Err(BadRequest(
-                    "batch `seq` must start at 1, increase, and stay at most 2^53".into(),
-                ));
+                return Err(BadRequest::BatchOrder);
             }
             last_seq = b.seq;
         }

@@ -14,7 +14,7 @@
 // - Messages are the protocol's JSON, passed as strings in both directions.
 
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use wasm_bindgen::prelude::*;
@@ -328,7 +328,7 @@ impl WasmCoordinator {
                 self.step = step;
                 serde_json::to_string(&reply).unwrap_or_default()
             }
-            Err(e) => error_json("bad_request", &e.0),
+            Err(e) => error_json("bad_request", &e.to_string()),
         }
     }
 

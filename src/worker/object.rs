@@ -147,7 +147,7 @@ impl BreakerObject {
                 (Op::Acquire | Op::Report, Some(x)) => {
                     match engine.exchange(now, x, matches!(op, Op::Acquire)) {
                         Ok((reply, step)) => (serde_json::to_string(&reply), step),
-                        Err(e) => return error_response(400, "bad_request", &e.0),
+                        Err(e) => return error_response(400, "bad_request", &e.to_string()),
                     }
                 }
                 (Op::Isolate, _) => {
