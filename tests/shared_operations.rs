@@ -492,3 +492,49 @@ fn a_report_the_host_dropped_never_wedges_the_client() {
     assert_eq!(view.stats.failures, 2);
     assert_eq!(view.counters.duplicate_batches, 2);
 }
+
+#[test]
+fn a_rollback_leaves_a_newer_versions_record_alone_until_reset() {
+    // A newer version wrote the record (here: OPEN, snapshot version 2), then the deploy was
+    // rolled back. Once, the older version replaced it with a fresh CLOSED record at its first
+    // step: a rollback ended an outage.
+    let s = spec(60_000);
+    let mut store = Store::new();
+    let mut c = client("app", 1);
+    for k in 0..3 {
+        let mut send = |req: &Exchange, acq: bool| store.exchange(s, T0 + k, req, acq);
+        let _ = call(&mut c, T0 + k, Outcome::Failure, &mut send);
+    }
+    let ours = store.record.clone().unwrap();
+    let readable = ours.replace("\"version\":1,", "\"version\":2,");
+    // A newer version may also write what this one cannot parse at all.
+    let unreadable = readable.replace("\"state\":\"OPEN\"", "\"state\":\"THROTTLED\"");
+    assert_ne!(readable, ours);
+    assert_ne!(unreadable, readable);
+    for newer in [readable, unreadable] {
+        let mut co =
+            Coordinator::load_json("upstream", s, Some(&newer), OnMismatch::Install).unwrap();
+        let why = co
+            .unavailable()
+            .expect("a newer version's record is not served");
+        assert!(why.contains("newer version"), "{why}");
+        assert!(!co.must_rewrite());
+        assert!(co.view(Timestamp(T0 + 10)).restore_error.is_some());
+        // An operator's reset replaces it, and it is served again.
+        let step = co.reset(Timestamp(T0 + 20));
+        assert!(step.changed);
+        assert_eq!(co.unavailable(), None);
+        let rewritten = co.record_json().unwrap();
+        assert!(rewritten.contains("\"version\":1,"), "{rewritten}");
+    }
+    // A record that is merely damaged is still replaced at the next step, as before.
+    let co = Coordinator::load_json(
+        "upstream",
+        s,
+        Some("{\"snapshot\":42}"),
+        OnMismatch::Install,
+    )
+    .unwrap();
+    assert_eq!(co.unavailable(), None);
+    assert!(co.must_rewrite());
+}

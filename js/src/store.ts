@@ -286,6 +286,8 @@ class StoreTransport {
 
   raw: RawTransport = async (op, body) => {
     const { text } = await this.run(false, (co, now) => co.exchange(now, body, op === 'acquire'));
+    // A record written by a newer version (a rollback) is left alone: answered as unreachable.
+    if (text.startsWith('{"error":"unavailable"')) return { kind: 'unreachable', reason: text } satisfies Answer;
     return text.startsWith('{"error"') ? ({ kind: 'refused', status: 400, reason: text } satisfies Answer) : { kind: 'ok', text };
   };
 

@@ -36,7 +36,7 @@ use crate::breaker::{
     Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition,
 };
 use crate::clock::Timestamp;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
 
 /// The storage key the Durable Object keeps its record under.
 pub const STORAGE_KEY: &str = "breaker";
@@ -169,6 +169,8 @@ pub struct Coordinator {
     mismatch: Option<OptionsMismatch>,
     /// The clock stepped back since the record was loaded: it must be written.
     stepped: bool,
+    /// The stored record was written by a newer version: it must not be written over.
+    newer: Option<u32>,
 }
 
 /// The result of a step: whether the persisted record changed, and the transitions to report
@@ -236,6 +238,7 @@ impl Coordinator {
             restore_error: None,
             mismatch: None,
             stepped: false,
+            newer: None,
         })
     }
 
@@ -253,6 +256,9 @@ impl Coordinator {
         let Some(mut record) = record else {
             return Ok(c);
         };
+        if record.snapshot.version > SNAPSHOT_VERSION {
+            return Ok(c.written_by_newer(record.snapshot.version));
+        }
         let stored = record.spec.unwrap_or(configured);
         let snap = &mut record.snapshot;
         // Records written before isolation kept its open period straight may hold
@@ -316,12 +322,44 @@ impl Coordinator {
             None => None,
             Some(Ok(r)) => Some(r),
             Some(Err(e)) => {
-                let mut c = Self::fresh(name, configured)?;
+                let c = Self::fresh(name, configured)?;
+                // A version this one cannot read may still say which one it is.
+                if let Some(v) = stored.and_then(newer_snapshot_version) {
+                    return Ok(c.written_by_newer(v));
+                }
+                let mut c = c;
                 c.restore_error = Some(format!("stored record is not readable: {e}"));
                 return Ok(c);
             }
         };
         Self::restore(name, configured, record, on_mismatch)
+    }
+
+    /// Stands in for a record a newer version wrote (a rollback): it is left as it is, and
+    /// [`unavailable`](Self::unavailable) tells the host to answer as an unreachable
+    /// coordinator would (clients keep their local breakers and their batches) until an
+    /// operator's `reset` or `isolate` replaces it.
+    fn written_by_newer(mut self, version: u32) -> Self {
+        self.newer = Some(version);
+        self.restore_error = Some(format!(
+            "the stored record was written by a newer version (snapshot version {version}, this \
+             one reads {SNAPSHOT_VERSION}): it is left as it is until reset"
+        ));
+        self
+    }
+
+    /// Why the host must not serve `/acquire` and `/report` from this coordinator, if it must
+    /// not: the stored record was written by a newer version, which this one would overwrite.
+    /// Answer as an unreachable coordinator (503) and write nothing; `reset` and `isolate` (an
+    /// operator's decision) replace the record.
+    pub fn unavailable(&self) -> Option<&str> {
+        self.newer.and(self.restore_error.as_deref())
+    }
+
+    /// Whether the host should write the record although the last step changed nothing: a
+    /// record that could not be restored is replaced (unless a newer version wrote it).
+    pub fn must_rewrite(&self) -> bool {
+        self.restore_error.is_some() && self.newer.is_none()
     }
 
     /// The record to persist, as JSON.
@@ -536,6 +574,8 @@ impl Coordinator {
             changed: true,
             ..Step::default()
         };
+        // The operator decides: a newer version's record is replaced.
+        self.newer = None;
         self.counters.requests = self.counters.requests.saturating_add(1);
         if let Some(t) = change(&mut self.breaker, now) {
             self.note(t, &mut step);
@@ -724,6 +764,22 @@ impl Coordinator {
         }
         self.clients.insert(key.clone(), (seq, now));
     }
+}
+
+/// The snapshot version of a stored record this version cannot parse, if it is newer than
+/// [`SNAPSHOT_VERSION`].
+#[cfg(feature = "json")]
+fn newer_snapshot_version(stored: &str) -> Option<u32> {
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        version: u32,
+    }
+    #[derive(serde::Deserialize)]
+    struct Outer {
+        snapshot: Versioned,
+    }
+    let v = serde_json::from_str::<Outer>(stored).ok()?.snapshot.version;
+    (v > SNAPSHOT_VERSION).then_some(v)
 }
 
 /// Rebuilds a breaker under `config` from a snapshot taken under other settings: the state,

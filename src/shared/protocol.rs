@@ -569,7 +569,8 @@ pub type StatsView = Stats;
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ErrorReply {
     /// A stable code: `bad_request`, `not_found`, `method_not_allowed`, `payload_too_large`,
-    /// `unsupported_media_type`, `unauthorized`, `misconfigured`, `storage`.
+    /// `unsupported_media_type`, `unauthorized`, `misconfigured`, `storage`, `unavailable` (the
+    /// stored record was written by a newer version and is left alone until reset).
     pub error: String,
     /// A human-readable explanation.
     pub message: String,

@@ -323,6 +323,10 @@ impl WasmCoordinator {
             Ok(r) => r,
             Err(e) => return error_json("bad_request", &format!("invalid JSON: {e}")),
         };
+        if let Some(why) = self.inner.unavailable() {
+            self.step = Step::default();
+            return error_json("unavailable", why);
+        }
         match self.inner.exchange(ts(now), &req, acquire) {
             Ok((reply, step)) => {
                 self.step = step;
@@ -346,7 +350,7 @@ impl WasmCoordinator {
 
     // Whether the last step must be persisted.
     pub fn changed(&self) -> bool {
-        self.step.changed || self.inner.restore_error().is_some()
+        self.step.changed || self.inner.must_rewrite()
     }
 
     // The last step's transitions as `[from, to, at, …]` (state codes, ms).

@@ -145,6 +145,11 @@ impl BreakerObject {
             };
             let (body, step) = match (&op, &exchange) {
                 (Op::Acquire | Op::Report, Some(x)) => {
+                    if let Some(why) = engine.unavailable() {
+                        // A newer version's record (a rollback): left as it is; clients keep
+                        // their local breakers until an operator resets it.
+                        return error_response(503, "unavailable", why);
+                    }
                     match engine.exchange(now, x, matches!(op, Op::Acquire)) {
                         Ok((reply, step)) => (serde_json::to_string(&reply), step),
                         Err(e) => return error_response(400, "bad_request", &e.to_string()),

@@ -173,3 +173,40 @@ test('options the shared mode cannot honour are refused with the option named', 
   );
   assert.throws(() => new StoreCircuitBreaker('long', { store, breaker: { resetTimeout: 2 ** 52 } }), /open_duration_ms/);
 });
+
+test('a rollback: a record written by a newer version is left alone (instances serve on their local breakers) until reset()', async () => {
+  // Once, the older version replaced a newer version's record with a fresh CLOSED one at its
+  // first step, so rolling back a deploy during an outage ended the outage for everyone.
+  let now = 1_800_000_000_000;
+  const store = new MemoryStore(() => now);
+  const name = uniq('rollback');
+  const key = `breakwater:${name}`;
+  const opener = new StoreCircuitBreaker(name, { store, clock: () => now, breaker: BREAKER });
+  await trip(opener);
+  const ours = await store.read(key);
+  const record = JSON.parse(ours.value);
+  assert.equal(record.snapshot.state, 'OPEN');
+  // What a newer version would write: another snapshot version.
+  record.snapshot.version = 2;
+  const newer = JSON.stringify(record);
+  assert.equal((await store.compareAndSet(key, ours.version, newer, 0)).ok, true);
+
+  const events = [];
+  const old = new StoreCircuitBreaker(name, { store, clock: () => now, breaker: BREAKER, clientId: 'old' });
+  old.onEvent((e) => events.push(e));
+  assert.equal(await old.execute(ok), 'ok', 'served by the local breaker');
+  assert.equal(old.inFallback, true);
+  const fallback = events.find((e) => e.type === 'fallback');
+  assert.match(fallback?.reason ?? '', /newer version/);
+  assert.equal((await store.read(key)).value, newer, 'the newer record is untouched');
+  const view = await old.inspect();
+  assert.match(view.restoreError ?? '', /newer version/);
+
+  // The operator decides: reset() replaces it, and the instances are back on the shared breaker.
+  await old.reset();
+  assert.notEqual((await store.read(key)).value, newer);
+  now += 1_100;
+  assert.equal(await old.execute(ok), 'ok');
+  assert.equal(old.inFallback, false);
+  assert.equal(old.state, 'CLOSED');
+});
