@@ -611,7 +611,14 @@ impl LeaseClient {
     /// Feeds the coordinator's answer to `/report`.
     pub fn on_flush_reply(&mut self, now: LocalTime, reply: &ExchangeReply) {
         self.tick(now);
-        let sent_at = self.in_flight.take().map_or(self.now, |f| f.sent_at);
+        let Some(flight) = self.in_flight.take() else {
+            // The answer to a report given up on (abandoned, overdue): its numbers may belong
+            // to a session since left behind, so its acknowledgements and refusals are not
+            // trusted (what it acknowledged goes again and is recognised); its lease is news.
+            self.on_lease(&reply.lease, self.now);
+            return;
+        };
+        let sent_at = flight.sent_at;
         let mut refused = 0u64;
         let mut reason = None;
         let mut resync = None;
@@ -640,16 +647,19 @@ impl LeaseClient {
         self.on_lease(&reply.lease, sent_at);
     }
 
-    /// The coordinator applied nothing past `last` for this session, and every batch still in
-    /// the outbox is unacknowledged, so none of them was applied: they take the numbers after
-    /// `last`, in order, and go with the next report.
-    fn renumber(&mut self, last: u64) {
-        let mut seq = last;
+    /// The coordinator refused a batch numbered too far past `last`, the last it applied for
+    /// this session: none of the outbox's batches was applied. They move to a new session,
+    /// numbered from 1, and go with the next report. A new session rather than the numbers
+    /// after `last`: a report still on its way (abandoned, overdue) may carry those numbers for
+    /// other batches, which would then count twice, or make these count as its duplicates.
+    fn renumber(&mut self, _last: u64) {
+        self.session = next_session(self.session);
+        let mut seq = 0;
         for (b, _) in self.outbox.iter_mut() {
-            seq = (seq + 1).min(MAX_SEQ);
+            seq += 1;
             b.seq = seq;
         }
-        self.next_seq = (seq + 1).min(MAX_SEQ);
+        self.next_seq = seq + 1;
         self.renumbered = !self.outbox.is_empty();
     }
 
@@ -904,6 +914,21 @@ impl LeaseClient {
                 },
             );
         }
+    }
+}
+
+/// The session a client moves to after a gap refusal: drawn from the current one (a sans-IO
+/// client has no randomness of its own), in 1..=2^53, never the same.
+fn next_session(session: u64) -> u64 {
+    let mut z = session.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let next = (z & (MAX_SEQ - 1)).max(1);
+    if next == session {
+        next % (MAX_SEQ - 1) + 1
+    } else {
+        next
     }
 }
 

@@ -33,7 +33,7 @@ use super::protocol::{
 };
 use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
-    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition,
+    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition, TripRule,
 };
 use crate::clock::Timestamp;
 use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
@@ -291,7 +291,12 @@ impl Coordinator {
                     Err(_) => (stored, carry_over(stored.breaker, record.snapshot)?),
                 }
             } else {
-                (configured, carry_over(configured.breaker, record.snapshot)?)
+                let snapshot = forget_other_windows(
+                    &stored.breaker.trip,
+                    configured.breaker.trip,
+                    record.snapshot,
+                );
+                (configured, carry_over(configured.breaker, snapshot)?)
             }
         };
         c.spec = spec;
@@ -459,7 +464,7 @@ impl Coordinator {
         let mut acked = Vec::with_capacity(req.batches.len());
         let mut refused = Vec::new();
         for batch in &req.batches {
-            match self.verdict(&key, batch) {
+            match self.verdict(now.0, &key, batch) {
                 Verdict::Apply => {
                     self.apply(now, &key, batch, &mut step);
                     self.remember(&key, batch.seq, now.0);
@@ -554,7 +559,12 @@ impl Coordinator {
     /// them now.
     pub fn reset(&mut self, now: Timestamp) -> Step {
         if self.spec.fingerprint() != self.configured.fingerprint() {
-            if let Ok(b) = carry_over(self.configured.breaker, self.breaker.snapshot()) {
+            let snapshot = forget_other_windows(
+                &self.spec.breaker.trip,
+                self.configured.breaker.trip,
+                self.breaker.snapshot(),
+            );
+            if let Ok(b) = carry_over(self.configured.breaker, snapshot) {
                 self.breaker = b;
                 self.spec = self.configured;
                 self.mismatch = None;
@@ -604,7 +614,7 @@ impl Coordinator {
         }
     }
 
-    fn verdict(&self, key: &SessionKey, batch: &Batch) -> Verdict {
+    fn verdict(&self, now: u64, key: &SessionKey, batch: &Batch) -> Verdict {
         if let Err(reason) = batch.check() {
             return Verdict::Refuse(reason);
         }
@@ -616,6 +626,8 @@ impl Coordinator {
             // fleet, expired, a clock step, a restart from an older record), or its first
             // batches were dropped. Either way counted, and flagged as possibly counted before.
             None if batch.seq > 1 => Verdict::Unverified,
+            // A first batch while sessions were recently evicted early may be a resend too.
+            None if now < self.unverifiable_until => Verdict::Unverified,
             None => Verdict::Apply,
         }
     }
@@ -764,6 +776,28 @@ impl Coordinator {
         }
         self.clients.insert(key.clone(), (seq, now));
     }
+}
+
+/// A trip rule's memory is kept across a change of settings only when it means the same under
+/// the new rule: a consecutive count, or a window of the same kind and length (time buckets
+/// are indexed in units of the window's length, so another length would misread them).
+fn forget_other_windows(from: &TripRule, to: TripRule, mut snap: Snapshot) -> Snapshot {
+    let same = match (*from, to) {
+        (TripRule::ConsecutiveFailures { .. }, TripRule::ConsecutiveFailures { .. }) => true,
+        (
+            TripRule::FailuresInWindow { window_ms: a, .. },
+            TripRule::FailuresInWindow { window_ms: b, .. },
+        ) => a == b,
+        (TripRule::FailureRate { window: a, .. }, TripRule::FailureRate { window: b, .. })
+        | (TripRule::SlowCallRate { window: a, .. }, TripRule::SlowCallRate { window: b, .. }) => {
+            a == b
+        }
+        _ => false,
+    };
+    if !same {
+        snap.counter = Counter::for_rule(&to);
+    }
+    snap
 }
 
 /// The snapshot version of a stored record this version cannot parse, if it is newer than
