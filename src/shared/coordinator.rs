@@ -252,6 +252,18 @@ impl Coordinator {
         record: Option<Record>,
         on_mismatch: OnMismatch,
     ) -> Result<Self, String> {
+        Self::restore_as(name, configured, configured, record, on_mismatch)
+    }
+
+    /// [`restore`](Self::restore), where `as_stored` is `configured` as the record's format
+    /// reads it back: a stored spec equal to either is this host's own.
+    fn restore_as(
+        name: &str,
+        configured: SharedSpec,
+        as_stored: SharedSpec,
+        record: Option<Record>,
+        on_mismatch: OnMismatch,
+    ) -> Result<Self, String> {
         let mut c = Self::fresh(name, configured)?;
         let Some(mut record) = record else {
             return Ok(c);
@@ -269,7 +281,9 @@ impl Coordinator {
         {
             snap.open_until = snap.opened_at;
         }
-        let (spec, breaker) = if stored.fingerprint() == configured.fingerprint() {
+        let own = stored.fingerprint() == configured.fingerprint()
+            || stored.fingerprint() == as_stored.fingerprint();
+        let (spec, breaker) = if own {
             match Breaker::restore(configured.breaker, record.snapshot) {
                 Ok(b) => (configured, b),
                 Err(e) => {
@@ -325,7 +339,16 @@ impl Coordinator {
     ) -> Result<Self, String> {
         let record = match stored.map(serde_json::from_str::<Record>) {
             None => None,
-            Some(Ok(r)) => Some(r),
+            Some(Ok(r)) => {
+                // JSON does not always give back the very f64 it was given (serde_json parses
+                // fast, not exactly: a threshold may read back one bit off). A record this host's
+                // settings wrote must still be recognised as written under them.
+                let as_stored = serde_json::to_string(&configured)
+                    .ok()
+                    .and_then(|j| serde_json::from_str::<SharedSpec>(&j).ok())
+                    .unwrap_or(configured);
+                return Self::restore_as(name, configured, as_stored, Some(r), on_mismatch);
+            }
             Some(Err(e)) => {
                 let c = Self::fresh(name, configured)?;
                 // A version this one cannot read may still say which one it is.
