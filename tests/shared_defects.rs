@@ -304,3 +304,19 @@ fn a_late_request_does_not_make_renumbered_batches_duplicates() {
         "every acknowledged outcome counted"
     );
 }
+
+#[test]
+fn every_batch_sent_again_with_a_forgotten_sessions_first_is_unverified() {
+    // Batches 1 to 3 were counted, their answer lost; the session is then forgotten early and
+    // the client sends the three again in one report: each may have been counted before.
+    let mut co = Coordinator::fresh("upstream", spec()).unwrap();
+    let mut three = one("a", 7, 1, 0);
+    let b = three.batches[0].clone();
+    three.batches = (1..=3).map(|seq| Batch { seq, ..b.clone() }).collect();
+    let _ = exchange(&mut co, T0, &three, false);
+    fleet(&mut co, T0 + 1);
+    let before = co.view(t(T0 + 2)).counters.unverified_batches;
+    let reply = exchange(&mut co, T0 + 2, &three, false);
+    assert_eq!(reply.acked, [1, 2, 3]);
+    assert_eq!(co.view(t(T0 + 2)).counters.unverified_batches, before + 3);
+}

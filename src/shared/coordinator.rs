@@ -486,8 +486,16 @@ impl Coordinator {
         }
         let mut acked = Vec::with_capacity(req.batches.len());
         let mut refused = Vec::new();
+        // A session learned again from a batch it cannot vouch for: the batches sent with it
+        // (an outbox sent again as a whole) may have been counted before too.
+        let mut unverified = false;
         for batch in &req.batches {
-            match self.verdict(now.0, &key, batch) {
+            let verdict = match self.verdict(now.0, &key, batch) {
+                Verdict::Apply if unverified => Verdict::Unverified,
+                v => v,
+            };
+            unverified |= matches!(verdict, Verdict::Unverified);
+            match verdict {
                 Verdict::Apply => {
                     self.apply(now, &key, batch, &mut step);
                     self.remember(&key, batch.seq, now.0);
