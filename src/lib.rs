@@ -77,8 +77,8 @@ pub use facade::{
 };
 pub use metrics::{render_prometheus, BreakerMetrics};
 pub use retry::{
-    parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier, GiveUpReason,
-    Jitter, RetryBudget, RetryDecision, RetryPolicy, RetryState, Signal, Verdict,
+    parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier, Code, Ending,
+    GiveUpReason, Jitter, RetryBudget, RetryDecision, RetryPolicy, RetryState, Signal, Verdict,
 };
 pub use rng::{Random, SplitMix64};
 pub use snapshot::{RestoreError, Snapshot, SNAPSHOT_VERSION};

@@ -432,3 +432,109 @@ fn classification_can_be_configured_per_status() {
     assert_eq!(c.classify_status(503, None).outcome, Outcome::Ignored);
     assert!(!StatusSet::of(&[700]).contains(700));
 }
+
+#[test]
+fn a_conflict_is_retried_as_the_official_sdks_do() {
+    // anthropic-sdk-typescript and openai-node retry 408, 409, 429 and 5xx (`shouldRetry`).
+    let v = Classifier::new().classify_status(409, None);
+    assert!(v.retryable);
+    assert_eq!(v.class, Class::Transient);
+}
+
+#[test]
+fn provider_codes_say_more_than_the_status() {
+    use breakwater::retry::Code;
+    let c = Classifier::new();
+    let at = |status: u16, code: &str| c.classify_status(status, Some(code));
+    // A spent quota or credit, whatever its status: not retried, counted.
+    for (status, code) in [
+        (429, "insufficient_quota"),
+        (429, "billing_hard_limit_reached"),
+        (429, "billing_not_active"),
+        (402, "billing_error"),
+        // Anthropic answers a spent credit balance with a 400 and says so only in words.
+        (
+            400,
+            "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.",
+        ),
+        // Gemini's per-day quota (a QuotaFailure violation's quotaId).
+        (429, "GenerateRequestsPerDayPerProjectPerModel-FreeTier"),
+    ] {
+        let v = at(status, code);
+        assert_eq!(
+            (v.class, v.retryable, v.outcome),
+            (Class::QuotaExhausted, false, Outcome::Failure),
+            "{status} {code}"
+        );
+    }
+    // A per-minute quota is a rate limit: waiting cures it.
+    let v = at(429, "GenerateRequestsPerMinutePerProjectPerModel-FreeTier");
+    assert_eq!((v.class, v.retryable), (Class::RateLimited, true));
+    let v = at(429, "RESOURCE_EXHAUSTED");
+    assert_eq!((v.class, v.retryable), (Class::RateLimited, true));
+    // A content policy's refusal: neither retried nor counted.
+    for code in [
+        "content_policy_violation",
+        "invalid_prompt",
+        "content_filter",
+    ] {
+        let v = at(400, code);
+        assert_eq!(
+            (v.class, v.retryable, v.outcome),
+            (Class::Declined, false, Outcome::Ignored),
+            "{code}"
+        );
+    }
+    // A code with no status (an error event inside a 200 stream) stands for its status.
+    let event = |code: &str| {
+        c.classify(&Signal {
+            error_code: Some(code),
+            ..Signal::default()
+        })
+    };
+    assert_eq!(event("overloaded_error").class, Class::Overloaded);
+    assert!(event("overloaded_error").retryable);
+    assert_eq!(event("rate_limit_exceeded").class, Class::RateLimited);
+    assert_eq!(event("invalid_request_error").outcome, Outcome::Ignored);
+    assert_eq!(event("api_error").outcome, Outcome::Failure);
+    assert_eq!(Code::of(b"overloaded_error").map(Code::status), Some(529));
+    assert_eq!(Code::of(b"INTERNAL").map(Code::status), Some(500));
+    assert_eq!(Code::of(b"something_else"), None);
+}
+
+#[test]
+fn endings_in_every_providers_spelling() {
+    use breakwater::retry::Ending;
+    let cases: &[(&str, Ending)] = &[
+        // Anthropic `stop_reason`
+        ("end_turn", Ending::Complete),
+        ("tool_use", Ending::Complete),
+        ("pause_turn", Ending::Complete),
+        ("max_tokens", Ending::Truncated),
+        ("model_context_window_exceeded", Ending::Truncated),
+        ("refusal", Ending::Declined),
+        // OpenAI Chat `finish_reason`, Responses `status` and `incomplete_details.reason`
+        ("stop", Ending::Complete),
+        ("tool_calls", Ending::Complete),
+        ("length", Ending::Truncated),
+        ("content_filter", Ending::Declined),
+        ("completed", Ending::Complete),
+        ("max_output_tokens", Ending::Truncated),
+        ("failed", Ending::Failed),
+        // Gemini `finishReason`
+        ("STOP", Ending::Complete),
+        ("MAX_TOKENS", Ending::Truncated),
+        ("SAFETY", Ending::Declined),
+        ("PROHIBITED_CONTENT", Ending::Declined),
+        ("FINISH_REASON_UNSPECIFIED", Ending::Unknown),
+        // The AI SDK's unified reasons
+        ("tool-calls", Ending::Complete),
+        ("content-filter", Ending::Declined),
+        ("error", Ending::Failed),
+        ("other", Ending::Unknown),
+        ("unknown", Ending::Unknown),
+    ];
+    for &(reason, ending) in cases {
+        assert_eq!(Ending::of(reason.as_bytes()), ending, "{reason}");
+    }
+}

@@ -1,4 +1,4 @@
-import { wasm } from './glue.js';
+import { memory, wasm } from './glue.js';
 import { isCircuitOpenError, isTimeoutError } from './errors.js';
 
 /** How an outcome counts for a breaker. */
@@ -18,6 +18,7 @@ export const CLASSES = [
   'network',
   'timeout',
   'cancelled',
+  'declined',
 ] as const;
 export type ErrorClass = (typeof CLASSES)[number];
 
@@ -130,10 +131,15 @@ export function retryAfterOf(error: unknown, now: number): number {
   return retryDelayOf(err);
 }
 
-/** Where errors keep response headers: `headers`, `responseHeaders` (AI SDK), `response.headers`. */
+/**
+ * Where errors keep response headers: `headers`, `responseHeaders` (AI SDK), `response.headers`,
+ * and the same on `cause` (the Vercel AI Gateway's errors keep the provider's response there).
+ */
 function headersOf(err: object): unknown[] {
-  const e = err as { headers?: unknown; responseHeaders?: unknown; response?: { headers?: unknown } };
-  return [e.headers, e.responseHeaders, e.response?.headers];
+  type E = { headers?: unknown; responseHeaders?: unknown; response?: { headers?: unknown }; cause?: unknown };
+  const e = err as E;
+  const c = (typeof e.cause === 'object' && e.cause !== null ? e.cause : {}) as E;
+  return [e.headers, e.responseHeaders, e.response?.headers, c.headers, c.responseHeaders, c.response?.headers];
 }
 
 const RETRY_DELAY = /"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"/;
@@ -172,25 +178,70 @@ function shouldRetryOf(err: unknown): boolean | undefined {
   return undefined;
 }
 
-const QUOTA = ['insufficient_quota', 'billing_hard_limit_reached', 'quota_exceeded'];
+/** Asks the core what `text` says (`what`: 0 an error's codes and texts, 1 a finish reason). */
+function readText(text: string, what: number): number {
+  const n = Math.min(text.length, 2048);
+  const at = wasm().io(n) / 8;
+  const m = memory();
+  // One char code a number: the core compares ASCII, and anything else matches nothing.
+  for (let i = 0; i < n; i++) m[at + i] = text.charCodeAt(i) & 255;
+  return wasm().read_text(n, what);
+}
+
+const QUOTA_ID = /"quotaId"\s*:\s*"([^"]{1,200})"/g;
 
 /**
- * The provider's error code or type that matters to the classifier, from OpenAI's `code`/`type`
- * or Anthropic's `error.error.type`: 1 quota exhausted, 2 overloaded, 0 anything else.
+ * The provider's error code as the core reads it (`Code::index | status << 8`, 0 for none) from
+ * every place the SDKs keep one: OpenAI's `code`/`type`, Anthropic's `error.error.type`, Gemini's
+ * `error.status`, the AI SDK's `APICallError.data`, the messages (Anthropic says a credit
+ * balance is spent only in words), and the quota ids of Gemini's QuotaFailure in the raw body.
  */
 export function codeOf(err: unknown): number {
   if (typeof err !== 'object' || err === null) return 0;
-  const e = err as {
-    code?: unknown;
-    type?: unknown;
-    error?: { code?: unknown; type?: unknown; error?: { type?: unknown } };
-  };
-  let code = 0;
-  for (const c of [e.code, e.type, e.error?.code, e.error?.type, e.error?.error?.type]) {
-    if (QUOTA.includes(c as string)) return 1;
-    if (c === 'overloaded_error') code = 2;
+  type Body = { code?: unknown; type?: unknown; status?: unknown; message?: unknown; error?: Body };
+  const e = err as Body & { data?: Body; responseBody?: unknown; body?: unknown };
+  let codes = '';
+  let texts = '\x01';
+  for (const b of [e, e.error, e.error?.error, e.data, e.data?.error]) {
+    if (typeof b !== 'object' || b === null) continue;
+    for (const c of [b.code, b.type, b.status]) if (typeof c === 'string') codes += c.slice(0, 64) + '\n';
+    if (typeof b.message === 'string') texts += b.message.slice(0, 300) + '\n';
   }
-  return code;
+  for (const raw of [e.responseBody, e.body, e.message]) {
+    if (typeof raw === 'string') for (const m of raw.slice(0, 65_536).matchAll(QUOTA_ID)) texts += m[1] + '\n';
+  }
+  return readText(codes + texts, 0);
+}
+
+const ENDINGS = ['complete', 'truncated', 'declined', 'failed', 'unknown'] as const;
+/** How an answer ended, by its finish or stop reason (the core's table, src/retry/ending.rs). */
+export type Ending = (typeof ENDINGS)[number];
+
+/**
+ * How an answer ended, by its finish or stop reason in any provider's spelling: Anthropic's
+ * `stop_reason`, OpenAI's `finish_reason`, the Responses API's `status` or
+ * `incomplete_details.reason`, Gemini's `finishReason`, the AI SDK's unified reasons. `complete`
+ * (end_turn, stop, tool_use...), `truncated` (max_tokens, length...), `declined` (refusal,
+ * content_filter, SAFETY...), `failed` (the AI SDK's `error`, `failed`), or `unknown`.
+ */
+export function endingOf(reason: unknown): Ending {
+  return typeof reason === 'string' ? ENDINGS[readText(reason, 1)] ?? 'unknown' : 'unknown';
+}
+
+/**
+ * The HTTP status a provider's error code or type stands for (`overloaded_error` 529,
+ * `rate_limit_error` 429, `api_error` 500...), or undefined when the core does not know it.
+ */
+export function statusOfCode(code: unknown): number | undefined {
+  const c = typeof code === 'string' ? readText(code.slice(0, 64), 0) : 0;
+  return c === 0 ? undefined : c >> 8;
+}
+
+/** The SDKs' error for a call their caller aborted (`APIUserAbortError`, any copy: by name). */
+function isSdkAbort(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const ctor = (err as { constructor?: { name?: unknown; _errorName?: unknown } }).constructor;
+  return (err as { name?: unknown }).name === 'APIUserAbortError' || ctor?._errorName === 'APIUserAbortError' || ctor?.name === 'APIUserAbortError';
 }
 
 /** `AbortSignal.timeout`'s `TimeoutError` (a DOMException), or breakwater's. */
@@ -209,8 +260,14 @@ function isTimeoutReason(reason: unknown): boolean {
   return e.name === 'AbortError' && isTimeoutName(e.cause);
 }
 
+/**
+ * Whether `err` is the abort of `signal` (its reason, an `AbortError`, or an SDK's
+ * `APIUserAbortError` while it is aborted), or an SDK's `APIUserAbortError` by itself: the SDKs
+ * throw it only when the signal their caller gave them aborted.
+ */
 export function isAbort(err: unknown, signal?: AbortSignal): boolean {
   if (signal?.aborted && (err === signal.reason || err === undefined)) return true;
+  if (isSdkAbort(err)) return true;
   return (
     typeof err === 'object' &&
     err !== null &&
@@ -221,15 +278,15 @@ export function isAbort(err: unknown, signal?: AbortSignal): boolean {
 
 /**
  * Classifies a thrown error (or a resolved fetch `Response`) with the classifier of the core's
- * retry policy `policy`; 0 for the core's default rules (statuses 408, 429, 500, 502, 503, 504
- * and 529 retryable).
+ * retry policy `policy`; 0 for the core's default rules (statuses 408, 409, 429, 500, 502, 503,
+ * 504 and 529 retryable).
  */
 export function classifyWith(policy: number, error: unknown, signal?: AbortSignal): Verdict {
   const err = lastErrorOf(error);
   let status: number | undefined;
   let flags = 0;
   // An abort for a time-out (the SDK's, `AbortSignal.timeout`'s) is the upstream's slowness.
-  if (isAbort(err, signal)) flags = isTimeoutReason(signal!.reason) ? 2 : 4;
+  if (isAbort(err, signal)) flags = signal?.aborted && isTimeoutReason(signal.reason) ? 2 : 4;
   else if (isTimeoutReason(err)) flags = 2;
   else if (isCircuitOpenError(err)) {
     // Another breaker refused: retry later, but this says nothing about our upstream.
@@ -237,7 +294,7 @@ export function classifyWith(policy: number, error: unknown, signal?: AbortSigna
   } else status = statusOf(err);
   // A thrown error with a 2xx/3xx status (the AI SDK's "Failed to process successful response"
   // when a 200 stream is cut) failed after the status line: a network failure, not a success.
-  const v = wasm().classify(policy, status !== undefined && status >= 400 ? status : 0, flags === 0 ? codeOf(err) : 0, flags);
+  const v = wasm().classify(policy, status !== undefined && status >= 400 ? status : 0, flags === 0 ? codeOf(err) & 255 : 0, flags);
   const outcome = v >> 5;
   const should = flags === 0 ? shouldRetryOf(err) : undefined;
   return {
@@ -269,7 +326,7 @@ export function outcomeCode(
     const s = isResponse(result) ? result.status : 200;
     if (s < 400) return SUCCESS;
   }
-  if (isFailure !== undefined && !(isAbort(result, signal) && !isTimeoutReason(signal!.reason))) {
+  if (isFailure !== undefined && !(isAbort(result, signal) && !(signal?.aborted && isTimeoutReason(signal.reason)))) {
     const f = isFailure(result);
     if (f === true) return FAILURE;
     if (f === false) return IGNORED;

@@ -37,6 +37,8 @@ export interface Exports {
     unit: number,
   ): number;
   classify(h: number, status: number, code: number, flags: number): number;
+  /** What the string in `io` (one char code a number) says: see src/wasm/exports.rs `read_text`. */
+  read_text(len: number, what: number): number;
   /** A retry budget from `Budget`: a handle, or `-Refusal`. */
   budget_new(): number;
   /** 0 deposit, 1 withdraw (1 or 0), 2 available. */
@@ -62,7 +64,7 @@ export function wasm(): Exports {
 }
 
 /** The memory as numbers (a new view once the memory has grown). */
-function memory(): Float64Array {
+export function memory(): Float64Array {
   const buffer = wasm().memory.buffer;
   if (view.buffer !== buffer) view = new Float64Array(buffer);
   return view;

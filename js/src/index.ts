@@ -54,5 +54,5 @@ export {
   type Tier,
   type TierEvent,
 } from './chain.js';
-export { classifyError, retryAfterMs, type ErrorClass, type Verdict } from './classify.js';
+export { classifyError, endingOf, retryAfterMs, statusOfCode, type Ending, type ErrorClass, type Verdict } from './classify.js';
 export type { Unsubscribe } from './events.js';

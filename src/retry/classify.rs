@@ -5,9 +5,11 @@
 //! failures by the breaker. 400, 401, 403, 404, 422 and the other 4xx are the caller's fault:
 //! never retried and, by default, not counted (a bad prompt must not open the circuit). A 429
 //! that says the quota is spent (`insufficient_quota`) is not retried (waiting will not refill
-//! it) but still counts as a failure, so the breaker stops the calls it would waste. An aborted
-//! call is neither.
+//! it) but still counts as a failure, so the breaker stops the calls it would waste. A prompt a
+//! content policy refused is declined: neither retried nor counted. An aborted call is neither.
+//! Provider codes are read by [`Code::of`](super::Code::of) (src/retry/ending.rs).
 
+use super::ending::Code;
 use crate::breaker::Outcome;
 
 /// A set of HTTP status codes in `0..640`, as a bitset.
@@ -84,8 +86,11 @@ pub enum Class {
     RateLimited,
     /// 529, or an `overloaded_error`.
     Overloaded,
-    /// A 429 whose code says the quota or billing limit is exhausted.
+    /// A 4xx whose code says the quota, credit or spend limit is exhausted.
     QuotaExhausted,
+    /// A 4xx whose code says a content policy refused the prompt: not the upstream's failure,
+    /// and retrying will not change it.
+    Declined,
     /// A 4xx other than those above.
     ClientError,
     /// A 5xx not in the retryable set (501, 505…).
@@ -113,7 +118,8 @@ pub struct Verdict {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Classifier {
-    /// Statuses retried. Default: 408, 429, 500, 502, 503, 504, 529.
+    /// Statuses retried. Default: 408, 409, 429, 500, 502, 503, 504, 529 (409: both official
+    /// SDKs and the AI SDK retry a conflict, which providers send for a lock held briefly).
     pub retryable: StatusSet,
     /// Statuses that count as upstream failures for the breaker. Default: the retryable ones and
     /// every other 5xx.
@@ -129,7 +135,7 @@ impl Default for Classifier {
 }
 
 /// The statuses retried by default.
-pub const DEFAULT_RETRYABLE: [u16; 7] = [408, 429, 500, 502, 503, 504, 529];
+pub const DEFAULT_RETRYABLE: [u16; 8] = [408, 409, 429, 500, 502, 503, 504, 529];
 
 const fn default_failures() -> StatusSet {
     let mut set = StatusSet::of(&DEFAULT_RETRYABLE);
@@ -140,13 +146,6 @@ const fn default_failures() -> StatusSet {
     }
     set
 }
-
-/// Provider error codes that mean a 429 will not go away by waiting.
-const QUOTA_CODES: [&str; 3] = [
-    "insufficient_quota",
-    "billing_hard_limit_reached",
-    "quota_exceeded",
-];
 
 impl Classifier {
     /// The defaults listed on each field.
@@ -177,11 +176,20 @@ impl Classifier {
 
     /// Classifies one attempt.
     pub fn classify(&self, signal: &Signal<'_>) -> Verdict {
+        let code = signal
+            .error_code
+            .and_then(|c| Code::of(c.as_bytes()).or_else(|| Code::in_text(c.as_bytes())));
+        self.classify_code(signal, code)
+    }
+
+    /// Classifies one attempt whose provider code was read already (`signal.error_code` is not
+    /// looked at).
+    pub fn classify_code(&self, signal: &Signal<'_>, code: Option<Code>) -> Verdict {
         if signal.cancelled {
             return verdict(Class::Cancelled, false, Outcome::Ignored);
         }
         if let Some(status) = signal.status {
-            return self.classify_status(status, signal.error_code);
+            return self.classify_status_code(status, code);
         }
         if signal.timeout {
             return verdict(Class::Timeout, true, Outcome::Failure);
@@ -189,28 +197,36 @@ impl Classifier {
         if signal.network_error {
             return verdict(Class::Network, true, Outcome::Failure);
         }
-        match signal.error_code {
-            Some(code) if is_quota_code(code) => self.quota_exhausted(),
-            Some("overloaded_error") => verdict(Class::Overloaded, true, Outcome::Failure),
+        match code {
+            Some(c) => self.classify_status_code(c.status(), Some(c)),
             // An error with nothing to go on is most often the network's.
-            _ => verdict(Class::Network, true, Outcome::Failure),
+            None => verdict(Class::Network, true, Outcome::Failure),
         }
     }
 
     /// Classifies an HTTP status, with the provider's error code if there is one.
     pub fn classify_status(&self, status: u16, error_code: Option<&str>) -> Verdict {
+        let code =
+            error_code.and_then(|c| Code::of(c.as_bytes()).or_else(|| Code::in_text(c.as_bytes())));
+        self.classify_status_code(status, code)
+    }
+
+    fn classify_status_code(&self, status: u16, code: Option<Code>) -> Verdict {
         if status < 400 {
             return verdict(Class::Success, false, Outcome::Success);
         }
-        if status == 429 && error_code.is_some_and(is_quota_code) {
-            return self.quota_exhausted();
+        if (400..500).contains(&status) {
+            match code {
+                Some(Code::QuotaExhausted) => return self.quota_exhausted(),
+                Some(Code::Declined) => return verdict(Class::Declined, false, Outcome::Ignored),
+                _ => {}
+            }
         }
-        let class = match status {
-            429 => Class::RateLimited,
-            529 => Class::Overloaded,
-            408 | 500 | 502 | 503 | 504 => Class::Transient,
-            400..=499 => Class::ClientError,
-            500..=599 => Class::ServerError,
+        let class = match (status, code) {
+            (429, _) => Class::RateLimited,
+            (529, _) | (500..=599, Some(Code::Overloaded)) => Class::Overloaded,
+            (408 | 500 | 502 | 503 | 504, _) => Class::Transient,
+            (400..=499, _) => Class::ClientError,
             _ => Class::ServerError,
         };
         let outcome = if self.failures.contains(status) {
@@ -233,11 +249,6 @@ impl Classifier {
         };
         verdict(Class::QuotaExhausted, false, outcome)
     }
-}
-
-/// Whether a provider error code means the quota or billing limit is spent.
-pub fn is_quota_code(code: &str) -> bool {
-    QUOTA_CODES.contains(&code)
 }
 
 const fn verdict(class: Class, retryable: bool, outcome: Outcome) -> Verdict {

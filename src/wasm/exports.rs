@@ -14,8 +14,8 @@ use super::layout::{budget as bg, cfg, info, refusal, retry as rt};
 use super::{budget, new_breaker, retry_policy, status_set, ts, Held};
 use crate::rng::UnitFn;
 use crate::{
-    AttemptFailure, Class, Classifier, GiveUpReason, Outcome, RetryBudget, RetryDecision,
-    RetryPolicy, RetryState, Signal,
+    AttemptFailure, Class, Classifier, Code, Ending, GiveUpReason, Outcome, RetryBudget,
+    RetryDecision, RetryPolicy, RetryState, Signal,
 };
 
 enum Slot {
@@ -68,16 +68,16 @@ impl Table {
             Ok(s) => s,
             Err(code) => return -(code as i32),
         };
-        match self.free.pop() {
-            Some(h) => {
-                self.slots[h as usize - 1] = slot;
-                h as i32
-            }
-            None => {
-                self.slots.push(slot);
-                self.slots.len() as i32
+        // Indexing is checked by hand here and below: the core's panics would link `core::fmt`'s
+        // integer formatting into the .wasm (about 1 KB gzip) only to trap.
+        if let Some(h) = self.free.pop() {
+            if let Some(s) = self.slots.get_mut(h as usize - 1) {
+                *s = slot;
+                return h as i32;
             }
         }
+        self.slots.push(slot);
+        self.slots.len() as i32
     }
 
     // The scratch buffer, at least `len` numbers long.
@@ -92,8 +92,8 @@ impl Table {
     // them and no more than it holds.
     fn input(&mut self, min: usize, len: u32) -> &[f64] {
         let io = self.io(min);
-        let n = (len as usize).clamp(min, io.len());
-        &io[..n]
+        let n = (len as usize).max(min).min(io.len());
+        io.get(..n).unwrap_or_default()
     }
 }
 
@@ -155,8 +155,8 @@ pub fn info(h: u32, now: f64) -> *const f64 {
     let t = table();
     let v = t.breaker(h).map(|b| b.info(now));
     let io = t.io(info::LEN);
-    if let Some(v) = v {
-        io[..info::LEN].copy_from_slice(&v);
+    if let (Some(v), Some(out)) = (v, io.get_mut(..info::LEN)) {
+        out.copy_from_slice(&v);
     }
     io.as_ptr()
 }
@@ -176,7 +176,10 @@ pub fn snapshot(h: u32) -> u32 {
         Some(b) => super::encode_snapshot(&b.inner.snapshot()),
         None => return 0,
     };
-    t.io(data.len())[..data.len()].copy_from_slice(&data);
+    match t.io(data.len()).get_mut(..data.len()) {
+        Some(out) => out.copy_from_slice(&data),
+        None => return 0,
+    }
     data.len() as u32
 }
 
@@ -190,8 +193,8 @@ pub fn retry(len: u32) -> i32 {
     let io = t.input(rt::LEN, len);
     let made = retry_policy(io)
         .map(|policy| {
-            let classifier = if io[rt::USE_RETRYABLE] == 1.0 {
-                Classifier::new().with_retryable(status_set(&io[rt::LEN..]))
+            let classifier = if io.get(rt::USE_RETRYABLE) == Some(&1.0) {
+                Classifier::new().with_retryable(status_set(io.get(rt::LEN..).unwrap_or_default()))
             } else {
                 Classifier::new()
             };
@@ -240,11 +243,10 @@ pub fn decide(
     }
 }
 
-// Classifies an attempt. `status` 0 means no response; `code` is the provider's error code as a
-// number (0 none, 1 a quota-exhausted code such as `insufficient_quota`, 2 `overloaded_error`);
-// `flags`: 1 network error, 2 timeout, 4 cancelled. Returns `class | retryable << 4 | outcome <<
-// 5` (outcome: 0 success, 1 failure, 2 ignored). A handle that names no retry policy (0, say)
-// classifies with the core's default rules.
+// Classifies an attempt. `status` 0 means no response; `code` is the provider's error code as
+// [`Code::index`] (0 none, see `code` below); `flags`: 1 network error, 2 timeout, 4 cancelled.
+// Returns `class | retryable << 4 | outcome << 5` (outcome: 0 success, 1 failure, 2 ignored). A
+// handle that names no retry policy (0, say) classifies with the core's default rules.
 #[wasm_bindgen]
 pub fn classify(h: u32, status: u16, code: u32, flags: u32) -> u32 {
     let default = Classifier::new();
@@ -254,16 +256,12 @@ pub fn classify(h: u32, status: u16, code: u32, flags: u32) -> u32 {
     };
     let signal = Signal {
         status: (status != 0).then_some(status),
-        error_code: match code {
-            1 => Some("insufficient_quota"),
-            2 => Some("overloaded_error"),
-            _ => None,
-        },
         network_error: flags & 1 != 0,
         timeout: flags & 2 != 0,
         cancelled: flags & 4 != 0,
+        ..Signal::default()
     };
-    let v = classifier.classify(&signal);
+    let v = classifier.classify_code(&signal, Code::from_index(code));
     let class = match v.class {
         Class::Success => 0,
         Class::Transient => 1,
@@ -275,6 +273,7 @@ pub fn classify(h: u32, status: u16, code: u32, flags: u32) -> u32 {
         Class::Network => 7,
         Class::Timeout => 8,
         Class::Cancelled => 9,
+        Class::Declined => 10,
     };
     let outcome = match v.outcome {
         Outcome::Success => 0,
@@ -282,6 +281,33 @@ pub fn classify(h: u32, status: u16, code: u32, flags: u32) -> u32 {
         Outcome::Ignored => 2,
     };
     class | (v.retryable as u32) << 4 | outcome << 5
+}
+
+// The bytes of a string JavaScript wrote into the scratch buffer, one char code a number (at most
+// 2 048: codes and reasons are short, messages are cut by JavaScript).
+fn text(len: u32, buf: &mut [u8; 2048]) -> &[u8] {
+    let io = table().input(0, len);
+    let n = io.len().min(buf.len());
+    for (b, &v) in buf.iter_mut().zip(io) {
+        *b = v as u8;
+    }
+    buf.get(..n).unwrap_or_default()
+}
+
+// What the string in the scratch buffer says. `what` 0: an error's codes (one a line), a byte 1,
+// then its messages and quota ids (one a line), answered as `Code::index | status << 8` (0: none
+// known); otherwise a finish or stop reason, answered 0 complete, 1 truncated, 2 declined, 3
+// failed, 4 unknown.
+#[wasm_bindgen]
+pub fn read_text(len: u32, what: u32) -> u32 {
+    let mut buf = [0u8; 2048];
+    let s = text(len, &mut buf);
+    if what != 0 {
+        return Ending::of(s) as u32;
+    }
+    let split = s.iter().position(|&b| b == 1).unwrap_or(s.len());
+    let (codes, texts) = s.split_at(split);
+    Code::read(codes, texts).map_or(0, |c| c.index() | (c.status() as u32) << 8)
 }
 
 // ----- retry budgets -----

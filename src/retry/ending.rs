@@ -1,0 +1,316 @@
+//! How an LLM answer ended, and what a provider's error code means: the one table every host
+//! asks (the stream guard, the AI SDK middleware, `withRetry`, the Rust hosts).
+//!
+//! An answer that arrived is not always a success, and an error is not always an outage. A model
+//! that declines a prompt (Anthropic's `refusal`, OpenAI's `content_filter`, Gemini's `SAFETY`)
+//! answered correctly: retrying will not convince it, and sending the prompt to another provider
+//! is the app's decision, not the breaker's. A spent quota is a 429 that waiting does not cure.
+//! Providers spell these differently (`tool_use` and `tool_calls`, `content_filter` and the AI
+//! SDK's `content-filter`, Gemini's upper case); [`Ending::of`] and [`Code::of`] read all of them.
+//!
+//! Both take bytes, so a host passes what the wire carried without decoding it first: ASCII is
+//! compared case-insensitively, with `-` read as `_`.
+
+/// How an answer ended, by its finish or stop reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ending {
+    /// The model finished: `end_turn`, `stop`, `tool_use`, `tool_calls`, `STOP`, `completed`...
+    Complete,
+    /// The output limit cut it: `max_tokens`, `length`, `max_output_tokens`... With text it is an
+    /// answer; without (a reasoning model spent its budget) the app has to see it, not the breaker.
+    Truncated,
+    /// The model or the provider's filter declined: `refusal`, `content_filter`, `SAFETY`... Not
+    /// an outage and not worth a retry.
+    Declined,
+    /// The provider says the answer failed: the AI SDK's `error`, the Responses API's `failed`.
+    Failed,
+    /// A reason this table does not know (`other`, `unknown`): judged by the content alone.
+    Unknown,
+}
+
+// Each table is one string of names, so the wasm carries bytes rather than a pointer per name.
+// Anthropic's `stop_reason`, OpenAI's `finish_reason` (and the Responses API's `status`), Gemini's
+// `finishReason`, the AI SDK's unified reasons (`-` is read as `_`).
+const COMPLETE: &[u8] =
+    b"end_turn stop_sequence tool_use pause_turn stop tool_calls function_call completed";
+const TRUNCATED: &[u8] = b"max_tokens length max_output_tokens model_context_window_exceeded";
+const DECLINED: &[u8] = b"refusal content_filter safety recitation blocklist prohibited_content spii \
+    image_safety image_prohibited_content image_recitation malformed_function_call unexpected_tool_call";
+const FAILED: &[u8] = b"error failed";
+
+impl Ending {
+    /// The ending a finish or stop reason names (any provider's spelling).
+    pub fn of(reason: &[u8]) -> Ending {
+        if listed(COMPLETE, reason) {
+            Ending::Complete
+        } else if listed(TRUNCATED, reason) {
+            Ending::Truncated
+        } else if listed(DECLINED, reason) {
+            Ending::Declined
+        } else if listed(FAILED, reason) {
+            Ending::Failed
+        } else {
+            Ending::Unknown
+        }
+    }
+}
+
+/// What a provider's error code or type means, beyond its HTTP status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// The quota, credit or spend limit is used up (`insufficient_quota`, `billing_error`, a
+    /// per-day quota): waiting minutes will not cure it.
+    QuotaExhausted,
+    /// `overloaded_error`.
+    Overloaded,
+    /// A rate limit (`rate_limit_error`, `rate_limit_exceeded`, `RESOURCE_EXHAUSTED`).
+    RateLimited,
+    /// The prompt was refused by a content policy (`content_policy_violation`, `invalid_prompt`).
+    Declined,
+    /// The prompt is longer than the model's context (`context_length_exceeded`).
+    ContextLength,
+    /// A request error (`invalid_request_error`, `INVALID_ARGUMENT`).
+    BadRequest,
+    /// The key is wrong (`authentication_error`, `invalid_api_key`).
+    Unauthenticated,
+    /// The key may not do this (`permission_error`, `PERMISSION_DENIED`).
+    Forbidden,
+    /// No such model or resource (`not_found_error`, `model_not_found`).
+    NotFound,
+    /// The request is too large (`request_too_large`).
+    TooLarge,
+    /// The provider failed (`api_error`, `server_error`, `INTERNAL`).
+    Server,
+    /// The provider is unavailable (`UNAVAILABLE`).
+    Unavailable,
+    /// The provider ran out of time (`timeout_error`, `DEADLINE_EXCEEDED`).
+    Timeout,
+}
+
+// The names of each code, in the order of [`Code::ALL`] (OpenAI, Anthropic and Gemini spellings).
+const CODES: [&[u8]; 13] = [
+    b"insufficient_quota billing_hard_limit_reached billing_not_active quota_exceeded billing_error credit_balance_too_low",
+    b"overloaded_error",
+    b"rate_limit_error rate_limit_exceeded resource_exhausted",
+    b"content_policy_violation content_filter invalid_prompt",
+    b"context_length_exceeded",
+    b"invalid_request_error invalid_argument failed_precondition",
+    b"authentication_error invalid_api_key unauthenticated",
+    b"permission_error permission_denied",
+    b"not_found_error model_not_found not_found",
+    b"request_too_large",
+    b"api_error server_error internal",
+    b"unavailable",
+    b"timeout_error deadline_exceeded",
+];
+
+// Phrases that say a quota is spent where the code does not: Anthropic answers a spent credit
+// balance or a reached spend limit with a 400 `invalid_request_error`; Gemini's quota ids name
+// their period (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`: tomorrow, not in a minute).
+const QUOTA_PHRASES: &[u8] =
+    b"credit balance is too low|api usage limits|perday|exceeded your current quota";
+
+impl Code {
+    /// Every code, in the order of [`Code::index`].
+    pub const ALL: [Code; 13] = [
+        Code::QuotaExhausted,
+        Code::Overloaded,
+        Code::RateLimited,
+        Code::Declined,
+        Code::ContextLength,
+        Code::BadRequest,
+        Code::Unauthenticated,
+        Code::Forbidden,
+        Code::NotFound,
+        Code::TooLarge,
+        Code::Server,
+        Code::Unavailable,
+        Code::Timeout,
+    ];
+
+    /// The code an error code or type names (any provider's spelling), if the table has it.
+    pub fn of(code: &[u8]) -> Option<Code> {
+        CODES
+            .iter()
+            .position(|names| listed(names, code))
+            .map(|i| Code::ALL[i])
+    }
+
+    /// What everything an error says comes to: `codes` (its code, type and status fields, one a
+    /// line) and `texts` (its messages and quota ids, one a line). A spent quota outweighs any
+    /// other reading (OpenAI's `insufficient_quota` comes as a 429 beside `rate_limit`-like
+    /// types; Anthropic says a spent credit balance only in the message of an
+    /// `invalid_request_error`), then a content policy's refusal, then the first code known.
+    pub fn read(codes: &[u8], texts: &[u8]) -> Option<Code> {
+        let mut found = None;
+        for line in codes.split(|&b| b == b'\n') {
+            match Code::of(line) {
+                Some(Code::QuotaExhausted) => return Some(Code::QuotaExhausted),
+                Some(Code::Declined) => found = Some(Code::Declined),
+                c => found = found.or(c),
+            }
+        }
+        Code::in_text(texts).or(found)
+    }
+
+    /// [`Code::QuotaExhausted`] if `text` (an error message, a quota id) says a quota is spent.
+    pub fn in_text(text: &[u8]) -> Option<Code> {
+        contains_any(text, QUOTA_PHRASES).then_some(Code::QuotaExhausted)
+    }
+
+    /// The HTTP status the code stands for where none came with it (an error event in a 200
+    /// stream): 529 for `overloaded_error`, 429 for a rate limit or a spent quota...
+    pub const fn status(self) -> u16 {
+        match self {
+            Code::QuotaExhausted | Code::RateLimited => 429,
+            Code::Overloaded => 529,
+            Code::Declined | Code::ContextLength | Code::BadRequest => 400,
+            Code::Unauthenticated => 401,
+            Code::Forbidden => 403,
+            Code::NotFound => 404,
+            Code::TooLarge => 413,
+            Code::Server => 500,
+            Code::Unavailable => 503,
+            Code::Timeout => 504,
+        }
+    }
+
+    /// A small number for hosts that pass codes as numbers: 1 + its place in [`Code::ALL`].
+    pub fn index(self) -> u32 {
+        Code::ALL
+            .iter()
+            .position(|&c| c == self)
+            .map_or(0, |i| i as u32 + 1)
+    }
+
+    /// The code of [`Code::index`] `i`; `None` for 0 and anything out of range.
+    pub fn from_index(i: u32) -> Option<Code> {
+        Code::ALL.get((i as usize).checked_sub(1)?).copied()
+    }
+}
+
+fn fold(b: u8) -> u8 {
+    match b {
+        b'-' => b'_',
+        _ => b.to_ascii_lowercase(),
+    }
+}
+
+/// Whether `s`, folded, starts at `names[at..]` and ends there at a `sep` or the end.
+fn matches_at(names: &[u8], at: usize, s: &[u8], sep: u8) -> bool {
+    let mut i = 0;
+    while i < s.len() {
+        match names.get(at + i) {
+            Some(&n) if n == fold(s[i]) => i += 1,
+            _ => return false,
+        }
+    }
+    names.get(at + i).is_none_or(|&n| n == sep)
+}
+
+/// Whether `s` is one of the `sep`-separated names.
+fn listed_by(names: &[u8], s: &[u8], sep: u8) -> bool {
+    let mut at = 0;
+    while at < names.len() {
+        if matches_at(names, at, s, sep) {
+            return true;
+        }
+        while at < names.len() && names[at] != sep {
+            at += 1;
+        }
+        at += 1;
+    }
+    false
+}
+
+fn listed(names: &[u8], s: &[u8]) -> bool {
+    !s.is_empty() && listed_by(names, s, b' ')
+}
+
+/// Whether `text` holds one of the `|`-separated phrases.
+fn contains_any(text: &[u8], phrases: &[u8]) -> bool {
+    (0..text.len()).any(|from| {
+        let mut at = 0;
+        while at < phrases.len() {
+            let mut i = 0;
+            while let (Some(&p), Some(&t)) = (phrases.get(at + i), text.get(from + i)) {
+                if p == b'|' || p != fold(t) {
+                    break;
+                }
+                i += 1;
+            }
+            if phrases.get(at + i).is_none_or(|&p| p == b'|') {
+                return true;
+            }
+            while at < phrases.len() && phrases[at] != b'|' {
+                at += 1;
+            }
+            at += 1;
+        }
+        false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_of_one_reason_agree() {
+        for r in ["tool_calls", "tool-calls", "TOOL_CALLS"] {
+            assert_eq!(Ending::of(r.as_bytes()), Ending::Complete, "{r}");
+        }
+        for r in ["content_filter", "content-filter", "SAFETY"] {
+            assert_eq!(Ending::of(r.as_bytes()), Ending::Declined, "{r}");
+        }
+        assert_eq!(Ending::of(b"other"), Ending::Unknown);
+        assert_eq!(Ending::of(b""), Ending::Unknown);
+    }
+
+    #[test]
+    fn indexes_round_trip() {
+        for c in Code::ALL {
+            assert_eq!(Code::from_index(c.index()), Some(c));
+        }
+        assert_eq!(Code::from_index(0), None);
+        assert_eq!(Code::from_index(99), None);
+    }
+
+    #[test]
+    fn a_spent_quota_outweighs_other_readings() {
+        assert_eq!(
+            Code::read(
+                b"invalid_request_error",
+                b"Your credit balance is too low to access the API."
+            ),
+            Some(Code::QuotaExhausted)
+        );
+        assert_eq!(
+            Code::read(
+                b"RESOURCE_EXHAUSTED\n",
+                b"GenerateRequestsPerDayPerProjectPerModel-FreeTier\n"
+            ),
+            Some(Code::QuotaExhausted)
+        );
+        assert_eq!(
+            Code::read(b"requests\nrate_limit_exceeded", b""),
+            Some(Code::RateLimited)
+        );
+        assert_eq!(
+            Code::read(b"invalid_request_error\ncontent_policy_violation", b""),
+            Some(Code::Declined)
+        );
+        assert_eq!(Code::read(b"", b"nothing here"), None);
+    }
+
+    #[test]
+    fn quota_phrases_are_found_in_any_case() {
+        let id = b"GenerateRequestsPerDayPerProjectPerModel-FreeTier";
+        assert_eq!(Code::in_text(id), Some(Code::QuotaExhausted));
+        assert_eq!(
+            Code::in_text(b"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
+            None
+        );
+        assert_eq!(Code::in_text(b"short"), None);
+    }
+}
