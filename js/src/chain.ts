@@ -38,8 +38,9 @@ export interface FallbackChainOptions {
 
 export interface ChainResult<T> {
   value: T;
-  /** The index of the tier that answered. */
+  /** The index of the tier that answered; -1 for `execute`'s `fallback` (every tier refused). */
   tier: number;
+  /** The tier's name; `"fallback"` for `execute`'s `fallback`. */
   name: string;
 }
 
@@ -94,11 +95,23 @@ export class FallbackChain<T = unknown> {
     });
   }
 
-  /** Answers from the first tier that admits the call and succeeds. */
-  execute(options?: ExecuteOptions<T>): Promise<ChainResult<T>> {
-    return this.#walk(options?.signal, (t) =>
-      (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, options),
-    );
+  /**
+   * Answers from the first tier that admits the call and succeeds. `fallback` answers when every
+   * tier refused (each breaker OPEN): the tiers never see it, so an OPEN primary does not answer
+   * with it while the backup is up. When a tier was called and failed, its error is thrown.
+   */
+  async execute(options?: ExecuteOptions<T>): Promise<ChainResult<T>> {
+    const fallback = options?.fallback;
+    if (fallback !== undefined && typeof fallback !== 'function') fail('fallback', fallback, 'a function');
+    const tierOptions = fallback === undefined ? options : { ...options, fallback: undefined };
+    try {
+      return await this.#walk(options?.signal, (t) =>
+        (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, tierOptions),
+      );
+    } catch (e) {
+      if (fallback === undefined || !(e instanceof CircuitOpenError && e.breaker === this.name)) throw e;
+      return { value: await fallback(e), tier: -1, name: 'fallback' };
+    }
   }
 
   /**

@@ -66,7 +66,7 @@ export interface RetryOptions {
   factor?: number | undefined;
   /** 'full' (default), 'equal', 'decorrelated', 'none', or a proportion p for ±p (seed 002: 0.3). */
   jitter?: Jitter | undefined;
-  /** Statuses worth retrying. Default 408, 429, 500, 502, 503, 504, 529. */
+  /** Statuses worth retrying. Default 408, 409, 429, 500, 502, 503, 504, 529. */
   retryableStatuses?: readonly number[] | undefined;
   /** Give up rather than start an attempt later than this many ms after the first. */
   deadlineMs?: number | undefined;
@@ -257,12 +257,16 @@ export async function withRetry<T>(
         error = e;
       }
       if (p === 0) p = create(x.retry, cfg);
+      // A failing Response is classified by what its body says too (a 429 whose code says the
+      // quota is spent, Gemini's RetryInfo); the body is read from a copy, so it is still there
+      // for the caller if this is the last attempt.
+      const seen = resolved ? await import('./body.js').then((b) => b.readErrorBody(error as Response, true)) : error;
       const now = clock();
-      const verdict = classifyWith(p, error, signal);
+      const verdict = classifyWith(p, seen, signal);
       let retryable = verdict.retryable;
       const override = shouldRetry?.(error, attempt);
       if (override !== undefined) retryable = override;
-      const ra = retryAfterOf(error, now);
+      const ra = retryAfterOf(seen, now);
       let d = x.decide(p, now, startedAt, attempt, previousDelay, retryable ? 1 : 0, ra, random());
       if (d >= 0 && budget !== undefined && !budget.withdraw(now)) d = -5;
       const retryAfterMs = ra >= 0 ? ra : undefined;
@@ -276,6 +280,8 @@ export async function withRetry<T>(
         if (resolved) return error as T;
         throw error;
       }
+      // Released, or undici keeps the socket of a body nobody reads.
+      if (resolved) void (error as Response).body?.cancel().catch(() => {});
       onRetry?.({ attempt, delayMs: d, error, retryAfterMs, verdict });
       await raceAbort(Promise.resolve(sleep(d, signal)), signal);
       previousDelay = d;
