@@ -2,8 +2,11 @@
 // with whatever was cued: 529, 429 with retry-after, 503, 400, 401... then 200s. A request with
 // `"stream": true` gets server-sent events in the provider's format (Anthropic Messages, OpenAI
 // Chat Completions), and the cue can spoil them: cut mid-answer, stall, an error event inside the
-// 200 stream, or a well-formed answer with no content.
+// 200 stream, or a well-formed answer with no content. A cue can also replay a transcript from
+// tests/fixtures/llm (any provider's format, on whatever path the SDK calls), then stall with
+// keep-alives or hold the response until the client aborts.
 import http from 'node:http';
+import { anthropicText, openaiChatText, responsesText, geminiText } from '../fixtures/llm/index.mjs';
 
 const ANTHROPIC_OK = {
   id: 'msg_test',
@@ -126,6 +129,67 @@ async function stream(res, events, cue) {
   res.end(events.tail());
 }
 
+// One SSE event on the wire: the `event:` line if any, one `data:` line per line of data, then a
+// blank line; a comment is a `:` line (and a blank line, as OpenRouter sends it).
+const sseFrame = (e) =>
+  'comment' in e
+    ? `:${e.comment}\n\n`
+    : (e.event ? `event: ${e.event}\n` : '') + e.data.split('\n').map((line) => `data: ${line}\n`).join('') + '\n';
+
+/** The Anthropic keep-alive a stall repeats unless the cue names another. */
+const ANTHROPIC_PING = { event: 'ping', data: '{"type": "ping"}' };
+
+/** Resolves after `ms`, or as soon as the client has gone. */
+const pause = (res, ms) =>
+  new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.once('close', done);
+  });
+
+/** Resolves when the client has gone (it aborted, or the server closed the connection). */
+const closed = (res) => new Promise((resolve) => (res.destroyed || res.writableFinished ? resolve() : res.once('close', resolve)));
+
+/** Serves one transcript as `cue` says (see `cue` below). */
+async function replay(res, cue) {
+  const t = cue.transcript;
+  res.writeHead(t.status ?? 200, { ...t.headers, ...cue.headers });
+  if (!t.events) return void res.end(typeof t.body === 'string' ? t.body : JSON.stringify(t.body));
+  res.flushHeaders();
+  for (const e of t.events) {
+    if (res.destroyed) return;
+    if ('delayMs' in e) await pause(res, e.delayMs);
+    else res.write(sseFrame(e));
+  }
+  if (res.destroyed) return;
+  // Cut: what was written reaches the client, then the socket closes with the answer unfinished.
+  if (t.cut) return void res.write('', () => res.destroy());
+  if (cue.stall) {
+    const ping = cue.stall.ping ?? ANTHROPIC_PING;
+    while (!res.destroyed) {
+      if (cue.stall.pingMs == null) return closed(res);
+      await pause(res, cue.stall.pingMs);
+      if (!res.destroyed) res.write(sseFrame(ping));
+    }
+    return;
+  }
+  res.end();
+}
+
+/** The answer for a request nobody cued a transcript for, by the API its path names. */
+function defaultTranscript(url) {
+  if (url.includes('/responses')) return responsesText;
+  if (url.includes(':streamGenerateContent')) return geminiText;
+  if (url.includes(':generateContent')) {
+    return { status: 200, headers: { 'content-type': 'application/json; charset=UTF-8' }, body: geminiText.events.map((e) => JSON.parse(e.data)).at(-1) };
+  }
+  return undefined;
+}
+
 export async function startFakeProvider() {
   const cues = [];
   const requests = [];
@@ -133,9 +197,16 @@ export async function startFakeProvider() {
   const server = http.createServer(async (req, res) => {
     let body = '';
     for await (const chunk of req) body += chunk;
-    requests.push({ method: req.method, url: req.url, body });
+    const request = { method: req.method, url: req.url, headers: req.headers, body, aborted: false };
+    requests.push(request);
+    // The client went away before the answer was complete (an abort, a time-out).
+    res.once('close', () => (request.aborted = !res.writableFinished));
     if (hold) await hold;
     const cue = cues.shift();
+    if (res.destroyed) return;
+    if (cue?.holdUntilAbort) return closed(res);
+    const transcript = cue?.transcript ?? (cue ? undefined : defaultTranscript(req.url));
+    if (transcript) return replay(res, { ...cue, transcript });
     const openai = req.url.includes('/chat/completions');
     // Stalled before anything: no status line at all.
     if (cue?.stall === 'silent' || res.destroyed) return;
@@ -164,6 +235,16 @@ export async function startFakeProvider() {
      * event after n deltas: Anthropic's `overloaded_error`, OpenAI's `server_error`), `empty: true`
      * (a well-formed answer with no content). Any request: `stall: 'headers'` (headers sent, then
      * nothing) or `stall: 'silent'` (nothing at all).
+     *
+     * Or replay a transcript from tests/fixtures/llm, whatever the path: `{ transcript }` serves its
+     * status, headers (plus the cue's `headers`) and body, or its events in order with their
+     * `delayMs` pauses. A stream transcript can then stay open: `stall: { pingMs: 50 }` repeats a
+     * keep-alive every 50 ms (Anthropic's `ping` event unless `stall.ping` names another event,
+     * e.g. `{ comment: ' OPENROUTER PROCESSING' }`) until the client goes away, and `stall: {}`
+     * stays silent. `{ holdUntilAbort: true }` answers nothing until the client aborts. Each entry
+     * of `requests` has `aborted: true` once the connection closed before its answer was complete
+     * (the client aborted or timed out, or the transcript was cut).
+     * Uncued requests to the Responses and Gemini paths get responsesText and geminiText.
      */
     cue(...items) {
       cues.push(...items);
