@@ -1,6 +1,8 @@
-// Guarding a streamed answer: one outcome per stream, settled when it ends. Before the first
-// content chunk the caller's promise rejects (so retries and fallbacks apply); after it the stream
-// is never retried, it ends with what was sent plus the contingency `onInterrupted` gives. Every
+// Guarding a streamed answer: one outcome per stream, decided by how it ends. Before the first
+// content chunk a failure rejects the caller's promise (so retries and fallbacks apply); after it
+// the stream is never retried, and a failure ends it with what was sent plus the contingency
+// `onInterrupted` gives. A refusal (or a budget spent) before any content is the app's to read:
+// the stream as it came, not counted. Every
 // breaker of the package (`CircuitBreaker`, the shared and store breakers) runs this one guard
 // between its own admission and its own report.
 //
@@ -8,13 +10,13 @@
 // errors, `Chunks`); the guard itself (js/src/guard.ts, with its event-stream reader) is loaded on
 // the first `stream()` call, so an app that never streams does not download it (a bundler that
 // splits makes it a chunk of its own; one that does not inlines it).
-import { IGNORED } from './classify.js';
+import { IGNORED, type Ending } from './classify.js';
 import type { guardStream as Guard } from './guard.js';
 
 /** What a streaming call may return: a fetch `Response` (its body), a `ReadableStream` or an async iterable. */
 export type StreamSource<T> = Response | ReadableStream<T> | AsyncIterable<T>;
 
-/** An event of a `text/event-stream` body, as `isContent` and `errorOf` see it. */
+/** An event of a `text/event-stream` body, as `isContent`, `errorOf` and `endingOf` see it. */
 export interface SseEvent {
   /** The `event:` field (undefined for the default `message`). */
   event: string | undefined;
@@ -24,10 +26,25 @@ export interface SseEvent {
 export interface StreamOptions<T> {
   /** Aborting cancels the stream; a cancel says nothing about the upstream (ignored). */
   signal?: AbortSignal | undefined;
-  /** Fail (a `TimeoutError`, retryable) when no content arrives within this many ms of the call. */
+  /**
+   * Fail the attempt (a `TimeoutError`, retryable) when no content arrives within this many ms of
+   * the call. It counts the wait for the response's headers and everything before the first
+   * content chunk (a role chunk, `message_start`, keep-alives, a model thinking silently).
+   */
   firstChunkTimeoutMs?: number | undefined;
-  /** Fail when the upstream sends nothing for this many ms while the stream is read. */
+  /**
+   * Cut the stream (a `TimeoutError`, the `onInterrupted` contingency) when no content chunk
+   * follows the last one within this many ms. Only content resets it: keep-alives (Anthropic's
+   * `ping`, SSE comments) and markers do not. Before the first content only `firstChunkTimeoutMs`
+   * counts.
+   */
   idleTimeoutMs?: number | undefined;
+  /**
+   * A limit for the whole stream, from the call to its end: before the first content it fails
+   * the attempt (a `TimeoutError`, retryable); after it it is a cut (the `onInterrupted`
+   * contingency). Once the answer named its ending, running out only closes the stream.
+   */
+  totalTimeoutMs?: number | undefined;
   /**
    * After the first content chunk a failure is never retried (the reader already has part of
    * the answer): the stream ends with what was sent plus this function's return value (a chunk,
@@ -38,22 +55,38 @@ export interface StreamOptions<T> {
   /**
    * Whether a chunk is content (the answer began). Chunks before it (a role header, a ping) are
    * held back and released with it. For a `text/event-stream` Response it gets each event.
-   * Default: a non-empty chunk; for event streams, an event carrying text (not a ping, a start or
-   * stop marker, `[DONE]` or an error) in the Anthropic, OpenAI or generic shape.
+   * Default, the same rule for an event stream's events and for the official SDKs' stream
+   * objects: Anthropic, a `content_block_delta` with text, thinking or tool input, or a
+   * `content_block_start` of a tool call (its input may be empty); OpenAI Chat, a delta with text,
+   * a refusal or a tool call (not the role chunk); OpenAI Responses, a non-empty `*.delta` (text,
+   * refusal, function arguments, reasoning); Gemini, a part with text or a function call. Not
+   * content: `message_start`, `ping`, a text block's start, `response.created` and the other
+   * markers, `[DONE]`, errors. Other chunks: any non-empty one.
    */
   isContent?: ((chunk: T | SseEvent) => boolean) | undefined;
   /**
    * An error carried inside the stream (an SSE `error` event in a 200 answer), or undefined.
-   * Default for event streams: Anthropic's `event: error` and an `error` object in a `data:` line,
-   * as a `StreamError` whose `status` follows the error's type (overloaded_error → 529...).
+   * Before the first content it fails the attempt; after it the chunk goes on to the reader and
+   * the error is remembered: the stream fails if it ends with no ending named after the error.
+   * Default, for event streams and SDK stream objects: Anthropic's `error` event, an `error`
+   * object in OpenAI's or Gemini's data, Responses' `error` and `response.failed`, as a
+   * `StreamError` whose `status` follows the error's code or type (overloaded_error → 529...).
+   * (The SDKs throw for some of these themselves; a thrown error is classified as it is.)
    */
   errorOf?: ((chunk: T | SseEvent) => unknown) | undefined;
+  /**
+   * The answer's ending when this chunk names it, or undefined. How the stream ends decides its
+   * outcome: `complete`, `truncated` or `unknown` → a success; `declined` → not counted; `failed`
+   * → a failure. With no content before it, `declined` and `truncated` (a refusal, a reasoning
+   * budget spent) resolve with the stream as it came, not counted and never retried; `failed`
+   * rejects. Default: Anthropic's `message_delta` stop reason, OpenAI's and Gemini's finish
+   * reason, Responses' `response.completed` / `response.incomplete` (its reason) /
+   * `response.failed`, the AI SDK's `finish` part, read with `endingOf` (`breakwater`).
+   */
+  endingOf?: ((chunk: T | SseEvent) => Ending | undefined) | undefined;
   /** Which duration the slow-call rule sees: time to first content (default) or the whole stream. */
   measure?: 'first-chunk' | 'total' | undefined;
 }
-
-/** @internal */
-export const KEYS = ['signal', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'onInterrupted', 'isContent', 'errorOf', 'measure'] as const;
 
 /** Why a stream failed without a thrown error: an error status, an error event, or no content. */
 export class StreamError extends Error {
@@ -64,21 +97,29 @@ export class StreamError extends Error {
     return (value as Partial<StreamError> | null)?.isStreamError === true;
   }
   readonly isStreamError = true as const;
+  // The fields are declared only (set in the constructor), so that no second set of field
+  // initialisers is emitted into the main entry.
   /** The HTTP status the failure stands for (the response's, or the error event's type). */
-  readonly status: number | undefined;
+  declare readonly status: number | undefined;
   /** The error's type, e.g. `overloaded_error`. */
-  readonly type: string | undefined;
+  declare readonly type: string | undefined;
   /** The response's headers (so `Retry-After` is read), when the response had an error status. */
-  readonly headers: Headers | undefined;
-  readonly kind: 'status' | 'event' | 'empty';
+  declare readonly headers: Headers | undefined;
+  declare readonly kind: 'status' | 'event' | 'empty';
+  /** An error status's body as text (at most its first 64 KiB), so Gemini's `RetryInfo` is read. */
+  declare readonly body: string | undefined;
+  /** The provider's error as it came: the error body's JSON, or the error event's. */
+  declare readonly error: unknown;
 
-  constructor(kind: StreamError['kind'], message: string, status?: number, type?: string, headers?: Headers) {
+  constructor(kind: StreamError['kind'], message: string, status?: number, type?: string, headers?: Headers, body?: string, error?: unknown) {
     super(message);
     this.name = 'StreamError';
     this.kind = kind;
     this.status = status;
     this.type = type;
     this.headers = headers;
+    this.body = body;
+    this.error = error;
   }
 }
 
