@@ -482,3 +482,22 @@ test('endingOf: an app reads its own stream`s ending', async () => {
   assert.deepEqual(got, ['meta', 'end']);
   assert.deepEqual(counts(b), IGNORED);
 });
+
+test("js/README's SDK stream example works as written: the text, and a refusal resolves uncounted", async () => {
+  const fs = await import('node:fs/promises');
+  const { transform } = await import('esbuild');
+  const readme = await fs.readFile(new URL('../../js/README.md', import.meta.url), 'utf8');
+  const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.startsWith("// An SDK's stream object, guarded"));
+  assert.ok(block, 'the README has the example');
+  const code = (await transform(block, { loader: 'ts', format: 'esm' })).code
+    .replace("new Anthropic()", `new Anthropic({ apiKey: 'test-key', baseURL: ${JSON.stringify(provider.url)}, maxRetries: 0 })`);
+  // Written next to the tests, so that its imports resolve to the installed packages.
+  const dir = await fs.mkdtemp(new URL('./.readme-sdk-', import.meta.url).pathname);
+  await fs.writeFile(`${dir}/answer.mjs`, code);
+  const { answer } = await import(`${dir}/answer.mjs`).finally(() => fs.rm(dir, { recursive: true, force: true }));
+  provider.cue({ transcript: llm.anthropicOverloadedBeforeText }, { transcript: llm.anthropicText });
+  await assert.rejects(answer('hi'), (e) => classifyError(e).class === 'overloaded');
+  assert.equal(await answer('hi'), llm.ANTHROPIC_TEXT_DELTAS.join(''));
+  provider.cue({ transcript: llm.anthropicRefusal });
+  assert.equal(await answer('hi'), '');
+});
