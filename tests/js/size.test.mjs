@@ -6,7 +6,7 @@
 //
 // Each ceiling is the size reached when it was set plus 10 %: a regression fails, noise does not.
 // Sizes at the time (KB): browser 20.7, workerd 20.4, edge-light 20.5 (wasm 12.4, JS 8.0–8.3),
-// stream() +2.6; the Node entries 28.5 (ESM) and 28.8 (CJS); on top of the main entry,
+// stream() +3.5 (its guard 3.2, the error-body reader 0.3); the Node entries 28.5 (ESM) and 28.8 (CJS); on top of the main entry,
 // breakwater/shared 146.9 (node) and 111.4 (workerd), /store 2.0, /ai 1.6, /prometheus 1.9,
 // /otel 1.3.
 import { test } from 'node:test';
@@ -82,7 +82,7 @@ async function app(specifier, names, conditions, external = []) {
 const MAIN = ['CircuitBreaker', 'withRetry'];
 const WASM = gz(['web/breakwater_bg.wasm']);
 const CEILING = 22.8 * 1024;
-const STREAM_CEILING = 2.9 * 1024;
+const STREAM_CEILING = 3.9 * 1024;
 
 for (const [name, conditions] of Object.entries({
   browser: ['browser', 'import'],
