@@ -9,8 +9,8 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use breakwater::wasm::layout::{cfg as c, info as i, refusal, retry as r};
 use breakwater::wasm::{
-    acquire, breaker, budget_new, budget_op, classify, decide, info, io, peek, release, report,
-    retry, snapshot,
+    acquire, breaker, budget_new, budget_op, classify, decide, info, io, peek, read_text, release,
+    report, retry, snapshot,
 };
 
 const NOW: f64 = 1_700_000_000_000.0;
@@ -241,4 +241,40 @@ fn retry_decisions_and_classification_are_numbers() {
     assert_eq!(classify(only_418, 418, 0, 0) >> 4 & 1, 1);
     assert_eq!(classify(only_418, 503, 0, 0) >> 4 & 1, 0);
     release(only_418);
+}
+
+/// Writes `text` into the scratch buffer one char code a number, as js/src/classify.ts does.
+fn put_text(text: &str) -> u32 {
+    put(&text.bytes().map(f64::from).collect::<Vec<_>>())
+}
+
+#[test]
+fn strings_are_read_as_numbers_and_garbage_never_traps() {
+    // 0: codes, a byte 1, texts → `Code::index | status << 8`.
+    assert_eq!(
+        read_text(put_text("overloaded_error\n\u{1}"), 0),
+        2 | 529 << 8
+    );
+    assert_eq!(
+        read_text(
+            put_text("invalid_request_error\n\u{1}Your credit balance is too low"),
+            0
+        ),
+        1 | 429 << 8
+    );
+    assert_eq!(read_text(put_text("\u{1}"), 0), 0);
+    // Otherwise a finish reason: 0 complete … 4 unknown.
+    assert_eq!(read_text(put_text("end_turn"), 1), 0);
+    assert_eq!(read_text(put_text("content-filter"), 1), 2);
+    assert_eq!(read_text(put_text("other"), 1), 4);
+    // Lengths past the buffer, nothing written, numbers that are no bytes: answers, not traps.
+    assert_eq!(read_text(0, 0), 0);
+    assert_eq!(read_text(u32::MAX, 1), 4);
+    put(&[f64::NAN, -1.0, 1e300, 300.0]);
+    assert!(read_text(4, 0) < 1 << 16);
+    let long = "x".repeat(10_000);
+    assert_eq!(read_text(put_text(&long), 1), 4);
+    // A 1 (for `classify`) is the code `read_text` calls 1: a spent quota.
+    let v = classify(0, 429, 1, 0);
+    assert_eq!(v & 15, 4);
 }

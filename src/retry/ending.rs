@@ -89,7 +89,9 @@ pub enum Code {
 
 // The names of each code, in the order of [`Code::ALL`] (OpenAI, Anthropic and Gemini spellings).
 const CODES: [&[u8]; 13] = [
-    b"insufficient_quota billing_hard_limit_reached billing_not_active quota_exceeded billing_error credit_balance_too_low",
+    b"insufficient_quota billing_hard_limit_reached billing_not_active quota_exceeded billing_error \
+      credit_balance_too_low credit_balance_exhausted project_spend_limit_exceeded \
+      organization_spend_limit_exceeded enforced_spend_limit_reached",
     b"overloaded_error",
     b"rate_limit_error rate_limit_exceeded resource_exhausted",
     b"content_policy_violation content_filter invalid_prompt",
@@ -107,8 +109,8 @@ const CODES: [&[u8]; 13] = [
 // Phrases that say a quota is spent where the code does not: Anthropic answers a spent credit
 // balance or a reached spend limit with a 400 `invalid_request_error`; Gemini's quota ids name
 // their period (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`: tomorrow, not in a minute).
-const QUOTA_PHRASES: &[u8] =
-    b"credit balance is too low|api usage limits|perday|exceeded your current quota";
+// Not "exceeded your current quota": Gemini says it of a per-minute limit too.
+const QUOTA_PHRASES: &[u8] = b"credit balance is too low|api usage limits|perday";
 
 impl Code {
     /// Every code, in the order of [`Code::index`].
@@ -301,6 +303,18 @@ mod tests {
             Some(Code::Declined)
         );
         assert_eq!(Code::read(b"", b"nothing here"), None);
+    }
+
+    #[test]
+    fn geminis_per_minute_quota_is_not_spent() {
+        // vercel/ai packages/google/src/__fixtures__/google-429-retry-info.json: OpenAI's words
+        // for a spent quota, said of a per-minute limit.
+        let m = br#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED"}}"#;
+        assert_eq!(Code::in_text(m), None);
+        assert_eq!(
+            Code::read(b"RESOURCE_EXHAUSTED", m),
+            Some(Code::RateLimited)
+        );
     }
 
     #[test]
