@@ -164,6 +164,8 @@ const sseEnding = (e: SseEvent): Ending | undefined => endingIn(dataOf(e));
 interface Source {
   next(): Promise<{ done: boolean; value?: unknown }>;
   cancel(reason: unknown): void;
+  /** An SDK stream object's own signal: aborted, it ends the stream as if it were complete. */
+  signal?: AbortSignal | undefined;
 }
 
 function sourceOf(v: unknown): Source | undefined {
@@ -181,6 +183,7 @@ function sourceOf(v: unknown): Source | undefined {
   const controller = (v as { controller?: Partial<AbortController> }).controller;
   return {
     next: () => iter.next() as Promise<{ done: boolean; value?: unknown }>,
+    signal: controller?.signal,
     cancel: (r) => {
       // The SDKs' stream objects stop their request with their `controller` (what their docs
       // say to call); `return()` alone would wait behind a read that may never come back.
@@ -340,7 +343,10 @@ class Guard<T> {
     for (;;) {
       const r = await source.next();
       if (this.#phase !== Phase.Waiting) return;
-      if (r.done) return this.#fail(new StreamError('empty', 'the stream ended without content'));
+      if (r.done) {
+        if (!this.#ended(source)) this.#fail(new StreamError('empty', 'the stream ended without content'));
+        return;
+      }
       this.#bytes ||= r.value instanceof Uint8Array;
       held.push(r.value);
       const failure = this.#inspect(r.value);
@@ -427,7 +433,10 @@ class Guard<T> {
           try {
             const r = await this.#source!.next();
             if (this.#phase !== Phase.Streaming) return;
-            if (r.done) return this.#end();
+            if (r.done) {
+              if (!this.#ended(this.#source!)) await this.#end();
+              return;
+            }
             c.enqueue(r.value as T);
             this.#inspect(r.value);
           } catch (e) {
@@ -489,19 +498,33 @@ class Guard<T> {
     else this.#fail(e);
   }
 
-  #onAbort = (): void => {
-    const reason = this.#o.signal!.reason as unknown;
-    if (this.#phase !== Phase.Streaming) return this.#fail(reason);
+  #onAbort = (): void => this.#abort(this.#o.signal!);
+
+  /**
+   * The SDKs end their stream quietly when the signal the app gave them aborts: that end is the
+   * app's abort (a closed tab), not an empty or a complete answer.
+   */
+  #ended(source: Source): boolean {
+    if (source.signal?.aborted !== true) return false;
+    this.#abort(source.signal);
+    return true;
+  }
+
+  /** The caller aborted (`signal`, or the SDK stream's own). */
+  #abort(signal: AbortSignal): void {
+    const reason = signal.reason as unknown;
+    // A cancel is ignored; an abort for a time-out (an SDK's chunk timeout) fails.
+    const outcome = this.#classify(reason, signal);
+    if (this.#phase !== Phase.Streaming) return this.#fail(reason, outcome);
     this.#source!.cancel(reason);
     this.#inner.abort(reason);
-    // A cancel is ignored; an abort for a time-out (an SDK's chunk timeout) fails.
-    this.#report(this.#classify(reason, this.#o.signal), reason);
+    this.#report(outcome, reason);
     try {
       this.#out!.error(reason);
     } catch {
       // Already closed.
     }
-  };
+  }
 
   // ----- settled -----
 

@@ -237,6 +237,44 @@ test('a non-fatal error after content, then a normal finish: the ending decides 
   assert.deepEqual(counts(b), { successes: 1, failures: 2, ignored: 1 });
 });
 
+test("the user aborting through the SDK's own signal: ignored, before content and after it", async () => {
+  const head = { ...llm.anthropicText, events: llm.anthropicText.events.slice(0, 3) }; // message_start, block start, ping
+  const words = { ...llm.anthropicText, events: llm.anthropicText.events.slice(0, 5) }; // and the first words
+  const b = new CircuitBreaker('sdk-signal', { failureThreshold: 1 });
+  // The SDK ends its stream quietly when its signal aborts (no error): not an empty answer.
+  provider.cue({ transcript: head, stall: { pingMs: 20 } });
+  const before = new AbortController();
+  const p = b.stream(() => anthropic.messages.create({ ...ASK, stream: true }, { signal: before.signal }));
+  while (provider.requests.length < 1) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 50));
+  before.abort();
+  await assert.rejects(p, { name: 'AbortError' });
+  // Nor a complete one.
+  provider.cue({ transcript: words, stall: { pingMs: 20 } });
+  const after = new AbortController();
+  const s = await b.stream(() => anthropic.messages.create({ ...ASK, stream: true }, { signal: after.signal }));
+  const reading = read(s);
+  setTimeout(() => after.abort(), 50);
+  const got = await reading;
+  assert.equal(got.text, 'Hello! I');
+  assert.equal(got.error?.name, 'AbortError');
+  assert.deepEqual(counts(b), { successes: 0, failures: 0, ignored: 2 });
+  assert.equal(b.state, 'CLOSED');
+});
+
+test('a cut after the answer named its ending (no error after it) closes the stream: the ending decides', async () => {
+  const t = llm.anthropicText;
+  // `message_delta` with `end_turn` came; the socket closed before `message_stop`.
+  const got = await run('anthropic', 'raw', { ...t, events: t.events.slice(0, -1), cut: true });
+  assert.equal(got.text, llm.ANTHROPIC_TEXT_DELTAS.join(''));
+  assert.equal(got.contingent, false);
+  assert.deepEqual(got.counts, SUCCESS);
+  // Cut before it: a failure.
+  const cut = await run('anthropic', 'raw', { ...t, events: t.events.slice(0, -3), cut: true });
+  assert.equal(cut.contingent, true);
+  assert.deepEqual(cut.counts, FAILURE);
+});
+
 // ----- time limits -----
 
 /** The recorded answer stalled after its first words, kept alive by a ping every 50 ms for `ms`, then finished. */
