@@ -1,12 +1,14 @@
 // breaker.stream over what users really hand it: a raw `fetch` of an event stream and the official
-// SDKs' own stream objects (`@anthropic-ai/sdk` messages, `openai` chat completions and responses),
-// against the fake provider replaying the real-format transcripts of tests/fixtures/llm. The same
-// transcript through each path must come out the same: what the reader gets, whether the call
-// rejected (so retries and fallbacks apply), and how the breaker counted it.
+// SDKs' own stream objects (`@anthropic-ai/sdk` messages, `openai` chat completions and responses,
+// `@google/genai`'s generateContentStream), against the fake provider replaying the real-format
+// transcripts of tests/fixtures/llm. The same transcript through each path must come out the
+// same: what the reader gets, whether the call rejected (so retries and fallbacks apply), and how
+// the breaker counted it.
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { GoogleGenAI } from '@google/genai';
 import { CircuitBreaker, FallbackChain, StreamError, withRetry, classifyError, isTimeoutError, retryAfterMs } from 'breakwater';
 import { startFakeProvider } from './fake-provider.mjs';
 import * as llm from '../fixtures/llm/index.mjs';
@@ -14,10 +16,12 @@ import * as llm from '../fixtures/llm/index.mjs';
 let provider;
 let anthropic;
 let openai;
+let gemini;
 before(async () => {
   provider = await startFakeProvider();
   anthropic = new Anthropic({ apiKey: 'test-key', baseURL: provider.url, maxRetries: 0 });
   openai = new OpenAI({ apiKey: 'test-key', baseURL: `${provider.url}/v1`, maxRetries: 0 });
+  gemini = new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: provider.url } });
 });
 after(() => provider.close());
 beforeEach(() => provider.reset());
@@ -40,7 +44,10 @@ const PATHS = {
     raw: raw('/v1/responses'),
     sdk: ({ signal }) => openai.responses.create({ model: 'gpt-5-nano', input: 'hi', stream: true }, { signal }),
   },
-  gemini: { raw: raw('/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse') },
+  gemini: {
+    raw: raw('/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse'),
+    sdk: ({ signal }) => gemini.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'hi', config: { abortSignal: signal } }),
+  },
 };
 
 const CONTINGENCY = '[contingency]';
