@@ -531,6 +531,8 @@ fn endings_in_every_providers_spelling() {
         ("tool-calls", Ending::Complete),
         ("content-filter", Ending::Declined),
         ("error", Ending::Failed),
+        // AI SDK 7: the stream ended without a finish
+        ("interrupted", Ending::Failed),
         ("other", Ending::Unknown),
         ("unknown", Ending::Unknown),
     ];

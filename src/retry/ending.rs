@@ -22,7 +22,8 @@ pub enum Ending {
     /// The model or the provider's filter declined: `refusal`, `content_filter`, `SAFETY`... Not
     /// an outage and not worth a retry.
     Declined,
-    /// The provider says the answer failed: the AI SDK's `error`, the Responses API's `failed`.
+    /// The provider says the answer failed: the AI SDK's `error` (and AI SDK 7's `interrupted`,
+    /// a stream that ended without a finish), the Responses API's `failed`.
     Failed,
     /// A reason this table does not know (`other`, `unknown`): judged by the content alone.
     Unknown,
@@ -36,7 +37,7 @@ const COMPLETE: &[u8] =
 const TRUNCATED: &[u8] = b"max_tokens length max_output_tokens model_context_window_exceeded";
 const DECLINED: &[u8] = b"refusal content_filter safety recitation blocklist prohibited_content spii \
     image_safety image_prohibited_content image_recitation malformed_function_call unexpected_tool_call";
-const FAILED: &[u8] = b"error failed";
+const FAILED: &[u8] = b"error failed interrupted";
 
 impl Ending {
     /// The ending a finish or stop reason names (any provider's spelling).
