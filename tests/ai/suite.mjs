@@ -386,6 +386,10 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     assert.deepEqual(counts(primary), { admitted: 1, rejected: 1, successes: 0, failures: 1, ignored: 0 });
     assert.equal(registry.get('openai.chat:gpt-default').stats.successes, 2);
     assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/chat/completions', '/v1/chat/completions']);
+    // reset() closes it and keeps its stats (js/README.md says so).
+    primary.reset();
+    assert.equal(primary.state, 'CLOSED');
+    assert.deepEqual(counts(primary), { admitted: 1, rejected: 1, successes: 0, failures: 1, ignored: 0 });
   });
 
   test(`${label}: maxRetries measured: in an outage the breaker caps the SDK's retries`, async () => {
