@@ -58,15 +58,17 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     let text = '';
     const errorParts = [];
     let thrown;
+    let finishReason;
     try {
       for await (const part of result.fullStream) {
         if (part.type === 'text-delta') text += part.text;
         if (part.type === 'error') errorParts.push(part.error);
+        if (part.type === 'finish') finishReason = part.finishReason;
       }
     } catch (e) {
       thrown = e;
     }
-    return { text, errorParts, thrown };
+    return { text, errorParts, thrown, finishReason };
   }
 
   const usage = {
@@ -176,7 +178,9 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
       const cut = await drain(streamText({ model: guarded(p.model(), breaker, options), prompt: 'hi', maxRetries: 2 }));
       assert.equal(cut.text, 'hello from  [interrupted]');
       assert.equal(cut.thrown, undefined, 'the answer ends normally for the reader');
-      assert.equal(cut.errorParts.length, 1, 'the SDK still sees the failure as an error part');
+      // No error part (useChat would end in status 'error'): the failure is the finish's reason.
+      assert.equal(cut.errorParts.length, 0);
+      assert.equal(cut.finishReason, 'error');
       // What a route returns: the plain text response carries the words and the contingency.
       const res = streamText({ model: guarded(p.model(), breaker, options), prompt: 'hi', maxRetries: 2 }).toTextStreamResponse();
       assert.equal(await res.text(), 'hello from  [interrupted]');
@@ -616,7 +620,8 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
   });
 
-  test(`${label}: totalTimeoutMs: a stall before the first word is a time-out the SDK retries`, async () => {
+  // Bounded: without the guard's totalTimeoutMs the stall would last until the suite's end.
+  test(`${label}: totalTimeoutMs: a stall before the first word is a time-out the SDK retries`, { timeout: 10_000 }, async () => {
     const breaker = new CircuitBreaker('total-timeout');
     replay.cue({ events: transcripts.anthropic.ok(), stallAfter: 1 }, { events: transcripts.anthropic.ok() });
     const res = streamText({ model: guarded(r.anthropic('claude-test'), breaker, { totalTimeoutMs: 200 }), prompt: 'hi', maxRetries: 2 });
