@@ -23,18 +23,19 @@
  */
 import {
   BreakerRegistry,
-  Chunks,
   breakerConfig,
   Emitter,
   FallbackChain,
   checkKeys,
   classifyError,
+  endingOf,
   fail,
   num,
   obj,
   type CallContext,
   type ChainBreaker,
   type CircuitBreakerOptions,
+  type Ending,
   type StreamOptions,
   type TierEvent,
   type Unsubscribe,
@@ -61,17 +62,32 @@ export interface LanguageModelLike {
 export interface GuardOptions {
   /** `generateText`: fail an attempt (a `TimeoutError`, counted) after this many ms. */
   timeoutMs?: number | undefined;
-  /** `streamText`: fail an attempt when no content arrived within this many ms. */
+  /**
+   * `streamText`: fail an attempt (a `TimeoutError`, counted, retried) when no text, reasoning or
+   * tool delta arrived within this many ms of the call. Set it: the SDK's `timeout.chunkMs` counts
+   * any part (a `response-metadata`, a provider's `custom` part) as a chunk.
+   */
   firstChunkTimeoutMs?: number | undefined;
-  /** `streamText`: fail when the model sends nothing for this many ms while the answer is read. */
+  /**
+   * `streamText`: cut the answer (counted, with `onInterrupted`'s contingency) when no content
+   * arrives for this many ms while it is read; keep-alives do not count.
+   */
   idleTimeoutMs?: number | undefined;
   /**
-   * `streamText`: the contingency for an answer that fails after its first words (cut, an error
-   * part, `idleTimeoutMs`); it is never retried. Its return value is appended as text to the
-   * answer's last text block, then the stream ends with an `error` part (the SDK's `onError` and
-   * `fullStream` see the failure; `toTextStreamResponse()` and `toUIMessageStreamResponse()` end
-   * normally, with the words sent so far and this text). Without it, a cut reaches the SDK as the
-   * stream's error (an aborted response), an error part as itself.
+   * `streamText`: the whole stream's limit. Before the first content a `TimeoutError` (counted,
+   * retried); after it a cut like `idleTimeoutMs`'s.
+   */
+  totalTimeoutMs?: number | undefined;
+  /**
+   * `streamText`: the contingency for an answer that fails after its first words (a cut, a
+   * time-out of breakwater's, an error part the stream's `finish` does not overcome); it is never
+   * retried. Its return value goes into a text block of its own (`text-start`, `text-delta`,
+   * `text-end` with a fresh id), then the stream ends with a `finish` part whose `finishReason` is
+   * `'error'` (raw: `'breakwater-interrupted'`) and no `error` part: `onFinish` and `fullStream`
+   * see the failure, and `toUIMessageStreamResponse()` ends so that `useChat` shows the words so
+   * far and this text with `status: 'ready'`. The provider's own error parts of that answer are
+   * not passed on; the error reaches this function. Without it, a cut reaches the SDK as the
+   * stream's error, error parts as themselves.
    */
   onInterrupted?: ((error: unknown) => string | undefined) | undefined;
 }
@@ -249,72 +265,198 @@ function hasContent(result: unknown): boolean {
 type Generate = (signal: AbortSignal | undefined) => PromiseLike<unknown>;
 type Stream = (signal: AbortSignal | undefined) => PromiseLike<{ stream: ReadableStream<unknown> }>;
 
-/** One guarded `doGenerate`: an empty answer fails it. The call for a `FallbackChain` tier. */
-function generateCall(generate: Generate, params: ModelCallOptions) {
-  // `SharedCircuitBreaker.execute` calls `fn()` without a context.
-  return async (ctx?: CallContext): Promise<unknown> => {
-    const result = await generate(ctx?.signal ?? params.abortSignal);
-    if (!hasContent(result)) throw emptyAnswer();
-    return result;
-  };
+/**
+ * How an answer with this finish reason ended, by the core's table (`endingOf`). AI SDK 6 and 7
+ * give `{ unified, raw }`; older providers a string. `other` says little, so the provider's raw
+ * reason is asked then.
+ */
+function endingOfReason(reason: unknown): Ending {
+  if (typeof reason !== 'object' || reason === null) return endingOf(reason);
+  const { unified, raw } = reason as { unified?: unknown; raw?: unknown };
+  const ending = endingOf(unified);
+  return ending === 'unknown' && typeof raw === 'string' ? endingOf(raw) : ending;
+}
+
+/** The ending a stream's `finish` part names; undefined for any other part. */
+function finishEnding(part: unknown): Ending | undefined {
+  if (typeof part !== 'object' || part === null || (part as { type?: unknown }).type !== 'finish') return undefined;
+  return endingOfReason((part as { finishReason?: unknown }).finishReason);
 }
 
 /**
+ * A signal that follows `signal`, and can be aborted on its own. breakwater counts a call whose
+ * signal aborted for a reason that is not a time-out as cancelled (ignored, not retried, no
+ * fallback), whatever the breaker's `isFailure` says: this is how an answer that says nothing
+ * about the upstream leaves a guarded call.
+ */
+function follow(signal: AbortSignal | undefined, reasonOf: (reason: unknown) => unknown = (r) => r) {
+  const own = new AbortController();
+  const forward = (): void => own.abort(reasonOf(signal!.reason));
+  if (signal?.aborted) forward();
+  else signal?.addEventListener('abort', forward, { once: true });
+  return { own, release: () => signal?.removeEventListener('abort', forward) };
+}
+
+/**
+ * One guarded `doGenerate`, the call for a breaker or a `FallbackChain` tier: an empty answer
+ * fails it; a declined answer (`content-filter`) or an empty one cut by its length limit (a
+ * reasoning model that spent its budget) is the app's to see: returned as it came, counted as
+ * neither success nor failure, not retried, not sent to another tier.
+ */
+function generateGuard(params: ModelCallOptions) {
+  const { own, release } = follow(params.abortSignal);
+  let passed: { reason: unknown; result: unknown } | undefined;
+  // `SharedCircuitBreaker.execute` calls `fn()` without a context.
+  const call = (generate: Generate) => async (ctx?: CallContext): Promise<unknown> => {
+    const result = await generate(ctx?.signal ?? own.signal);
+    const ending = endingOfReason((result as { finishReason?: unknown } | null)?.finishReason);
+    const content = hasContent(result);
+    if (ending === 'declined' || (ending === 'truncated' && !content)) {
+      const reason = new DOMException(`the model's answer ended "${ending}": returned as it came, not counted`, 'AbortError');
+      passed = { reason, result };
+      own.abort(reason);
+      throw reason;
+    }
+    if (!content) throw emptyAnswer();
+    return result;
+  };
+  const run = async <R>(p: Promise<R>): Promise<R> => {
+    try {
+      return await p;
+    } catch (e) {
+      if (passed !== undefined && e === passed.reason) return passed.result as R;
+      throw e;
+    } finally {
+      release();
+    }
+  };
+  return { signal: own.signal, call, run };
+}
+
+// The AI SDK's `timeout.chunkMs` aborts with this message; its `totalMs` and `stepMs` (and an
+// app's own `AbortSignal.timeout`) abort with a `TimeoutError` of another message.
+const CHUNK_TIMEOUT = /^Chunk timeout of /;
+
+/**
+ * A time limit of the whole answer (the SDK's `timeout.totalMs` or `stepMs`, an app's
+ * `AbortSignal.timeout`) that ran out after the first words: the app's budget for a long answer,
+ * not the provider's failure. The SDK's `chunkMs` (a stall between chunks) is not one.
+ */
+function isBudget(reason: unknown): boolean {
+  if (typeof reason !== 'object' || reason === null) return false;
+  const { name, message } = reason as { name?: unknown; message?: unknown };
+  return name === 'TimeoutError' && !(typeof message === 'string' && CHUNK_TIMEOUT.test(message));
+}
+
+let contingencies = 0;
+const NO_USAGE = {
+  inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: undefined, text: undefined, reasoning: undefined },
+};
+
+/**
  * The guard's options for one `doStream`, and what it learns: the result whose stream it guards.
- * An `error` part before the first content fails the attempt; after it the part reaches the
- * reader and the stream ends there. A cut or a time-out after it reaches the reader as an error,
- * as it would without the guard.
+ * Before the first content an `error` part fails the attempt. After it error parts reach the
+ * reader and the stream's `finish` decides (see the guard); a cut or a time-out reaches the
+ * reader as the stream's error, as it would without the guard, or with `onInterrupted` the
+ * contingency (see `GuardOptions.onInterrupted`).
  */
 function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
-  let partError: unknown;
-  let textId: unknown; // the id of the last text block, for the contingency
+  const partErrors = new Set<unknown>();
+  let began = false;
+  let interrupted: { text: string | undefined } | undefined;
+  const { own } = follow(params.abortSignal, (reason) =>
+    began && isBudget(reason)
+      ? new DOMException(`the answer's time limit ran out after its first words (the app's budget, not counted): ${messageOf(reason)}`, 'AbortError')
+      : reason,
+  );
   const state: { result?: { stream: ReadableStream<unknown>; response?: { headers?: Record<string, string> } } } = {};
   const options: StreamOptions<unknown> = {
-    signal: params.abortSignal,
+    signal: own.signal,
     firstChunkTimeoutMs: guard.firstChunkTimeoutMs,
     idleTimeoutMs: guard.idleTimeoutMs,
+    totalTimeoutMs: guard.totalTimeoutMs,
+    endingOf: finishEnding,
     isContent: (part) => {
-      if ((part as { type?: unknown }).type === 'text-delta') textId = (part as { id?: unknown }).id;
-      return isContentPart(part);
+      const content = isContentPart(part);
+      began ||= content;
+      return content;
     },
     errorOf: (part) => {
       const p = part as { type?: unknown; error?: unknown } | null;
       if (typeof p !== 'object' || p === null || p.type !== 'error') return undefined;
-      partError = partFailure(p.error, state.result?.response?.headers);
-      return partError;
+      const failure = partFailure(p.error, state.result?.response?.headers);
+      partErrors.add(failure);
+      return failure;
     },
     onInterrupted: (error) => {
-      const extra = guard.onInterrupted?.(error);
       if (guard.onInterrupted === undefined) {
-        if (error === partError) return undefined;
+        // The provider's error part has gone through to the reader already.
+        if (partErrors.has(error) || partErrors.size > 0) return undefined;
         throw error;
       }
-      // The contingency in the answer's text (in a block of its own when the answer had none),
-      // then the failure as an error part (one the provider sent has already gone through).
-      const parts: unknown[] = [];
-      if (extra !== undefined && extra !== '') {
-        if (textId === undefined) parts.push({ type: 'text-start', id: 'interrupted' });
-        parts.push({ type: 'text-delta', id: textId ?? 'interrupted', delta: extra });
-        if (textId === undefined) parts.push({ type: 'text-end', id: 'interrupted' });
-      }
-      if (error !== partError) parts.push({ type: 'error', error });
-      return new Chunks(parts);
+      // `shape` below ends the stream with the contingency.
+      interrupted = { text: guard.onInterrupted(error) };
+      return undefined;
     },
   };
   const call = (stream: Stream) => async (ctx?: CallContext) => {
-    const result = await stream(ctx?.signal ?? params.abortSignal);
+    const result = await stream(ctx?.signal ?? own.signal);
     state.result = result;
     return result.stream;
   };
-  return { options, state, call };
+  /**
+   * With `onInterrupted`: the guarded stream as the reader gets it. Error parts and the `finish`
+   * part wait until the stream ends: passed on as they came when the answer stands, replaced by
+   * the contingency block and a `finish` of reason `error` when it was interrupted (an `error`
+   * part would make `useChat` end in `status: 'error'`, and text after a closed block would be
+   * lost: "text part … not found").
+   */
+  const shape = (guarded: ReadableStream<unknown>): ReadableStream<unknown> => {
+    if (guard.onInterrupted === undefined) return guarded;
+    const held: unknown[] = [];
+    let finish: { usage?: unknown; providerMetadata?: unknown } | undefined;
+    return guarded.pipeThrough(
+      new TransformStream<unknown, unknown>({
+        transform(part, out) {
+          const type = (part as { type?: unknown } | null)?.type;
+          if (type === 'error') held.push(part);
+          else if (type === 'finish') finish = part as typeof finish;
+          else out.enqueue(part);
+        },
+        flush(out) {
+          if (interrupted === undefined) {
+            for (const p of held) out.enqueue(p);
+            if (finish !== undefined) out.enqueue(finish);
+            return;
+          }
+          const { text } = interrupted;
+          if (text !== undefined && text !== '') {
+            const id = `breakwater-interrupted-${++contingencies}`;
+            out.enqueue({ type: 'text-start', id });
+            out.enqueue({ type: 'text-delta', id, delta: text });
+            out.enqueue({ type: 'text-end', id });
+          }
+          out.enqueue({
+            type: 'finish',
+            finishReason: { unified: 'error', raw: 'breakwater-interrupted' },
+            usage: finish?.usage ?? NO_USAGE,
+            ...(finish?.providerMetadata === undefined ? {} : { providerMetadata: finish.providerMetadata }),
+          });
+        },
+      }),
+    );
+  };
+  return { options, state, call, shape };
 }
 
-const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'onInterrupted'] as const;
+const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'onInterrupted'] as const;
 
 function checkGuard(o: Record<string, unknown>): GuardOptions {
   num('timeoutMs', o.timeoutMs, 0, 0);
   num('firstChunkTimeoutMs', o.firstChunkTimeoutMs, 0, 1);
   num('idleTimeoutMs', o.idleTimeoutMs, 0, 1);
+  num('totalTimeoutMs', o.totalTimeoutMs, 0, 1);
   if (o.onInterrupted !== undefined && typeof o.onInterrupted !== 'function') fail('onInterrupted', o.onInterrupted, 'a function', true);
   return o as GuardOptions;
 }
@@ -355,18 +497,17 @@ export function breakerMiddleware(breaker: ChainBreaker, options: BreakerMiddlew
   const stream = breaker.stream as (fn: (c: CallContext) => unknown, o?: object) => Promise<ReadableStream<unknown>>;
   return {
     specificationVersion: 'v3',
-    wrapGenerate: ({ params, model }) =>
-      execute.call(
-        breaker,
-        generateCall((signal) => model.doGenerate({ ...params, abortSignal: signal }), params),
-        { signal: params.abortSignal, timeoutMs: guard.timeoutMs },
-      ) as Promise<never>,
+    wrapGenerate: ({ params, model }) => {
+      const g = generateGuard(params);
+      const call = g.call((signal) => model.doGenerate({ ...params, abortSignal: signal }));
+      return g.run(execute.call(breaker, call, { signal: g.signal, timeoutMs: guard.timeoutMs })) as Promise<never>;
+    },
     wrapStream: async ({ params, model }) => {
       const g = streamGuard(params, guard);
       const guarded = await stream
         .call(breaker, g.call((signal) => model.doStream({ ...params, abortSignal: signal })), g.options)
         .catch(rethrowEmpty);
-      return { ...g.state.result!, stream: guarded } as never;
+      return { ...g.state.result!, stream: g.shape(guarded) } as never;
     },
   };
 }
@@ -463,8 +604,9 @@ export function fallbackModel<M extends LanguageModelLike>(
       return (urls ??= commonUrls(defs.map((d) => d.model)));
     },
     async doGenerate(params: ModelCallOptions) {
-      const c = chain((m) => generateCall((signal) => m.doGenerate({ ...params, abortSignal: signal }), params));
-      return (await c.execute({ signal: params.abortSignal, timeoutMs: guard.timeoutMs })).value;
+      const g = generateGuard(params);
+      const c = chain((m) => g.call((signal) => m.doGenerate({ ...params, abortSignal: signal })));
+      return g.run(c.execute({ signal: g.signal, timeoutMs: guard.timeoutMs }).then((r) => r.value));
     },
     async doStream(params: ModelCallOptions) {
       // Tiers run one after another, so one guard serves them all: its result is the last
@@ -472,7 +614,7 @@ export function fallbackModel<M extends LanguageModelLike>(
       const g = streamGuard(params, guard);
       const c = chain((m) => g.call((signal) => m.doStream({ ...params, abortSignal: signal })));
       const { value } = await c.stream<unknown>(g.options).catch(rethrowEmpty);
-      return { ...g.state.result!, stream: value };
+      return { ...g.state.result!, stream: g.shape(value) };
     },
     onTier: (listener: (event: TierEvent) => void): Unsubscribe => events.subscribe(listener),
   };

@@ -5,6 +5,7 @@
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeProvider, STREAM_TEXT, errors, emptyAnswers } from '../js/fake-provider.mjs';
+import { startReplay, transcripts, REPLAY_TEXT } from './replay.mjs';
 
 /**
  * @param {object} sdk
@@ -13,7 +14,7 @@ import { startFakeProvider, STREAM_TEXT, errors, emptyAnswers } from '../js/fake
  * @param {Function} sdk.MockModel MockLanguageModelV3 (ai@6) or MockLanguageModelV4 (ai@7)
  * @param {string} sdk.spec the providers' specification version ('v3' or 'v4')
  */
-export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, breakwater, breakwaterCjs, bwai, store }) {
+export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, createGoogleGenerativeAI, breakwater, breakwaterCjs, bwai, store }) {
   const { generateText, wrapLanguageModel, simulateReadableStream } = ai;
   // Errors reach the tests through the stream; the SDK's default onError would log them too.
   const streamText = (options) => ai.streamText({ onError: () => {}, ...options });
@@ -24,13 +25,23 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
   let provider;
   let anthropic;
   let openai;
+  // The same providers in front of the replay provider (transcripts of real answers).
+  let replay;
+  const r = {};
   before(async () => {
     provider = await startFakeProvider();
     anthropic = createAnthropic({ apiKey: 'test-key', baseURL: `${provider.url}/v1` });
     openai = createOpenAI({ apiKey: 'test-key', baseURL: `${provider.url}/v1` });
+    replay = await startReplay();
+    r.anthropic = createAnthropic({ apiKey: 'test-key', baseURL: `${replay.url}/v1` });
+    r.openai = createOpenAI({ apiKey: 'test-key', baseURL: `${replay.url}/v1` });
+    r.google = createGoogleGenerativeAI({ apiKey: 'test-key', baseURL: `${replay.url}/v1beta` });
   });
-  after(() => provider.close());
-  beforeEach(() => provider.reset());
+  after(() => Promise.all([provider.close(), replay.close()]));
+  beforeEach(() => {
+    provider.reset();
+    replay.reset();
+  });
 
   const providers = {
     anthropic: { model: () => anthropic('claude-test'), error529: errors.anthropic[529], error429: errors.anthropic[429], path: '/v1/messages' },
@@ -47,15 +58,17 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
     let text = '';
     const errorParts = [];
     let thrown;
+    let finishReason;
     try {
       for await (const part of result.fullStream) {
         if (part.type === 'text-delta') text += part.text;
         if (part.type === 'error') errorParts.push(part.error);
+        if (part.type === 'finish') finishReason = part.finishReason;
       }
     } catch (e) {
       thrown = e;
     }
-    return { text, errorParts, thrown };
+    return { text, errorParts, thrown, finishReason };
   }
 
   const usage = {
@@ -165,7 +178,9 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
       const cut = await drain(streamText({ model: guarded(p.model(), breaker, options), prompt: 'hi', maxRetries: 2 }));
       assert.equal(cut.text, 'hello from  [interrupted]');
       assert.equal(cut.thrown, undefined, 'the answer ends normally for the reader');
-      assert.equal(cut.errorParts.length, 1, 'the SDK still sees the failure as an error part');
+      // No error part (useChat would end in status 'error'): the failure is the finish's reason.
+      assert.equal(cut.errorParts.length, 0);
+      assert.equal(cut.finishReason, 'error');
       // What a route returns: the plain text response carries the words and the contingency.
       const res = streamText({ model: guarded(p.model(), breaker, options), prompt: 'hi', maxRetries: 2 }).toTextStreamResponse();
       assert.equal(await res.text(), 'hello from  [interrupted]');
@@ -375,6 +390,10 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
     assert.deepEqual(counts(primary), { admitted: 1, rejected: 1, successes: 0, failures: 1, ignored: 0 });
     assert.equal(registry.get('openai.chat:gpt-default').stats.successes, 2);
     assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/chat/completions', '/v1/chat/completions']);
+    // reset() closes it and keeps its stats (js/README.md says so).
+    primary.reset();
+    assert.equal(primary.state, 'CLOSED');
+    assert.deepEqual(counts(primary), { admitted: 1, rejected: 1, successes: 0, failures: 1, ignored: 0 });
   });
 
   test(`${label}: maxRetries measured: in an outage the breaker caps the SDK's retries`, async () => {
@@ -428,11 +447,204 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, bre
     assert.equal(provider.requests.length, 4);
   });
 
+
+  // What the reader of a streamText result sees, part by part, and the UI message stream's chunks.
+  async function parts(result) {
+    const seen = [];
+    let thrown;
+    try {
+      for await (const part of result.fullStream) seen.push(part);
+    } catch (e) {
+      thrown = e;
+    }
+    const text = seen.filter((p) => p.type === 'text-delta').map((p) => p.text).join('');
+    return { seen, text, errors: seen.filter((p) => p.type === 'error').map((p) => p.error), finish: seen.find((p) => p.type === 'finish'), thrown };
+  }
+
+  // Declined answers (defect 1): a refusal, a content filter, Gemini's SAFETY, and an empty answer
+  // cut by its length limit are the app's to see: not counted, not retried, not sent to the backup.
+  const declined = [
+    { name: 'Anthropic refusal', model: () => r.anthropic('claude-test'), events: () => transcripts.anthropic.refusal(), reason: 'content-filter' },
+    { name: 'OpenAI content_filter', model: () => r.openai.chat('gpt-test'), events: () => transcripts.openai.contentFilter(), reason: 'content-filter' },
+    { name: 'Gemini SAFETY', model: () => r.google('gemini-test'), events: () => transcripts.google.safety(), reason: 'content-filter' },
+    { name: 'Anthropic empty max_tokens', model: () => r.anthropic('claude-test'), events: () => transcripts.anthropic.emptyLength(), reason: 'length' },
+    { name: 'OpenAI empty length (reasoning)', model: () => r.openai.chat('gpt-test'), events: () => transcripts.openai.emptyLength(), reason: 'length' },
+  ];
+  for (const d of declined) {
+    test(`${label}: ${d.name} streamed is returned as it came: not counted, not retried, no fallback`, async () => {
+      const breaker = new CircuitBreaker(`declined-${d.name}`);
+      replay.cue({ events: d.events() }, { events: d.events() });
+      const got = await parts(streamText({ model: guarded(d.model(), breaker), prompt: 'hi', maxRetries: 2 }));
+      assert.equal(got.text, '');
+      assert.deepEqual(got.errors, []);
+      assert.equal(got.finish?.finishReason, d.reason);
+      assert.equal(replay.requests.length, 1, 'not retried');
+      assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 0, failures: 0, ignored: 1 });
+
+      const backup = new CircuitBreaker(`declined-backup-${d.name}`);
+      const primary = new CircuitBreaker(`declined-primary-${d.name}`);
+      const model = fallbackModel([{ model: d.model(), breaker: primary }, { model: anthropic('claude-test'), breaker: backup }]);
+      const fb = await parts(streamText({ model, prompt: 'hi', maxRetries: 2 }));
+      assert.equal(fb.finish?.finishReason, d.reason);
+      assert.equal(provider.requests.length, 0, 'the backup never saw the prompt');
+      assert.deepEqual(counts(primary), { admitted: 1, rejected: 0, successes: 0, failures: 0, ignored: 1 });
+    });
+  }
+
+  test(`${label}: generateText: a refusal, a content filter and an empty length answer are returned as they came, not ModelAnswerError`, async () => {
+    const refusal = { ...emptyAnswers.anthropic, id: 'msg_refusal', stop_reason: 'refusal' };
+    const filtered = {
+      ...emptyAnswers.openai,
+      choices: [{ index: 0, message: { role: 'assistant', content: null }, finish_reason: 'content_filter' }],
+    };
+    const spent = { ...emptyAnswers.anthropic, id: 'msg_spent', stop_reason: 'max_tokens' };
+    const cases = [
+      [() => anthropic('claude-test'), refusal, 'content-filter'],
+      [() => openai.chat('gpt-test'), filtered, 'content-filter'],
+      [() => anthropic('claude-test'), spent, 'length'],
+    ];
+    for (const [model, body, reason] of cases) {
+      provider.reset();
+      const breaker = new CircuitBreaker(`generate-${reason}`);
+      provider.cue({ body }, { body });
+      const g = await generateText({ model: guarded(model(), breaker), prompt: 'hi', maxRetries: 2 });
+      assert.equal(g.text, '');
+      assert.equal(g.finishReason, reason);
+      assert.equal(provider.requests.length, 1);
+      assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 0, failures: 0, ignored: 1 });
+
+      provider.reset();
+      provider.cue({ body });
+      const primary = new CircuitBreaker(`generate-primary-${reason}`);
+      const fb = fallbackModel([{ model: model(), breaker: primary }, { model: r.anthropic('claude-test'), breaker: new CircuitBreaker('b') }]);
+      const f = await generateText({ model: fb, prompt: 'hi', maxRetries: 2 });
+      assert.equal(f.finishReason, reason);
+      assert.equal(provider.requests.length, 1);
+      assert.equal(replay.requests.length, 0, 'the backup never saw the prompt');
+      assert.equal(primary.stats.ignored, 1);
+    }
+  });
+
+  test(`${label}: a validation error part mid-answer followed by a normal finish: a success, the whole answer, no contingency`, async () => {
+    const breaker = new CircuitBreaker('invalid-chunk');
+    const seen = [];
+    replay.cue({ events: transcripts.anthropic.invalidChunk() });
+    const model = guarded(r.anthropic('claude-test'), breaker, { onInterrupted: (e) => (seen.push(e), ' [interrupted]') });
+    const got = await parts(streamText({ model, prompt: 'hi', maxRetries: 2 }));
+    assert.equal(got.text, 'Hello again.');
+    assert.equal(got.errors.length, 1, "the provider's error part reaches the reader as it came");
+    assert.equal(got.finish?.finishReason, 'stop');
+    assert.deepEqual(seen, []);
+    assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 1, failures: 0, ignored: 0 });
+  });
+
+  test(`${label}: an overloaded_error after the first words: a failure; with onInterrupted, the contingency and no error part`, async () => {
+    const breaker = new CircuitBreaker('error-after-text');
+    replay.cue({ events: transcripts.anthropic.errorAfterText() }, { events: transcripts.anthropic.errorAfterText() });
+    const plain = await parts(streamText({ model: guarded(r.anthropic('claude-test'), breaker), prompt: 'hi', maxRetries: 2 }));
+    assert.equal(plain.text, 'Hello from ');
+    assert.equal(plain.errors.length, 1);
+    const seen = [];
+    const model = guarded(r.anthropic('claude-test'), breaker, { onInterrupted: (e) => (seen.push(e), ' [interrupted]') });
+    const got = await parts(streamText({ model, prompt: 'hi', maxRetries: 2 }));
+    assert.equal(got.text, 'Hello from  [interrupted]');
+    assert.deepEqual(got.errors, []);
+    assert.equal(got.finish?.finishReason, 'error');
+    assert.equal(got.finish?.rawFinishReason, 'breakwater-interrupted');
+    assert.equal(seen.length, 1);
+    assert.equal(replay.requests.length, 2);
+    assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
+  });
+
+  test(`${label}: a tool-use turn cut mid-input: the contingency in a block of its own, the UI stream without an error`, async () => {
+    const breaker = new CircuitBreaker('tool-cut');
+    const tools = {
+      weather: ai.tool({ description: 'The weather in a city', inputSchema: ai.jsonSchema({ type: 'object', properties: { city: { type: 'string' } } }) }),
+    };
+    const events = transcripts.anthropic.toolUse();
+    const cutAfter = events.findIndex((e) => e.includes(' Francisco'));
+    replay.cue({ events, cutAfter }, { events, cutAfter });
+    const options = { onInterrupted: () => ' [interrupted]' };
+    const got = await parts(streamText({ model: guarded(r.anthropic('claude-test'), breaker, options), prompt: 'hi', tools, maxRetries: 2 }));
+    assert.equal(got.thrown, undefined);
+    assert.deepEqual(got.errors, [], 'no "text part … not found"');
+    assert.equal(got.text, 'Let me check the weather. [interrupted]');
+    const starts = got.seen.filter((p) => p.type === 'text-start').map((p) => p.id);
+    assert.equal(new Set(starts).size, 2, `two text blocks, two ids: ${starts}`);
+    assert.equal(got.finish?.finishReason, 'error');
+
+    // What useChat reads: every delta of an open block, no error chunk, a finish.
+    const ui = [];
+    const res = streamText({ model: guarded(r.anthropic('claude-test'), breaker, options), prompt: 'hi', tools, maxRetries: 2 });
+    for await (const chunk of res.toUIMessageStream()) ui.push(chunk);
+    assert.deepEqual(ui.filter((c) => c.type === 'error'), []);
+    const open = new Set();
+    for (const c of ui) {
+      if (c.type === 'text-start') open.add(c.id);
+      if (c.type === 'text-delta') assert.ok(open.has(c.id), `delta of a block that is not open: ${c.id}`);
+      if (c.type === 'text-end') open.delete(c.id);
+    }
+    assert.equal(ui.at(-1).type, 'finish');
+    assert.equal(replay.requests.length, 2);
+    assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
+  });
+
+  test(`${label}: the SDK's timeout.totalMs running out mid-answer is the app's budget: not counted; chunkMs (a stall) is`, async () => {
+    const breaker = new CircuitBreaker('sdk-timeouts');
+    const events = transcripts.anthropic.ok();
+    // Two words, then a pause longer than the limit.
+    replay.cue({ events, pauseAfter: 4, pauseMs: 600 }, { events, pauseAfter: 4, pauseMs: 600 });
+    const total = await parts(streamText({ model: guarded(r.anthropic('claude-test'), breaker), prompt: 'hi', maxRetries: 2, timeout: { totalMs: 300 } }));
+    assert.equal(total.text, 'Hello from ');
+    assert.ok(total.seen.some((p) => p.type === 'abort'), 'the SDK ends its stream with an abort part');
+    assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 0, failures: 0, ignored: 1 });
+    const chunk = await parts(streamText({ model: guarded(r.anthropic('claude-test'), breaker), prompt: 'hi', maxRetries: 2, timeout: { chunkMs: 300 } }));
+    assert.equal(chunk.text, 'Hello from ');
+    assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 1, ignored: 1 });
+    assert.equal(replay.requests.length, 2, 'neither is retried');
+  });
+
+  test(`${label}: breakwater's idleTimeoutMs cuts a stall before the SDK's chunkMs does, with the contingency`, async () => {
+    const breaker = new CircuitBreaker('idle-first');
+    const events = transcripts.anthropic.ok();
+    replay.cue({ events, pauseAfter: 4, pauseMs: 1_000 }, { events, pauseAfter: 4, pauseMs: 1_000 });
+    const options = { firstChunkTimeoutMs: 2_000, idleTimeoutMs: 200, onInterrupted: () => ' [interrupted]' };
+    const sdk = { timeout: { totalMs: 60_000, chunkMs: 600 } };
+    const res = streamText({ model: guarded(r.anthropic('claude-test'), breaker, options), prompt: 'hi', maxRetries: 2, ...sdk });
+    assert.equal(await res.toTextStreamResponse().text(), 'Hello from  [interrupted]');
+    assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 0, failures: 1, ignored: 0 });
+    // The SDK's own chunkMs aborts the SDK's stream: it ends there, without the contingency.
+    const sdkCut = await parts(streamText({ model: guarded(r.anthropic('claude-test'), breaker, { onInterrupted: () => ' [interrupted]' }), prompt: 'hi', maxRetries: 2, ...sdk }));
+    assert.equal(sdkCut.text, 'Hello from ');
+    assert.ok(sdkCut.seen.some((p) => p.type === 'abort'));
+    assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
+  });
+
+  // Bounded: without the guard's totalTimeoutMs the stall would last until the suite's end.
+  test(`${label}: totalTimeoutMs: a stall before the first word is a time-out the SDK retries`, { timeout: 10_000 }, async () => {
+    const breaker = new CircuitBreaker('total-timeout');
+    replay.cue({ events: transcripts.anthropic.ok(), stallAfter: 1 }, { events: transcripts.anthropic.ok() });
+    const res = streamText({ model: guarded(r.anthropic('claude-test'), breaker, { totalTimeoutMs: 200 }), prompt: 'hi', maxRetries: 2 });
+    assert.equal(await res.text, REPLAY_TEXT);
+    assert.equal(replay.requests.length, 2);
+    assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 1, failures: 1, ignored: 0 });
+  });
+
+  test(`${label}: Gemini through @ai-sdk/google: a healthy answer is a success`, async () => {
+    const breaker = new CircuitBreaker('google-ok');
+    replay.cue({ events: transcripts.google.ok() });
+    const res = streamText({ model: guarded(r.google('gemini-test'), breaker), prompt: 'hi' });
+    assert.equal(await res.text, REPLAY_TEXT);
+    assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 1, failures: 0, ignored: 0 });
+  });
+
   test(`${label}: bad options are named with their value`, () => {
     const breaker = new CircuitBreaker('x');
     assert.throws(() => breakerMiddleware({}), /invalid option "breaker": an object \(expected a breaker/);
     assert.throws(() => breakerMiddleware(breaker, { timeoutMS: 5 }), /unknown option "timeoutMS" in breakerMiddleware options \(did you mean "timeoutMs"\?\)/);
     assert.throws(() => breakerMiddleware(breaker, { idleTimeoutMs: -1 }), /invalid option "idleTimeoutMs": -1/);
+    assert.throws(() => breakerMiddleware(breaker, { totalTimeoutMs: 0 }), /invalid option "totalTimeoutMs": 0/);
+    assert.throws(() => fallbackModel([{ model: mock().model, breaker }], { totalTimeoutMs: 'soon' }), /invalid option "totalTimeoutMs": "soon"/);
     assert.throws(() => fallbackModel([]), /invalid option "tiers": an array/);
     assert.throws(() => fallbackModel([{ model: 'openai/gpt-5' }]), /invalid option "tiers\[0\]\.model": "openai\/gpt-5"/);
     const { model } = mock();

@@ -5,7 +5,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { CircuitBreaker } from 'breakwater';
 import { StoreCircuitBreaker, MemoryStore } from 'breakwater/store';
-import { breakerMiddleware, fallbackModel } from 'breakwater/ai';
+import { breakerMiddleware, fallbackModel, modelBreakers } from 'breakwater/ai';
 const anthropic = createAnthropic({ apiKey: 'k' });
 const openai = createOpenAI({ apiKey: 'k' });
 const b = new CircuitBreaker('a');
@@ -16,10 +16,22 @@ const fb = fallbackModel([{ model: anthropic('x'), breaker: b }, { model: openai
   onInterrupted: (e: unknown) => `\n[interrupted: ${String(e)}]`,
 });
 fb.onTier((e) => e.outcome);
+// The README recipe: breakwater's own limits, the backup's breaker from modelBreakers().
+const limits = { firstChunkTimeoutMs: 15_000, idleTimeoutMs: 10_000, totalTimeoutMs: 120_000 };
+export const openaiBreaker = modelBreakers().get('openai.chat:gpt-5-mini');
+export const assistant = fallbackModel(
+  [
+    { model: anthropic('claude-sonnet-4-5'), breaker: b },
+    { model: openai.chat('gpt-5-mini'), breaker: openaiBreaker },
+  ],
+  { ...limits, onInterrupted: () => '\n\n[interrupted]' },
+);
+export const claude = wrapLanguageModel({ model: anthropic('x'), middleware: breakerMiddleware(b, { ...limits, onInterrupted: () => '' }) });
 export async function f() {
   await generateText({ model: m1, prompt: 'hi' });
   await generateText({ model: fb, prompt: 'hi' });
   streamText({ model: fb, prompt: 'hi' });
+  streamText({ model: assistant, prompt: 'hi', timeout: { totalMs: 180_000 } });
   streamText({ model: m2, prompt: 'hi' });
   streamText({ model: wrapLanguageModel({ model: fb, middleware: breakerMiddleware(b) }), prompt: 'hi' });
 }

@@ -5,93 +5,19 @@
 // Every count of upstream requests is taken at the provider.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { nextStart } from './next-start.mjs';
+import { startProvider, PRIMARY, BACKUP } from './anthropic-provider.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
 const app = path.join(root, 'examples/nextjs');
-const PRIMARY = 'claude-sonnet-4-5';
-const BACKUP = 'claude-haiku-4-5';
 const THRESHOLD = 3;
 const ADMIN_TOKEN = 'nextjs-admin-token-0123456789';
 const INTERRUPTED = '\n\n[The answer was interrupted. Please try again.]';
 const UNAVAILABLE = 'Every model is unavailable right now. Please try again later.';
-
-const sse = (event, data) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-const usage = (output_tokens) => ({ input_tokens: 3, output_tokens });
-const HEAD = (model) =>
-  sse('message_start', {
-    type: 'message_start',
-    message: { id: 'msg_test', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: usage(1) },
-  }) +
-  sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
-  sse('ping', { type: 'ping' });
-const DELTA = (text) => sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
-const TAIL =
-  sse('content_block_stop', { type: 'content_block_stop', index: 0 }) +
-  sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }) +
-  sse('message_stop', { type: 'message_stop' });
-const OVERLOADED = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
-
-/**
- * A fake Anthropic Messages API. Each model takes its own cues, one per request:
- * `{ status }` answers that error status; `{ deltas, cutAfter, pauseAfter, resume }` streams the
- * deltas (default: "Hello from <model>."), closing the socket after `cutAfter` of them or waiting
- * for the promise `resume` after `pauseAfter`. Every request is recorded as { model, prompt }.
- */
-async function startProvider() {
-  const cues = new Map();
-  const requests = [];
-  const sockets = new Set();
-  const server = http.createServer(async (req, res) => {
-    let body = '';
-    for await (const chunk of req) body += chunk;
-    const { model, messages } = JSON.parse(body);
-    const content = messages?.[0]?.content;
-    const prompt = typeof content === 'string' ? content : content?.map((p) => p.text ?? '').join('');
-    requests.push({ model, prompt });
-    const cue = cues.get(model)?.shift() ?? {};
-    if (cue.status) {
-      res.writeHead(cue.status, { 'content-type': 'application/json' });
-      return res.end(JSON.stringify(OVERLOADED));
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    res.write(HEAD(model));
-    const deltas = cue.deltas ?? ['Hello ', 'from ', model, '.'];
-    for (let i = 0; i < deltas.length; i++) {
-      if (cue.cutAfter === i) return res.write('', () => res.destroy());
-      if (cue.pauseAfter === i) await cue.resume;
-      res.write(DELTA(deltas[i]));
-      await new Promise((r) => setTimeout(r, 5)); // each delta its own read
-    }
-    res.end(TAIL);
-  });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    requests,
-    cue(model, ...items) {
-      cues.set(model, [...(cues.get(model) ?? []), ...items]);
-    },
-    /** How many requests each model received for `prompt`. */
-    countsFor(prompt) {
-      const of = (model) => requests.filter((r) => r.prompt === prompt && r.model === model).length;
-      return { [PRIMARY]: of(PRIMARY), [BACKUP]: of(BACKUP) };
-    },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
 
 let provider;
 let next;

@@ -12,7 +12,8 @@ export default function Page() {
     <main>
       <h1>Circuit breakers</h1>
       <p>
-        <a href="/chat">Chat</a> (a streamed answer from two models, each behind its breaker)
+        <a href="/chat">Chat</a> (a streamed answer from two models, each behind its breaker),{' '}
+        <a href="/chat-ui">the same with useChat</a>
       </p>
       {rows.length === 0 ? (
         <p id="empty">No breaker has been used yet.</p>

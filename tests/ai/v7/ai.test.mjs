@@ -3,6 +3,7 @@ import * as ai from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import * as breakwater from 'breakwater';
 import * as bwai from 'breakwater/ai';
 import * as store from 'breakwater/store';
@@ -12,4 +13,4 @@ import { createRequire } from 'node:module';
 // The CommonJS copy of the package, a second copy in this process (as Next.js bundles one per layer).
 const breakwaterCjs = createRequire(import.meta.url)('breakwater');
 
-suite({ label: 'ai@7', ai, MockModel: MockLanguageModelV4, createAnthropic, createOpenAI, breakwater, breakwaterCjs, bwai, store });
+suite({ label: 'ai@7', ai, MockModel: MockLanguageModelV4, createAnthropic, createOpenAI, createGoogleGenerativeAI, breakwater, breakwaterCjs, bwai, store });
