@@ -29,6 +29,7 @@ import {
   checkKeys,
   classifyError,
   endingOf,
+  isTimeoutError,
   fail,
   num,
   obj,
@@ -164,8 +165,12 @@ export class ModelAnswerError extends Error {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'ModelAnswerError';
   readonly isModelAnswerError = true as const;
-  /** `error-part`: the stream began with an error; `empty`: the model answered nothing. */
-  readonly kind: 'error-part' | 'empty';
+  /**
+   * `error-part`: the stream began with an error; `empty`: the model answered nothing; `timeout`:
+   * nothing came within breakwater's `firstChunkTimeoutMs` or `totalTimeoutMs` (its
+   * `TimeoutError` is the `error`).
+   */
+  readonly kind: 'error-part' | 'empty' | 'timeout';
   /** The error part's error as the provider gave it (e.g. `{ type: 'overloaded_error', message }`). */
   readonly error: unknown;
   /** The status the error stands for, when it says (an `APICallError`'s, a 529 for `overloaded_error`…). */
@@ -469,8 +474,26 @@ function checkBreaker(option: string, b: unknown): ChainBreaker {
   return x;
 }
 
-const rethrowEmpty = (e: unknown): never => {
-  throw isEmptyStream(e) ? emptyAnswer() : e;
+/**
+ * The error an attempt hands the SDK, so that the SDK retries what breakwater would and nothing
+ * else: an empty stream, or breakwater's own time-out before the first content, as a retryable
+ * `ModelAnswerError` (the SDK retries only `APICallError`s); an `APICallError` the SDK would
+ * retry that breakwater would not (a 429 whose code says the quota is spent, a prompt a content
+ * policy refused) marked not retryable, or the SDK asks again for what waiting will not change.
+ */
+const rethrow = (e: unknown): never => {
+  if (isEmptyStream(e)) throw emptyAnswer();
+  if (isTimeoutError(e)) throw new ModelAnswerError('timeout', `the model sent no content in time: ${e.message}`, { error: e, isRetryable: true });
+  return rethrowCall(e);
+};
+
+/** `rethrow`'s rule for an `APICallError`, for `generateText` too. */
+const rethrowCall = (e: unknown): never => {
+  if (isHttpApiCallError(e) && (e as { isRetryable?: unknown }).isRetryable === true && !classifyError(e).retryable) {
+    // The SDK's own error stays what it is (class, status, data); only its verdict changes.
+    Object.defineProperty(e, 'isRetryable', { value: false, configurable: true });
+  }
+  throw e;
 };
 
 /**
@@ -500,13 +523,13 @@ export function breakerMiddleware(breaker: ChainBreaker, options: BreakerMiddlew
     wrapGenerate: ({ params, model }) => {
       const g = generateGuard(params);
       const call = g.call((signal) => model.doGenerate({ ...params, abortSignal: signal }));
-      return g.run(execute.call(breaker, call, { signal: g.signal, timeoutMs: guard.timeoutMs })) as Promise<never>;
+      return g.run(execute.call(breaker, call, { signal: g.signal, timeoutMs: guard.timeoutMs })).catch(rethrowCall) as Promise<never>;
     },
     wrapStream: async ({ params, model }) => {
       const g = streamGuard(params, guard);
       const guarded = await stream
         .call(breaker, g.call((signal) => model.doStream({ ...params, abortSignal: signal })), g.options)
-        .catch(rethrowEmpty);
+        .catch(rethrow);
       return { ...g.state.result!, stream: g.shape(guarded) } as never;
     },
   };
@@ -606,14 +629,14 @@ export function fallbackModel<M extends LanguageModelLike>(
     async doGenerate(params: ModelCallOptions) {
       const g = generateGuard(params);
       const c = chain((m) => g.call((signal) => m.doGenerate({ ...params, abortSignal: signal })));
-      return g.run(c.execute({ signal: g.signal, timeoutMs: guard.timeoutMs }).then((r) => r.value));
+      return g.run(c.execute({ signal: g.signal, timeoutMs: guard.timeoutMs }).then((r) => r.value)).catch(rethrowCall);
     },
     async doStream(params: ModelCallOptions) {
       // Tiers run one after another, so one guard serves them all: its result is the last
       // tier's that was called, which is the one that answered.
       const g = streamGuard(params, guard);
       const c = chain((m) => g.call((signal) => m.doStream({ ...params, abortSignal: signal })));
-      const { value } = await c.stream<unknown>(g.options).catch(rethrowEmpty);
+      const { value } = await c.stream<unknown>(g.options).catch(rethrow);
       return { ...g.state.result!, stream: g.shape(value) };
     },
     onTier: (listener: (event: TierEvent) => void): Unsubscribe => events.subscribe(listener),

@@ -6,6 +6,7 @@ import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFakeProvider, STREAM_TEXT, errors, emptyAnswers } from '../js/fake-provider.mjs';
 import { startReplay, transcripts, REPLAY_TEXT } from './replay.mjs';
+import * as llm from '../fixtures/llm/index.mjs';
 
 /**
  * @param {object} sdk
@@ -636,6 +637,36 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     const res = streamText({ model: guarded(r.google('gemini-test'), breaker), prompt: 'hi' });
     assert.equal(await res.text, REPLAY_TEXT);
     assert.deepEqual(counts(breaker), { admitted: 1, rejected: 0, successes: 1, failures: 0, ignored: 0 });
+  });
+
+  test(`${label} openai: a 429 whose code says the quota is spent is asked once, whatever the SDK's maxRetries`, async () => {
+    // tests/fixtures/llm openaiInsufficientQuota429. The SDK marks every 429 retryable; before,
+    // breakwater did not read APICallError.data, and the SDK asked three times.
+    const quota = llm.openaiInsufficientQuota429;
+    const breaker = new CircuitBreaker('openai-quota');
+    for (const call of ['generate', 'stream']) {
+      provider.reset();
+      provider.cue(...[1, 2, 3].map(() => ({ status: quota.status, headers: { ...quota.headers, 'retry-after-ms': '1' }, body: JSON.parse(quota.body) })));
+      const model = guarded(openai.chat('gpt-test'), breaker);
+      const err =
+        call === 'generate'
+          ? await generateText({ model, prompt: 'hi', maxRetries: 2 }).catch((e) => e)
+          : await drain(streamText({ model, prompt: 'hi', maxRetries: 2 })).then((d) => d.thrown ?? d.errorParts[0]);
+      assert.ok(err, `${call}: the quota error reaches the app`);
+      assert.equal(classifyError(err).class, 'quota-exhausted', call);
+      assert.equal(provider.requests.length, 1, `${call}: requests made`);
+    }
+    assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
+  });
+
+  test(`${label}: the Vercel AI Gateway's Retry-After, kept on the error's cause, is read`, async () => {
+    const gateway = ai.createGateway({ apiKey: 'test-key', baseURL: `${provider.url}/v1/ai` });
+    provider.cue({ status: 429, headers: { 'retry-after': '9' }, body: { error: { message: 'Rate limit exceeded', type: 'rate_limit_exceeded' } } });
+    const err = await generateText({ model: gateway('openai/gpt-test'), prompt: 'hi', maxRetries: 0 }).catch((e) => e);
+    assert.equal(err.name, 'GatewayRateLimitError');
+    assert.equal(err.responseHeaders, undefined, 'the headers are only on its cause');
+    assert.equal(retryAfterMs(err), 9000);
+    assert.deepEqual([classifyError(err).class, classifyError(err).retryable], ['rate-limited', true]);
   });
 
   test(`${label}: bad options are named with their value`, () => {
