@@ -1,7 +1,7 @@
 // The stream guard (see js/src/stream.ts, which loads this module on the first `stream()` call):
 // one outcome per stream, the event-stream reader that finds error events in a 200, and the
 // time-outs before the first content and between chunks.
-import { TimeoutError } from './errors.js';
+import { TimeoutError, isObj } from './errors.js';
 import { checkKeys, fail, fn as optFn, num } from './options.js';
 import { FAILURE, IGNORED, SUCCESS, isResponse } from './classify.js';
 import { CHUNKS, KEYS, StreamError, type Chunks, type Classify, type Settle, type SseEvent, type StreamOptions, type StreamSource } from './stream.js';
@@ -73,7 +73,7 @@ function sseError(e: SseEvent): unknown {
     return e.event === 'error' ? new StreamError('event', `error event in the stream: ${e.data.slice(0, 200)}`, 500) : undefined;
   }
   if (e.event !== 'error' && j.type !== 'error' && (j.error === undefined || j.error === null || j.choices !== undefined)) return undefined;
-  const err = (typeof j.error === 'object' && j.error !== null ? j.error : j) as { type?: unknown; code?: unknown; message?: unknown; status?: unknown };
+  const err = (isObj(j.error) ? j.error : j) as { type?: unknown; code?: unknown; message?: unknown; status?: unknown };
   // OpenAI's `code` is the specific one (`rate_limit_exceeded` under type `requests`).
   const type = typeof err.code === 'string' ? err.code : typeof err.type === 'string' && err.type !== 'error' ? err.type : undefined;
   const code = typeof err.code === 'string' ? EVENT_STATUS[err.code] : undefined;
@@ -113,14 +113,14 @@ interface Source {
 }
 
 function sourceOf(v: unknown): Source | undefined {
-  if (v instanceof ReadableStream || (typeof v === 'object' && v !== null && typeof (v as ReadableStream).getReader === 'function')) {
+  if (v instanceof ReadableStream || (isObj(v) && typeof (v as ReadableStream).getReader === 'function')) {
     const reader = (v as ReadableStream).getReader();
     return {
       next: () => reader.read(),
       cancel: (r) => void reader.cancel(r).catch(() => {}),
     };
   }
-  const it = typeof v === 'object' && v !== null ? (v as AsyncIterable<unknown>)[Symbol.asyncIterator] : undefined;
+  const it = isObj(v) ? (v as AsyncIterable<unknown>)[Symbol.asyncIterator] : undefined;
   if (typeof it === 'function') {
     const iter = it.call(v);
     return {
