@@ -1,5 +1,5 @@
 import { memory, wasm } from './glue.js';
-import { isCircuitOpenError, isTimeoutError } from './errors.js';
+import { isCircuitOpenError, isObj, isTimeoutError } from './errors.js';
 
 /** How an outcome counts for a breaker. */
 export const SUCCESS = 0;
@@ -37,8 +37,7 @@ type Headerish = { get(name: string): string | null } | Record<string, unknown>;
 /** A fetch `Response` (or anything shaped like one), resolved rather than thrown. */
 export function isResponse(v: unknown): v is { status: number; headers: Headerish; ok: boolean } {
   return (
-    typeof v === 'object' &&
-    v !== null &&
+    isObj(v) &&
     typeof (v as { status?: unknown }).status === 'number' &&
     typeof (v as { ok?: unknown }).ok === 'boolean' &&
     typeof (v as { headers?: unknown }).headers === 'object'
@@ -50,7 +49,7 @@ export function isResponse(v: unknown): v is { status: number; headers: Headeris
  * `errors` and the last in `lastError`, which says what the upstream did. Anything else as is.
  */
 function lastErrorOf(err: unknown): unknown {
-  if (typeof err !== 'object' || err === null) return err;
+  if (!isObj(err)) return err;
   const e = err as { errors?: unknown; lastError?: unknown };
   return Array.isArray(e.errors) && e.lastError !== undefined ? e.lastError : err;
 }
@@ -61,7 +60,7 @@ function lastErrorOf(err: unknown): unknown {
  */
 export function statusOf(error: unknown): number | undefined {
   const err = lastErrorOf(error);
-  if (typeof err !== 'object' || err === null) return undefined;
+  if (!isObj(err)) return undefined;
   const e = err as { status?: unknown; statusCode?: unknown; response?: { status?: unknown } };
   for (const s of [e.status, e.statusCode, e.response?.status]) {
     if (typeof s === 'number' && Number.isInteger(s) && s >= 100 && s <= 999) return s;
@@ -70,7 +69,7 @@ export function statusOf(error: unknown): number | undefined {
 }
 
 function header(headers: unknown, name: string): string | undefined {
-  if (typeof headers !== 'object' || headers === null) return undefined;
+  if (!isObj(headers)) return undefined;
   const h = headers as { get?: unknown } & Record<string, unknown>;
   if (typeof h.get === 'function') {
     const v = (h.get as (n: string) => unknown).call(headers, name);
@@ -119,7 +118,7 @@ export function parseRetryAfterMs(value: string): number {
 export function retryAfterOf(error: unknown, now: number): number {
   const err = lastErrorOf(error);
   if (isCircuitOpenError(err)) return err.retryAfterMs;
-  if (typeof err !== 'object' || err === null) return -1;
+  if (!isObj(err)) return -1;
   for (const headers of headersOf(err)) {
     const ms = header(headers, 'retry-after-ms');
     const v = ms === undefined ? -1 : parseRetryAfterMs(ms);
@@ -138,7 +137,7 @@ export function retryAfterOf(error: unknown, now: number): number {
 function headersOf(err: object): unknown[] {
   type E = { headers?: unknown; responseHeaders?: unknown; response?: { headers?: unknown }; cause?: unknown };
   const e = err as E;
-  const c = (typeof e.cause === 'object' && e.cause !== null ? e.cause : {}) as E;
+  const c = (isObj(e.cause) ? e.cause : {}) as E;
   return [e.headers, e.responseHeaders, e.response?.headers, c.headers, c.responseHeaders, c.response?.headers];
 }
 
@@ -154,7 +153,7 @@ function retryDelayOf(err: object): number {
   for (const b of [e.responseBody, e.body, e.data, e.error, e.message]) {
     let text: string | undefined;
     if (typeof b === 'string') text = b;
-    else if (typeof b === 'object' && b !== null) {
+    else if (isObj(b)) {
       try {
         text = JSON.stringify(b);
       } catch {
@@ -169,7 +168,7 @@ function retryDelayOf(err: object): number {
 
 /** `x-should-retry: true|false` (OpenAI, Anthropic): the server's word on retrying, or undefined. */
 function shouldRetryOf(err: unknown): boolean | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
+  if (!isObj(err)) return undefined;
   for (const headers of headersOf(err)) {
     const v = header(headers, 'x-should-retry')?.trim().toLowerCase();
     if (v === 'true') return true;
@@ -197,13 +196,13 @@ const QUOTA_ID = /"quotaId"\s*:\s*"([^"]{1,200})"/g;
  * balance is spent only in words), and the quota ids of Gemini's QuotaFailure in the raw body.
  */
 export function codeOf(err: unknown): number {
-  if (typeof err !== 'object' || err === null) return 0;
+  if (!isObj(err)) return 0;
   type Body = { code?: unknown; type?: unknown; status?: unknown; message?: unknown; error?: Body };
   const e = err as Body & { data?: Body; responseBody?: unknown; body?: unknown };
   let codes = '';
   let texts = '\x01';
   for (const b of [e, e.error, e.error?.error, e.data, e.data?.error]) {
-    if (typeof b !== 'object' || b === null) continue;
+    if (!isObj(b)) continue;
     for (const c of [b.code, b.type, b.status]) if (typeof c === 'string') codes += c.slice(0, 64) + '\n';
     if (typeof b.message === 'string') texts += b.message.slice(0, 300) + '\n';
   }
@@ -239,14 +238,14 @@ export function statusOfCode(code: unknown): number | undefined {
 
 /** The SDKs' error for a call their caller aborted (`APIUserAbortError`, any copy: by name). */
 function isSdkAbort(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
+  if (!isObj(err)) return false;
   const ctor = (err as { constructor?: { name?: unknown; _errorName?: unknown } }).constructor;
   return (err as { name?: unknown }).name === 'APIUserAbortError' || ctor?._errorName === 'APIUserAbortError' || ctor?.name === 'APIUserAbortError';
 }
 
 /** `AbortSignal.timeout`'s `TimeoutError` (a DOMException), or breakwater's. */
 function isTimeoutName(v: unknown): boolean {
-  return isTimeoutError(v) || (typeof v === 'object' && v !== null && (v as { name?: unknown }).name === 'TimeoutError');
+  return isTimeoutError(v) || (isObj(v) && (v as { name?: unknown }).name === 'TimeoutError');
 }
 
 /**
@@ -255,7 +254,7 @@ function isTimeoutName(v: unknown): boolean {
  */
 function isTimeoutReason(reason: unknown): boolean {
   if (isTimeoutName(reason)) return true;
-  if (typeof reason !== 'object' || reason === null) return false;
+  if (!isObj(reason)) return false;
   const e = reason as { name?: unknown; cause?: unknown };
   return e.name === 'AbortError' && isTimeoutName(e.cause);
 }
@@ -269,8 +268,7 @@ export function isAbort(err: unknown, signal?: AbortSignal): boolean {
   if (signal?.aborted && (err === signal.reason || err === undefined)) return true;
   if (isSdkAbort(err)) return true;
   return (
-    typeof err === 'object' &&
-    err !== null &&
+    isObj(err) &&
     (err as { name?: unknown }).name === 'AbortError' &&
     signal?.aborted === true
   );

@@ -38,8 +38,7 @@ export class CircuitOpenError extends Error {
 /** True for a `CircuitOpenError` from any copy of this package (ESM, CJS, another version). */
 export function isCircuitOpenError(err: unknown): err is CircuitOpenError {
   return (
-    typeof err === 'object' &&
-    err !== null &&
+    isObj(err) &&
     ((err as Record<symbol, unknown>)[OPEN] === true ||
       (err as { isCircuitOpenError?: unknown }).isCircuitOpenError === true)
   );
@@ -66,6 +65,14 @@ export class TimeoutError extends Error {
 /** True for a `TimeoutError` from any copy of this package. */
 export function isTimeoutError(err: unknown): err is TimeoutError {
   return (
-    typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[TIMEOUT] === true
+    isObj(err) && (err as Record<symbol, unknown>)[TIMEOUT] === true
   );
+}
+
+/**
+ * Whether `v` is an object (not null): what every reading of an error checks first.
+ * @internal
+ */
+export function isObj(v: unknown): v is object {
+  return typeof v === 'object' && v !== null;
 }

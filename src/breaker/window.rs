@@ -3,6 +3,8 @@
 //! Each rule gets the smallest structure that answers it exactly, allocated once when the breaker
 //! is built; recording an outcome never allocates.
 
+use core::num::NonZeroU64;
+
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -499,8 +501,8 @@ impl WindowCache {
         b.calls = b.calls.saturating_add(1);
         b.failures = b.failures.saturating_add((bits & FAILURE_BIT) as u32);
         b.slow = b.slow.saturating_add((bits >> 1) as u32);
-        self.start = index.saturating_mul(width);
-        self.width = width;
+        self.start = index.saturating_mul(width.get());
+        self.width = width.get();
         self.slot = slot;
         self.rate_reached(self.others.calls.saturating_add(b.calls), b)
     }
@@ -536,14 +538,13 @@ fn next_index(h: usize, cap: usize) -> u32 {
     }
 }
 
-/// Width of one bucket of a time window of `ms`.
+/// Width of one bucket of a time window of `ms` (at least 1 ms). A `NonZeroU64`, so that dividing
+/// by it needs no zero check: the check's panic path would bring its message into the .wasm.
 #[inline]
-pub(crate) const fn bucket_width(ms: u64) -> u64 {
-    let w = ms / TIME_WINDOW_BUCKETS as u64;
-    if w == 0 {
-        1
-    } else {
-        w
+pub(crate) const fn bucket_width(ms: u64) -> NonZeroU64 {
+    match NonZeroU64::new(ms / TIME_WINDOW_BUCKETS as u64) {
+        Some(w) => w,
+        None => NonZeroU64::MIN,
     }
 }
 

@@ -6,6 +6,8 @@
 //! a small fraction (`retry_percent`) of the calls made over the last `ttl_ms`, plus a floor of
 //! `min_per_sec` retries a second so that a quiet service can still retry at all.
 
+use core::num::NonZeroU64;
+
 use crate::clock::Timestamp;
 use crate::error::ConfigError;
 
@@ -87,8 +89,10 @@ impl RetryBudget {
         floor + deposits as f64 * self.retry_percent / 100.0 - withdrawals as f64
     }
 
-    fn width(&self) -> u64 {
-        self.ttl_ms / SLOTS as u64
+    // A slot's width: `ttl_ms / 10`, at least 100 once `new` has checked `ttl_ms`. A `NonZeroU64`,
+    // so that dividing by it needs no zero check (whose panic path would reach the .wasm).
+    fn width(&self) -> NonZeroU64 {
+        NonZeroU64::new(self.ttl_ms / SLOTS as u64).unwrap_or(NonZeroU64::MIN)
     }
 
     fn slot(&mut self, now: Timestamp) -> &mut Slot {

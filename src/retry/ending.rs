@@ -29,29 +29,28 @@ pub enum Ending {
     Unknown,
 }
 
-// Each table is one string of names, so the wasm carries bytes rather than a pointer per name.
-// Anthropic's `stop_reason`, OpenAI's `finish_reason` (and the Responses API's `status`), Gemini's
-// `finishReason`, the AI SDK's unified reasons (`-` is read as `_`).
-const COMPLETE: &[u8] =
-    b"end_turn stop_sequence tool_use pause_turn stop tool_calls function_call completed";
-const TRUNCATED: &[u8] = b"max_tokens length max_output_tokens model_context_window_exceeded";
-const DECLINED: &[u8] = b"refusal content_filter safety recitation blocklist prohibited_content spii \
-    image_safety image_prohibited_content image_recitation malformed_function_call unexpected_tool_call";
-const FAILED: &[u8] = b"error failed interrupted";
+// Each group is one string of names: the source reads as the providers spell them, and
+// `ENDINGS` (below) keeps only their hashes. Anthropic's `stop_reason`, OpenAI's `finish_reason`
+// (and the Responses API's `status`), Gemini's `finishReason`, the AI SDK's unified reasons (`-`
+// is read as `_`), in the order of [`Ending`].
+const ENDING_NAMES: [&[u8]; 4] = [
+    b"end_turn stop_sequence tool_use pause_turn stop tool_calls function_call completed",
+    b"max_tokens length max_output_tokens model_context_window_exceeded",
+    b"refusal content_filter safety recitation blocklist prohibited_content spii image_safety \
+      image_prohibited_content image_recitation malformed_function_call unexpected_tool_call",
+    b"error failed interrupted",
+];
+const ENDINGS: Names<{ count(&ENDING_NAMES) }, 4> = Names::of(&ENDING_NAMES);
 
 impl Ending {
     /// The ending a finish or stop reason names (any provider's spelling).
     pub fn of(reason: &[u8]) -> Ending {
-        if listed(COMPLETE, reason) {
-            Ending::Complete
-        } else if listed(TRUNCATED, reason) {
-            Ending::Truncated
-        } else if listed(DECLINED, reason) {
-            Ending::Declined
-        } else if listed(FAILED, reason) {
-            Ending::Failed
-        } else {
-            Ending::Unknown
+        match ENDINGS.group(reason) {
+            Some(0) => Ending::Complete,
+            Some(1) => Ending::Truncated,
+            Some(2) => Ending::Declined,
+            Some(3) => Ending::Failed,
+            _ => Ending::Unknown,
         }
     }
 }
@@ -89,7 +88,7 @@ pub enum Code {
 }
 
 // The names of each code, in the order of [`Code::ALL`] (OpenAI, Anthropic and Gemini spellings).
-const CODES: [&[u8]; 13] = [
+const CODE_NAMES: [&[u8]; 13] = [
     b"insufficient_quota billing_hard_limit_reached billing_not_active quota_exceeded billing_error \
       credit_balance_too_low credit_balance_exhausted project_spend_limit_exceeded \
       organization_spend_limit_exceeded enforced_spend_limit_reached",
@@ -106,6 +105,7 @@ const CODES: [&[u8]; 13] = [
     b"unavailable",
     b"timeout_error deadline_exceeded",
 ];
+const CODES: Names<{ count(&CODE_NAMES) }, 13> = Names::of(&CODE_NAMES);
 
 // Phrases that say a quota is spent where the code does not: Anthropic answers a spent credit
 // balance or a reached spend limit with a 400 `invalid_request_error`; Gemini's quota ids name
@@ -133,10 +133,7 @@ impl Code {
 
     /// The code an error code or type names (any provider's spelling), if the table has it.
     pub fn of(code: &[u8]) -> Option<Code> {
-        CODES
-            .iter()
-            .position(|names| listed(names, code))
-            .map(|i| Code::ALL[i])
+        CODES.group(code).and_then(|i| Code::ALL.get(i).copied())
     }
 
     /// What everything an error says comes to: `codes` (its code, type and status fields, one a
@@ -192,42 +189,100 @@ impl Code {
     }
 }
 
-fn fold(b: u8) -> u8 {
+const fn fold(b: u8) -> u8 {
     match b {
         b'-' => b'_',
         _ => b.to_ascii_lowercase(),
     }
 }
 
-/// Whether `s`, folded, starts at `names[at..]` and ends there at a `sep` or the end.
-fn matches_at(names: &[u8], at: usize, s: &[u8], sep: u8) -> bool {
+// A name is known by the FNV-1a hash of its folded bytes: 4 bytes a name in the binary (the
+// npm package's .wasm) instead of its text. Two known names with one hash fail the build (see
+// `Names::of`); an unknown string read as a known name would need a 32-bit collision with one of
+// the few dozen names.
+const fn hash(s: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
     let mut i = 0;
     while i < s.len() {
-        match names.get(at + i) {
-            Some(&n) if n == fold(s[i]) => i += 1,
-            _ => return false,
-        }
+        h = (h ^ fold(s[i]) as u32).wrapping_mul(0x0100_0193);
+        i += 1;
     }
-    names.get(at + i).is_none_or(|&n| n == sep)
+    h
 }
 
-/// Whether `s` is one of the `sep`-separated names.
-fn listed_by(names: &[u8], s: &[u8], sep: u8) -> bool {
-    let mut at = 0;
-    while at < names.len() {
-        if matches_at(names, at, s, sep) {
-            return true;
-        }
-        while at < names.len() && names[at] != sep {
-            at += 1;
-        }
-        at += 1;
-    }
-    false
+/// The hashes of groups of space-separated names: `N` names in `G` groups.
+struct Names<const N: usize, const G: usize> {
+    hashes: [u32; N],
+    // The end of each group in `hashes`.
+    ends: [u8; G],
 }
 
-fn listed(names: &[u8], s: &[u8]) -> bool {
-    !s.is_empty() && listed_by(names, s, b' ')
+// How many names the groups hold.
+const fn count(groups: &[&[u8]]) -> usize {
+    let (mut n, mut g) = (0, 0);
+    while g < groups.len() {
+        let mut i = 0;
+        while i < groups[g].len() {
+            if groups[g][i] == b' ' && (i == 0 || groups[g][i - 1] != b' ') {
+                n += 1;
+            }
+            i += 1;
+        }
+        n += 1;
+        g += 1;
+    }
+    n
+}
+
+impl<const N: usize, const G: usize> Names<N, G> {
+    // Evaluated by the compiler only (its panics are build errors).
+    const fn of(groups: &[&[u8]; G]) -> Self {
+        let mut names = Names {
+            hashes: [0; N],
+            ends: [0; G],
+        };
+        let mut n = 0;
+        let mut g = 0;
+        while g < G {
+            let group = groups[g];
+            let mut start = 0;
+            while start < group.len() {
+                let mut end = start;
+                while end < group.len() && group[end] != b' ' {
+                    end += 1;
+                }
+                let (_, rest) = group.split_at(start);
+                let (name, _) = rest.split_at(end - start);
+                assert!(!name.is_empty(), "an empty name");
+                let h = hash(name);
+                let mut k = 0;
+                while k < n {
+                    assert!(names.hashes[k] != h, "two names with one hash");
+                    k += 1;
+                }
+                names.hashes[n] = h;
+                n += 1;
+                start = end;
+                while start < group.len() && group[start] == b' ' {
+                    start += 1;
+                }
+            }
+            names.ends[g] = n as u8;
+            g += 1;
+        }
+        assert!(n == N);
+        names
+    }
+
+    /// The group of the name `s` is (compared folded), if any.
+    fn group(&self, s: &[u8]) -> Option<usize> {
+        if s.is_empty() {
+            return None;
+        }
+        let h = hash(s);
+        let i = self.hashes.iter().position(|&x| x == h)?;
+        self.ends.iter().position(|&end| i < end as usize)
+    }
 }
 
 /// Whether `text` holds one of the `|`-separated phrases.
@@ -257,6 +312,8 @@ fn contains_any(text: &[u8], phrases: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::String;
+    use alloc::vec::Vec;
 
     #[test]
     fn spellings_of_one_reason_agree() {
@@ -268,6 +325,53 @@ mod tests {
         }
         assert_eq!(Ending::of(b"other"), Ending::Unknown);
         assert_eq!(Ending::of(b""), Ending::Unknown);
+    }
+
+    // What the hashes stand for: the folded string is one of a group's names.
+    fn spelled(groups: &[&[u8]], s: &[u8]) -> Option<usize> {
+        let folded: Vec<u8> = s.iter().map(|&b| fold(b)).collect();
+        groups.iter().position(|g| {
+            g.split(|&b| b == b' ')
+                .any(|n| !n.is_empty() && n == folded)
+        })
+    }
+
+    #[test]
+    fn hashes_read_exactly_the_names() {
+        let mut tried = Vec::new();
+        for groups in [&ENDING_NAMES[..], &CODE_NAMES[..]] {
+            for name in groups.iter().flat_map(|g| g.split(|&b| b == b' ')) {
+                let upper: Vec<u8> = name.to_ascii_uppercase();
+                let dashed: Vec<u8> = name
+                    .iter()
+                    .map(|&b| if b == b'_' { b'-' } else { b })
+                    .collect();
+                tried.extend([name.to_vec(), upper, dashed]);
+                tried.extend((0..name.len()).map(|n| name[..n].to_vec()));
+                tried.extend((1..name.len()).map(|n| name[n..].to_vec()));
+                for extra in [&b" "[..], b"_", b"s", b"\n", b"\x01"] {
+                    tried.push([name, extra].concat());
+                    tried.push([extra, name].concat());
+                }
+            }
+            tried.extend(
+                [&b"stop tool_use"[..], b"end_turnstop", b"", b" ", b"other"].map(<[u8]>::to_vec),
+            );
+        }
+        for s in &tried {
+            assert_eq!(
+                ENDINGS.group(s),
+                spelled(&ENDING_NAMES, s),
+                "{:?}",
+                String::from_utf8_lossy(s)
+            );
+            assert_eq!(
+                CODES.group(s),
+                spelled(&CODE_NAMES, s),
+                "{:?}",
+                String::from_utf8_lossy(s)
+            );
+        }
     }
 
     #[test]

@@ -172,15 +172,15 @@ pub fn control(h: u32, now: f64, op: u32) -> u32 {
 #[wasm_bindgen]
 pub fn snapshot(h: u32) -> u32 {
     let t = table();
-    let data = match t.breaker(h) {
-        Some(b) => super::encode_snapshot(&b.inner.snapshot()),
-        None => return 0,
+    let Some(s) = t.breaker(h).map(|b| b.inner.snapshot()) else {
+        return 0;
     };
-    match t.io(data.len()).get_mut(..data.len()) {
-        Some(out) => out.copy_from_slice(&data),
-        None => return 0,
-    }
-    data.len() as u32
+    let mut count = super::Out { out: &mut [], n: 0 };
+    super::encode_snapshot(&s, &mut count);
+    let n = count.n;
+    let mut out = super::Out { out: t.io(n), n: 0 };
+    super::encode_snapshot(&s, &mut out);
+    n as u32
 }
 
 // ----- retry -----

@@ -316,10 +316,33 @@ fn mode_num(m: Mode) -> u32 {
 //  0: [failures] · 1: [head, n, times × n] · 2: [head, failures, slow, n, ring × n] ·
 //  3: [n, (index, calls, failures, slow) × n].
 
-fn encode_snapshot(s: &Snapshot) -> Vec<f64> {
-    let mut v: Vec<f64> = Vec::with_capacity(32);
+// Numbers written at a cursor, as far as `out` holds them: a first pass over an empty `out`
+// counts them, a second writes them. The snapshot goes straight into the scratch buffer, with
+// no `Vec` to grow (its growth paths cost the .wasm more than the pass).
+struct Out<'a> {
+    out: &'a mut [f64],
+    n: usize,
+}
+
+impl Out<'_> {
+    #[inline(never)]
+    fn put(&mut self, x: f64) {
+        if let Some(o) = self.out.get_mut(self.n) {
+            *o = x;
+        }
+        self.n += 1;
+    }
+
+    fn all(&mut self, xs: &[f64]) {
+        for &x in xs {
+            self.put(x);
+        }
+    }
+}
+
+fn encode_snapshot(s: &Snapshot, v: &mut Out<'_>) {
     let st = &s.stats;
-    v.extend_from_slice(&[
+    v.all(&[
         s.version as f64,
         state_num(s.state) as f64,
         mode_num(s.mode) as f64,
@@ -343,14 +366,16 @@ fn encode_snapshot(s: &Snapshot) -> Vec<f64> {
         s.probes.len() as f64,
     ]);
     for p in &s.probes {
-        v.push(p.id as f64);
-        v.push(p.expires_at as f64);
+        v.put(p.id as f64);
+        v.put(p.expires_at as f64);
     }
     match &s.counter {
-        Counter::Consecutive { failures } => v.extend_from_slice(&[0.0, *failures as f64]),
+        Counter::Consecutive { failures } => v.all(&[0.0, *failures as f64]),
         Counter::FailureTimes { times, head } => {
-            v.extend_from_slice(&[1.0, *head as f64, times.len() as f64]);
-            v.extend(times.iter().map(|&t| t as f64));
+            v.all(&[1.0, *head as f64, times.len() as f64]);
+            for &t in times {
+                v.put(t as f64);
+            }
         }
         Counter::Calls {
             ring,
@@ -358,19 +383,21 @@ fn encode_snapshot(s: &Snapshot) -> Vec<f64> {
             failures,
             slow,
         } => {
-            v.extend_from_slice(&[
+            v.all(&[
                 2.0,
                 *head as f64,
                 *failures as f64,
                 *slow as f64,
                 ring.len() as f64,
             ]);
-            v.extend(ring.iter().map(|&b| b as f64));
+            for &b in ring {
+                v.put(b as f64);
+            }
         }
         Counter::Buckets { buckets } => {
-            v.extend_from_slice(&[3.0, buckets.len() as f64]);
+            v.all(&[3.0, buckets.len() as f64]);
             for b in buckets {
-                v.extend_from_slice(&[
+                v.all(&[
                     b.index as f64,
                     b.calls as f64,
                     b.failures as f64,
@@ -379,7 +406,6 @@ fn encode_snapshot(s: &Snapshot) -> Vec<f64> {
             }
         }
     }
-    v
 }
 
 struct Reader<'a>(core::slice::Iter<'a, f64>);
