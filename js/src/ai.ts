@@ -76,7 +76,8 @@ export interface GuardOptions {
   idleTimeoutMs?: number | undefined;
   /**
    * `streamText`: the whole stream's limit. Before the first content a `TimeoutError` (counted,
-   * retried); after it a cut like `idleTimeoutMs`'s.
+   * retried); after it a cut with the contingency that is not counted (the app's budget for a
+   * long answer, as the SDK's `timeout.totalMs` is).
    */
   totalTimeoutMs?: number | undefined;
   /**

@@ -295,7 +295,7 @@ class Guard<T> {
     // Both limits count from the call: the first-chunk one to the first content (the headers
     // included), the total one to the end.
     if (first !== undefined) this.#first = setTimeout(() => this.#expire(new TimeoutError(first)), first);
-    if (total !== undefined) this.#total = setTimeout(() => this.#expire(new TimeoutError(total)), total);
+    if (total !== undefined) this.#total = setTimeout(() => this.#expire(new TimeoutError(total), true), total);
     let opened: Promise<StreamSource<T>>;
     try {
       opened = Promise.resolve(fn({ signal: this.#inner.signal }));
@@ -465,19 +465,23 @@ class Guard<T> {
     this.#out!.close();
   }
 
-  /** Cut (the upstream's connection, a time-out): a failure, unless the answer had named its ending. */
-  #cut(e: unknown): Promise<void> | void {
+  /**
+   * Cut (the upstream's connection, a time-out): a failure, unless the answer had named its
+   * ending. `budget`: the app's limit for the whole answer ran out while it streamed, which says
+   * nothing about the upstream (not counted; the contingency still ends the answer).
+   */
+  #cut(e: unknown, budget = false): Promise<void> | void {
     if (this.#phase !== Phase.Streaming) return;
     this.#source!.cancel(e);
     if (this.#ending !== undefined && this.#ending !== 'failed') return this.#end();
-    return this.#interrupt(e);
+    return this.#interrupt(e, budget);
   }
 
   /** A failure after the stream began: what was sent, then the contingency. */
-  async #interrupt(e: unknown): Promise<void> {
+  async #interrupt(e: unknown, budget = false): Promise<void> {
     const out = this.#out!;
     this.#source!.cancel(e);
-    this.#report(this.#classify(e, this.#o.signal) === IGNORED ? IGNORED : FAILURE, e);
+    this.#report(budget || this.#classify(e, this.#o.signal) === IGNORED ? IGNORED : FAILURE, e);
     const { onInterrupted } = this.#o;
     if (onInterrupted === undefined) return out.error(e);
     try {
@@ -493,8 +497,8 @@ class Guard<T> {
 
   // ----- events of any phase -----
 
-  #expire(e: TimeoutError): void {
-    if (this.#phase === Phase.Streaming) void this.#cut(e);
+  #expire(e: TimeoutError, budget = false): void {
+    if (this.#phase === Phase.Streaming) void this.#cut(e, budget);
     else this.#fail(e);
   }
 

@@ -41,8 +41,10 @@ export interface StreamOptions<T> {
   idleTimeoutMs?: number | undefined;
   /**
    * A limit for the whole stream, from the call to its end: before the first content it fails
-   * the attempt (a `TimeoutError`, retryable); after it it is a cut (the `onInterrupted`
-   * contingency). Once the answer named its ending, running out only closes the stream.
+   * the attempt (a `TimeoutError`, retryable, counted: nothing came in all that time); after it
+   * it is a cut (the `onInterrupted` contingency) that is not counted: the app's budget for a long
+   * answer ran out, the upstream was answering. Once the answer named its ending, running out only
+   * closes the stream.
    */
   totalTimeoutMs?: number | undefined;
   /**

@@ -330,7 +330,7 @@ test('idleTimeoutMs does not count before the first content: a model that thinks
 });
 
 for (const how of ['raw', 'sdk']) {
-  test(`totalTimeoutMs (${how}): before content it fails the attempt (retryable); after it, a cut with the contingency`, async () => {
+  test(`totalTimeoutMs (${how}): before content it fails the attempt (retryable, counted); after it, a cut with the contingency that is the app's budget (not counted)`, async () => {
     const t = llm.anthropicText;
     // Stalled after message_start, pings only.
     provider.cue({ transcript: { ...t, events: t.events.slice(0, 3) }, stall: { pingMs: 50 } });
@@ -346,7 +346,8 @@ for (const how of ['raw', 'sdk']) {
     assert.equal(got.text, 'Hello! I');
     assert.equal(got.contingent, true);
     assert.ok(Date.now() - started < 3000);
-    assert.deepEqual(counts(b), { successes: 0, failures: 2, ignored: 0 });
+    // The answer was streaming when the app's own budget for it ran out: the upstream was fine.
+    assert.deepEqual(counts(b), { successes: 0, failures: 1, ignored: 1 });
     // The provider saw both requests go away.
     await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(provider.requests.map((r) => r.aborted), [true, true]);
