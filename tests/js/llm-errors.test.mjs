@@ -2,27 +2,14 @@
 // when they reach breakwater through the official SDKs (@anthropic-ai/sdk, openai, @google/genai,
 // their own retries off) or through fetch: which are retried, which count against the breaker,
 // which are the caller's cancel. Requests are counted at the fake provider.
-import { test, before, after, beforeEach } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
-import { GoogleGenAI } from '@google/genai';
 import { CircuitBreaker, FallbackChain, withRetry, classifyError, retryAfterMs, isCircuitOpenError } from 'breakwater';
-import { startFakeProvider } from './fake-provider.mjs';
 import * as llm from '../fixtures/llm/index.mjs';
+import { useSdkClients } from './sdk-clients.mjs';
 
-let provider;
-let anthropic;
-let openai;
-let gemini;
-before(async () => {
-  provider = await startFakeProvider();
-  anthropic = new Anthropic({ apiKey: 'test-key', baseURL: provider.url, maxRetries: 0 });
-  openai = new OpenAI({ apiKey: 'test-key', baseURL: `${provider.url}/v1`, maxRetries: 0 });
-  gemini = new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: provider.url, retryOptions: { attempts: 1 } } });
-});
-after(() => provider.close());
-beforeEach(() => provider.reset());
+let provider, anthropic, openai, gemini;
+useSdkClients((c) => ({ provider, anthropic, openai, gemini } = c));
 
 const ask = (options) =>
   anthropic.messages.create({ model: 'claude-test', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, options);

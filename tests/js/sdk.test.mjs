@@ -1,22 +1,13 @@
 // The official @anthropic-ai/sdk and openai clients (their own retries off) against a local fake
 // provider: breakwater understands their error classes as they are.
-import { test, before, after, beforeEach } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
 import { CircuitBreaker, withRetry, isCircuitOpenError, classifyError, retryAfterMs } from 'breakwater';
-import { startFakeProvider, errors } from './fake-provider.mjs';
+import { errors } from './fake-provider.mjs';
+import { useSdkClients } from './sdk-clients.mjs';
 
-let provider;
-let anthropic;
-let openai;
-before(async () => {
-  provider = await startFakeProvider();
-  anthropic = new Anthropic({ apiKey: 'test-key', baseURL: provider.url, maxRetries: 0 });
-  openai = new OpenAI({ apiKey: 'test-key', baseURL: `${provider.url}/v1`, maxRetries: 0 });
-});
-after(() => provider.close());
-beforeEach(() => provider.reset());
+let provider, anthropic, openai;
+useSdkClients((c) => ({ provider, anthropic, openai } = c));
 
 const ask = (options) =>
   anthropic.messages.create(

@@ -4,30 +4,17 @@
 // transcripts of tests/fixtures/llm. The same transcript through each path must come out the
 // same: what the reader gets, whether the call rejected (so retries and fallbacks apply), and how
 // the breaker counted it.
-import { test, before, after, beforeEach } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { GoogleGenAI } from '@google/genai';
 import { CircuitBreaker, FallbackChain, StreamError, withRetry, classifyError, isTimeoutError, retryAfterMs } from 'breakwater';
-import { startFakeProvider } from './fake-provider.mjs';
 import * as llm from '../fixtures/llm/index.mjs';
+import { useSdkClients, ASK, CHAT } from './sdk-clients.mjs';
 
-let provider;
-let anthropic;
-let openai;
-let gemini;
-before(async () => {
-  provider = await startFakeProvider();
-  anthropic = new Anthropic({ apiKey: 'test-key', baseURL: provider.url, maxRetries: 0 });
-  openai = new OpenAI({ apiKey: 'test-key', baseURL: `${provider.url}/v1`, maxRetries: 0 });
-  gemini = new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: provider.url } });
-});
-after(() => provider.close());
-beforeEach(() => provider.reset());
+let provider, anthropic, openai, gemini;
+useSdkClients((c) => ({ provider, anthropic, openai, gemini } = c));
 
-const ASK = { model: 'claude-test', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] };
-const CHAT = { model: 'gpt-4.1-nano', messages: [{ role: 'user', content: 'hi' }] };
 
 // Each API through each path; `fn` is what the app hands `breaker.stream`.
 const raw = (path) => ({ signal }) => fetch(provider.url + path, { method: 'POST', body: '{"stream":true}', signal });

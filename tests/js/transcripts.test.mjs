@@ -1,29 +1,16 @@
 // The transcript corpus (tests/fixtures/llm) through the official SDKs, against the fake provider:
 // what each SDK parses out of each transcript is what the provider would have meant. These tests
 // check the fixtures (and the fake provider's replay), not breakwater.
-import { test, before, after, beforeEach } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { GoogleGenAI } from '@google/genai';
-import { startFakeProvider } from './fake-provider.mjs';
 import { corpus } from '../fixtures/llm/index.mjs';
+import { useSdkClients, ASK, CHAT } from './sdk-clients.mjs';
 
-let provider;
-let anthropic;
-let openai;
-let gemini;
-before(async () => {
-  provider = await startFakeProvider();
-  anthropic = new Anthropic({ apiKey: 'test-key', baseURL: provider.url, maxRetries: 0 });
-  openai = new OpenAI({ apiKey: 'test-key', baseURL: `${provider.url}/v1`, maxRetries: 0 });
-  gemini = new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: provider.url } });
-});
-after(() => provider.close());
-beforeEach(() => provider.reset());
+let provider, anthropic, openai, gemini;
+useSdkClients((c) => ({ provider, anthropic, openai, gemini } = c));
 
-const ASK = { model: 'claude-test', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] };
-const CHAT = { model: 'gpt-4.1-nano', messages: [{ role: 'user', content: 'hi' }] };
 
 /** Every event the SDK's stream yields, and the error it threw, if any. */
 async function drain(stream) {
