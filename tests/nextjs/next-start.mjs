@@ -3,6 +3,7 @@
 // `next dev` (Turbopack, compiling each route on its first request) instead.
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { freePort, until } from '../redis/helpers.mjs';
 
@@ -48,4 +49,22 @@ export async function nextStart(env) {
       clearTimeout(t);
     },
   };
+}
+
+/** Headless Chromium (the system's, driven by the root's playwright-core), for the page tests. */
+export async function launchChromium() {
+  const { chromium } = createRequire(path.join(app, '../../package.json'))('playwright-core');
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+    ],
+  });
 }

@@ -8,7 +8,7 @@ import { startAppWithProvider } from './json-provider.mjs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
+import { launchChromium } from './next-start.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -111,26 +111,7 @@ for (const [runtime, route, statusRoute] of [
 }
 
 test('the page renders the breaker state (Chromium)', async () => {
-  const require = createRequire(path.join(root, 'package.json'));
-  let chromium;
-  try {
-    ({ chromium } = require('playwright-core'));
-  } catch {
-    ({ chromium } = await import('playwright-core'));
-  }
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-dev-shm-usage',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   try {
     // Under `next dev` the page compiles on its first request, which can outlast the open period.
     if (process.env.NEXT_E2E_MODE === 'dev') await fetch(base + '/');

@@ -5,15 +5,9 @@
 // Every count of upstream requests is taken at the provider.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { nextStart } from './next-start.mjs';
+import { launchChromium, nextStart } from './next-start.mjs';
 import { startProvider, PRIMARY, BACKUP } from './anthropic-provider.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '../..');
-const app = path.join(root, 'examples/nextjs');
 const THRESHOLD = 3;
 const ADMIN_TOKEN = 'nextjs-admin-token-0123456789';
 const INTERRUPTED = '\n\n[The answer was interrupted. Please try again.]';
@@ -34,11 +28,7 @@ before(async () => {
     BREAKER_ADMIN_TOKEN: ADMIN_TOKEN,
   });
   base = next.base;
-  const { chromium } = createRequire(path.join(root, 'package.json'))('playwright-core');
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-  });
+  browser = await launchChromium();
 }, { timeout: 90_000 });
 
 after(async () => {

@@ -5,13 +5,9 @@
 // the messages' text and its `status`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { nextStart } from './next-start.mjs';
+import { launchChromium, nextStart } from './next-start.mjs';
 import { startProvider, PRIMARY, BACKUP } from './anthropic-provider.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const INTERRUPTED = '\n\n[The answer was interrupted. Please try again.]';
 
 let provider;
@@ -26,11 +22,7 @@ before(async () => {
     BREAKER_FAILURE_THRESHOLD: '5',
     BREAKER_RESET_MS: '600000',
   });
-  const { chromium } = createRequire(path.join(root, 'package.json'))('playwright-core');
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-  });
+  browser = await launchChromium();
 }, { timeout: 90_000 });
 
 after(async () => {
@@ -55,7 +47,12 @@ async function chat(prompt, whileStreaming) {
     await page.waitForSelector('button[type="submit"]:enabled'); // hydrated
     await page.fill('input[name="prompt"]', prompt);
     await page.click('button[type="submit"]');
-    await page.waitForSelector('#status:not([data-status="ready"])', { state: 'attached', timeout: 10_000 });
+    // Sent: the status leaves `ready`, or (a short answer) an answer is already there.
+    await page.waitForFunction(
+      () => document.querySelector('#status')?.getAttribute('data-status') !== 'ready' || document.querySelector('.message[data-role="assistant"]') !== null,
+      null,
+      { timeout: 10_000 },
+    );
     if (whileStreaming) await whileStreaming(page);
     await page.waitForSelector('#status[data-status="ready"], #status[data-status="error"]', { state: 'attached', timeout: 20_000 });
     const answers = await page.$$eval('.message[data-role="assistant"] .text', (els) => els.map((e) => e.textContent));
