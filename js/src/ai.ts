@@ -154,6 +154,9 @@ export type FallbackModel<M extends LanguageModelLike> = Pick<
 // of the SDK threw them; it retries an `APICallError` whose `isRetryable` is true.
 const SDK_ERROR = Symbol.for('vercel.ai.error');
 const API_CALL_ERROR = Symbol.for('vercel.ai.error.AI_APICallError');
+// A chunk the provider package's schema rejected (`TypeValidationError`): the SDK's strictness,
+// not the upstream's failure; the provider streams on after it.
+const VALIDATION_ERROR = Symbol.for('vercel.ai.error.AI_TypeValidationError');
 const ANSWER_ERROR = Symbol.for('breakwater.ModelAnswerError');
 
 /**
@@ -369,6 +372,9 @@ const NO_USAGE = {
  */
 function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
   const partErrors = new Set<unknown>();
+  // Error parts seen: a chunk the schema rejected, or the provider's own error.
+  let rejected = false;
+  let providerFailed = false;
   let began = false;
   let interrupted: { text: string | undefined } | undefined;
   const { own } = follow(params.abortSignal, (reason) =>
@@ -382,7 +388,13 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
     firstChunkTimeoutMs: guard.firstChunkTimeoutMs,
     idleTimeoutMs: guard.idleTimeoutMs,
     totalTimeoutMs: guard.totalTimeoutMs,
-    endingOf: finishEnding,
+    endingOf: (part) => {
+      const ending = finishEnding(part);
+      // @ai-sdk/openai ends with finishReason `error` (raw: none) after a rejected chunk, even
+      // when the answer had finished: with no error of the provider's, the content decides.
+      const raw = (part as { finishReason?: { raw?: unknown } }).finishReason?.raw;
+      return ending === 'failed' && rejected && !providerFailed && raw === undefined ? 'unknown' : ending;
+    },
     isContent: (part) => {
       const content = isContentPart(part);
       began ||= content;
@@ -391,6 +403,13 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
     errorOf: (part) => {
       const p = part as { type?: unknown; error?: unknown } | null;
       if (typeof p !== 'object' || p === null || p.type !== 'error') return undefined;
+      // A chunk the schema rejected passes on to the reader and counts for nothing (vercel/ai
+      // #7417: a proxy's usage chunk without `choices`, the last chunk of every answer).
+      if (typeof p.error === 'object' && p.error !== null && (p.error as Record<symbol, unknown>)[VALIDATION_ERROR] === true) {
+        rejected = true;
+        return undefined;
+      }
+      providerFailed = true;
       const failure = partFailure(p.error, state.result?.response?.headers);
       partErrors.add(failure);
       return failure;

@@ -581,6 +581,24 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     },
   );
 
+  test(`${label} openai: a complete answer whose last chunk the schema rejects (vercel/ai #7417): a success, no contingency`, async () => {
+    // @ai-sdk/openai sends an error part for the proxy's usage chunk without `choices` and then
+    // ends with finishReason 'error' (raw: none): before, that opened a healthy provider's
+    // circuit and appended the contingency to a finished answer.
+    const breaker = new CircuitBreaker('usage-chunk');
+    const seen = [];
+    provider.cue({ transcript: llm.openaiChatUsageChunkWithoutChoices }, { transcript: llm.openaiChatUsageChunkWithoutChoices });
+    const plain = await parts(streamText({ model: guarded(openai.chat('gpt-test'), breaker), prompt: 'hi', maxRetries: 2 }));
+    assert.equal(plain.text, llm.OPENAI_CHAT_TEXT_DELTAS.join(''));
+    const model = guarded(openai.chat('gpt-test'), breaker, { onInterrupted: (e) => (seen.push(e), ' [interrupted]') });
+    const got = await parts(streamText({ model, prompt: 'hi', maxRetries: 2 }));
+    assert.equal(got.text, llm.OPENAI_CHAT_TEXT_DELTAS.join(''), 'no contingency after a finished answer');
+    assert.equal(got.errors.length, 1, "the provider package's error part reaches the reader as it came");
+    assert.deepEqual(seen, []);
+    assert.equal(provider.requests.length, 2);
+    assert.deepEqual(counts(breaker), { admitted: 2, rejected: 0, successes: 2, failures: 0, ignored: 0 });
+  });
+
   test(`${label}: an overloaded_error after the first words: a failure; with onInterrupted, the contingency and no error part`, async () => {
     const breaker = new CircuitBreaker('error-after-text');
     const words = llm.ANTHROPIC_TEXT_DELTAS.slice(0, 2).join('');
