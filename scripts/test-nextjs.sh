@@ -26,7 +26,7 @@ node --test --test-concurrency=1 tests/nextjs/*.test.mjs || status=1
 log "next build --webpack, the single-instance suites against next start"
 build --webpack
 node --test --test-concurrency=1 tests/nextjs/nextjs.test.mjs tests/nextjs/proxy.test.mjs \
-  tests/nextjs/stream.test.mjs || status=1
+  tests/nextjs/stream.test.mjs tests/nextjs/usechat.test.mjs || status=1
 
 log "next dev (Turbopack): the routes and proxy.ts, compiled on first request"
 NEXT_E2E_MODE=dev node --test --test-concurrency=1 tests/nextjs/nextjs.test.mjs \
