@@ -307,6 +307,35 @@ function follow(signal: AbortSignal | undefined, reasonOf: (reason: unknown) => 
 }
 
 /**
+ * `stream` as it is, calling `release` once it ends, errors or is cancelled: the listener
+ * `follow` put on the caller's signal goes with the answer (an app may pass one signal to many
+ * calls).
+ */
+function releasing(stream: ReadableStream<unknown>, release: () => void): ReadableStream<unknown> {
+  const reader = stream.getReader();
+  return new ReadableStream(
+    {
+      async pull(c) {
+        try {
+          const r = await reader.read();
+          if (!r.done) return c.enqueue(r.value);
+          release();
+          c.close();
+        } catch (e) {
+          release();
+          c.error(e);
+        }
+      },
+      cancel(reason) {
+        release();
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/**
  * One guarded `doGenerate`, the call for a breaker or a `FallbackChain` tier: an empty answer
  * fails it; a declined answer (`content-filter`) or an empty one cut by its length limit (a
  * reasoning model that spent its budget) is the app's to see: returned as it came, counted as
@@ -377,7 +406,7 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
   let providerFailed = false;
   let began = false;
   let interrupted: { text: string | undefined } | undefined;
-  const { own } = follow(params.abortSignal, (reason) =>
+  const { own, release } = follow(params.abortSignal, (reason) =>
     began && isBudget(reason)
       ? new DOMException(`the answer's time limit ran out after its first words (the app's budget, not counted): ${messageOf(reason)}`, 'AbortError')
       : reason,
@@ -438,10 +467,10 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
    * lost: "text part … not found").
    */
   const shape = (guarded: ReadableStream<unknown>): ReadableStream<unknown> => {
-    if (guard.onInterrupted === undefined) return guarded;
+    if (guard.onInterrupted === undefined) return releasing(guarded, release);
     const held: unknown[] = [];
     let finish: { usage?: unknown; providerMetadata?: unknown } | undefined;
-    return guarded.pipeThrough(
+    return releasing(guarded.pipeThrough(
       new TransformStream<unknown, unknown>({
         transform(part, out) {
           const type = (part as { type?: unknown } | null)?.type;
@@ -470,9 +499,9 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
           });
         },
       }),
-    );
+    ), release);
   };
-  return { options, state, call, shape };
+  return { options, state, call, shape, release };
 }
 
 const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'onInterrupted'] as const;
@@ -549,7 +578,7 @@ export function breakerMiddleware(breaker: ChainBreaker, options: BreakerMiddlew
       const g = streamGuard(params, guard);
       const guarded = await stream
         .call(breaker, g.call((signal) => model.doStream({ ...params, abortSignal: signal })), g.options)
-        .catch(rethrow);
+        .catch((e: unknown) => (g.release(), rethrow(e)));
       return { ...g.state.result!, stream: g.shape(guarded) } as never;
     },
   };
@@ -656,7 +685,7 @@ export function fallbackModel<M extends LanguageModelLike>(
       // tier's that was called, which is the one that answered.
       const g = streamGuard(params, guard);
       const c = chain((m) => g.call((signal) => m.doStream({ ...params, abortSignal: signal })));
-      const { value } = await c.stream<unknown>(g.options).catch(rethrow);
+      const { value } = await c.stream<unknown>(g.options).catch((e: unknown) => (g.release(), rethrow(e)));
       return { ...g.state.result!, stream: g.shape(value) };
     },
     onTier: (listener: (event: TierEvent) => void): Unsubscribe => events.subscribe(listener),

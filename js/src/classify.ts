@@ -182,8 +182,12 @@ function readText(text: string, what: number): number {
   const n = Math.min(text.length, 2048);
   const at = wasm().io(n) / 8;
   const m = memory();
-  // One char code a number: the core compares ASCII, and anything else matches nothing.
-  for (let i = 0; i < n; i++) m[at + i] = text.charCodeAt(i) & 255;
+  // One char code a number: the core compares ASCII; anything else is sent as 0, which matches
+  // nothing (its low byte could spell a letter).
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    m[at + i] = c < 128 ? c : 0;
+  }
   return wasm().read_text(n, what);
 }
 

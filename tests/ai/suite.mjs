@@ -749,6 +749,25 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     assert.deepEqual([classifyError(err).class, classifyError(err).retryable], ['rate-limited', true]);
   });
 
+  test(`${label}: one abort signal shared by many answers keeps no listener of breakwater's after each ends`, async () => {
+    const { getEventListeners } = await import('node:events');
+    const breaker = new CircuitBreaker('shared-signal');
+    const shared = new AbortController();
+    const answer = async (model) => {
+      provider.cue({ transcript: llm.anthropicText });
+      const got = await parts(streamText({ model, prompt: 'hi', abortSignal: shared.signal }));
+      assert.equal(got.text, llm.ANTHROPIC_TEXT_DELTAS.join(''));
+    };
+    for (const model of [guarded(anthropic('claude-test'), breaker), guarded(anthropic('claude-test'), breaker, { onInterrupted: () => '!' })]) {
+      await answer(model);
+      const after1 = getEventListeners(shared.signal, 'abort').length;
+      for (let i = 0; i < 5; i++) await answer(model);
+      // Before, every answer left one listener on the signal (a leak for a long-lived one).
+      assert.equal(getEventListeners(shared.signal, 'abort').length, after1);
+    }
+    assert.equal(breaker.stats.successes, 12);
+  });
+
   test(`${label}: bad options are named with their value`, () => {
     const breaker = new CircuitBreaker('x');
     assert.throws(() => breakerMiddleware({}), /invalid option "breaker": an object \(expected a breaker/);
