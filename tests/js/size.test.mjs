@@ -9,7 +9,7 @@
 // with the providers' codes and finish reasons read by the core, browser 21.4, workerd and
 // edge-light 21.1 (wasm 12.7, JS 8.4–8.7); stream() +3.6 (its guard 3.3, the error-body reader
 // 0.3); the Node entries 29.6 (ESM) and 29.9 (CJS); on top of the main entry, breakwater/shared
-// 153.3 (node) and 116.7 (workerd), /store 2.0, /ai 2.3 (with the endings and the contingency
+// 153.3 (node) and 116.7 (workerd), /store 2.0, /ai 2.6 (with the endings and the contingency
 // block), /prometheus 1.9, /otel 1.3.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -129,7 +129,7 @@ const SUBPATHS = {
     ceiling: 122.5 * 1024,
   },
   'breakwater/store': { size: async () => (await app('breakwater/store', ['StoreCircuitBreaker'], ['import'], ['breakwater', 'breakwater/shared'])).atStart, ceiling: 2.2 * 1024 },
-  'breakwater/ai': { size: async () => (await app('breakwater/ai', ['breakerMiddleware'], ['import'], ['breakwater'])).atStart, ceiling: 2.5 * 1024 },
+  'breakwater/ai': { size: async () => (await app('breakwater/ai', ['breakerMiddleware'], ['import'], ['breakwater'])).atStart, ceiling: 2.9 * 1024 },
   'breakwater/prometheus': { size: async () => (await app('breakwater/prometheus', ['PrometheusMetrics'], ['import'])).atStart, ceiling: 2.1 * 1024 },
   'breakwater/otel': { size: async () => (await app('breakwater/otel', ['OpenTelemetryMetrics'], ['import'], ['@opentelemetry/api'])).atStart, ceiling: 1.45 * 1024 },
 };
