@@ -111,6 +111,9 @@ const KEYS = [
   'random',
 ] as const;
 
+/** @internal */
+export const EXECUTE_KEYS = ['fallback', 'signal', 'timeoutMs'];
+
 export interface ExecuteOptions<T> {
   /** Called instead of throwing `CircuitOpenError` when the breaker refuses the call. */
   fallback?: ((error: CircuitOpenError) => T | Promise<T>) | undefined;
@@ -464,6 +467,8 @@ export class CircuitBreaker {
    * A resolved fetch `Response` with a failing status counts as a failure but is returned.
    */
   execute<T>(fn: (context: CallContext) => T | Promise<T>, options?: ExecuteOptions<T>): Promise<T> {
+    // A misspelt `timeoutMs` would otherwise mean no time limit at all.
+    if (options !== undefined) checkKeys('execute options', options, EXECUTE_KEYS);
     if (options === undefined || (options.signal === undefined && options.timeoutMs === undefined)) {
       return this.#run(fn, options?.fallback);
     }

@@ -6,7 +6,7 @@ import { CircuitOpenError, isCircuitOpenError } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { checkKeys, fail, fn as optFn, obj } from './options.js';
 import { classifyError, isResponse, statusOf } from './classify.js';
-import type { CallContext, ExecuteOptions } from './breaker.js';
+import { EXECUTE_KEYS, type CallContext, type ExecuteOptions } from './breaker.js';
 import type { StreamOptions, StreamSource } from './stream.js';
 
 /** What a tier's breaker must offer: `CircuitBreaker`, `SharedCircuitBreaker` and `StoreCircuitBreaker` do. */
@@ -101,12 +101,12 @@ export class FallbackChain<T = unknown> {
    * with it while the backup is up. When a tier was called and failed, its error is thrown.
    */
   async execute(options?: ExecuteOptions<T>): Promise<ChainResult<T>> {
-    const fallback = options?.fallback;
+    if (options !== undefined) checkKeys('FallbackChain execute options', obj('FallbackChain execute options', options) ?? {}, EXECUTE_KEYS);
+    const { fallback, ...tierOptions } = options ?? {};
     if (fallback !== undefined && typeof fallback !== 'function') fail('fallback', fallback, 'a function');
-    const tierOptions = fallback === undefined ? options : { ...options, fallback: undefined };
     try {
       return await this.#walk(options?.signal, (t) =>
-        (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, tierOptions),
+        (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, options === undefined ? undefined : tierOptions),
       );
     } catch (e) {
       if (fallback === undefined || !(e instanceof CircuitOpenError && e.breaker === this.name)) throw e;

@@ -131,3 +131,20 @@ test('the store breaker names itself when its breaker options cannot be shared',
     /invalid StoreCircuitBreaker options\.breaker: .*slow_call_rate/,
   );
 });
+
+test("execute's options are checked like every other options object: a misspelt timeoutMs is an error, not no limit", async () => {
+  const b = new CircuitBreaker('execute-options');
+  let calls = 0;
+  const fn = async () => ++calls;
+  assert.throws(() => b.execute(fn, { timeout: 5 }), /unknown option "timeout" in execute options \(did you mean "timeoutMs"\?\)/);
+  assert.throws(() => b.execute(fn, { fallBack: () => 0 }), /unknown option "fallBack" in execute options \(did you mean "fallback"\?\)/);
+  const chain = new FallbackChain([{ breaker: b, call: fn }]);
+  await assert.rejects(chain.execute({ timeout: 5 }), /unknown option "timeout" in FallbackChain execute options/);
+  const store = new StoreCircuitBreaker('execute-options', { store: new MemoryStore() });
+  await assert.rejects(store.execute(fn, { timeout: 5 }), /unknown option "timeout" in execute options/);
+  assert.equal(calls, 0, 'nothing was called');
+  // The known ones still work, and a chain over a store breaker passes them on.
+  assert.equal(await b.execute(fn, { timeoutMs: 1000, fallback: () => -1 }), 1);
+  const mixed = new FallbackChain([{ breaker: store, call: fn }]);
+  assert.deepEqual(await mixed.execute({ timeoutMs: 1000, fallback: () => -1 }), { value: 2, tier: 0, name: 'execute-options' });
+});

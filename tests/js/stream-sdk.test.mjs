@@ -523,7 +523,7 @@ test("js/README's SDK stream example works as written: the text, and a refusal r
   const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.startsWith("// An SDK's stream object, guarded"));
   assert.ok(block, 'the README has the example');
   const code = (await transform(block, { loader: 'ts', format: 'esm' })).code
-    .replace("new Anthropic()", `new Anthropic({ apiKey: 'test-key', baseURL: ${JSON.stringify(provider.url)}, maxRetries: 0 })`);
+    .replace("new Anthropic({ maxRetries: 0 })", `new Anthropic({ apiKey: 'test-key', baseURL: ${JSON.stringify(provider.url)}, maxRetries: 0 })`);
   // Written next to the tests, so that its imports resolve to the installed packages.
   const dir = await fs.mkdtemp(new URL('./.readme-sdk-', import.meta.url).pathname);
   await fs.writeFile(`${dir}/answer.mjs`, code);

@@ -7,6 +7,7 @@ import {
   CircuitOpenError,
   breakerConfig,
   checkGuard,
+  checkKeys,
   guardCall,
   guardStream,
   outcomeCode,
@@ -430,6 +431,7 @@ export class SharedCircuitBreaker {
 
   /** Runs `fn` if admitted; throws a `CircuitOpenError` (`isCircuitOpenError`) if not. */
   async execute<T>(fn: (context: { signal?: AbortSignal | undefined }) => T | Promise<T>, opts: ExecuteOptions = {}): Promise<T> {
+    checkKeys('execute options', opts ?? {}, ['waitUntil', 'classify', 'signal', 'timeoutMs']);
     const { signal, timeoutMs } = checkGuard(opts ?? {});
     if (signal?.aborted) throw signal.reason;
     const ticket = await this.#admit();
