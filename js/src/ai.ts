@@ -274,22 +274,10 @@ function hasContent(result: unknown): boolean {
 type Generate = (signal: AbortSignal | undefined) => PromiseLike<unknown>;
 type Stream = (signal: AbortSignal | undefined) => PromiseLike<{ stream: ReadableStream<unknown> }>;
 
-/**
- * How an answer with this finish reason ended, by the core's table (`endingOf`). AI SDK 6 and 7
- * give `{ unified, raw }`; older providers a string. `other` says little, so the provider's raw
- * reason is asked then.
- */
-function endingOfReason(reason: unknown): Ending {
-  if (typeof reason !== 'object' || reason === null) return endingOf(reason);
-  const { unified, raw } = reason as { unified?: unknown; raw?: unknown };
-  const ending = endingOf(unified);
-  return ending === 'unknown' && typeof raw === 'string' ? endingOf(raw) : ending;
-}
-
 /** The ending a stream's `finish` part names; undefined for any other part. */
 function finishEnding(part: unknown): Ending | undefined {
   if (typeof part !== 'object' || part === null || (part as { type?: unknown }).type !== 'finish') return undefined;
-  return endingOfReason((part as { finishReason?: unknown }).finishReason);
+  return endingOf((part as { finishReason?: unknown }).finishReason);
 }
 
 /**
@@ -347,7 +335,7 @@ function generateGuard(params: ModelCallOptions) {
   // `SharedCircuitBreaker.execute` calls `fn()` without a context.
   const call = (generate: Generate) => async (ctx?: CallContext): Promise<unknown> => {
     const result = await generate(ctx?.signal ?? own.signal);
-    const ending = endingOfReason((result as { finishReason?: unknown } | null)?.finishReason);
+    const ending = endingOf((result as { finishReason?: unknown } | null)?.finishReason);
     const content = hasContent(result);
     if (ending === 'declined' || (ending === 'truncated' && !content)) {
       const reason = new DOMException(`the model's answer ended "${ending}": returned as it came, not counted`, 'AbortError');
@@ -400,7 +388,6 @@ const NO_USAGE = {
  * contingency (see `GuardOptions.onInterrupted`).
  */
 function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
-  const partErrors = new Set<unknown>();
   // Error parts seen: a chunk the schema rejected, or the provider's own error.
   let rejected = false;
   let providerFailed = false;
@@ -439,14 +426,12 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
         return undefined;
       }
       providerFailed = true;
-      const failure = partFailure(p.error, state.result?.response?.headers);
-      partErrors.add(failure);
-      return failure;
+      return partFailure(p.error, state.result?.response?.headers);
     },
     onInterrupted: (error) => {
       if (guard.onInterrupted === undefined) {
         // The provider's error part has gone through to the reader already.
-        if (partErrors.has(error) || partErrors.size > 0) return undefined;
+        if (providerFailed) return undefined;
         throw error;
       }
       // `shape` below ends the stream with the contingency.

@@ -220,15 +220,22 @@ const ENDINGS = ['complete', 'truncated', 'declined', 'failed', 'unknown'] as co
 /** How an answer ended, by its finish or stop reason (the core's table, src/retry/ending.rs). */
 export type Ending = (typeof ENDINGS)[number];
 
+const ending = (reason: unknown): Ending => (typeof reason === 'string' ? ENDINGS[readText(reason, 1)] ?? 'unknown' : 'unknown');
+
 /**
  * How an answer ended, by its finish or stop reason in any provider's spelling: Anthropic's
  * `stop_reason`, OpenAI's `finish_reason`, the Responses API's `status` or
- * `incomplete_details.reason`, Gemini's `finishReason`, the AI SDK's unified reasons. `complete`
- * (end_turn, stop, tool_use...), `truncated` (max_tokens, length...), `declined` (refusal,
- * content_filter, SAFETY...), `failed` (the AI SDK's `error`, `failed`), or `unknown`.
+ * `incomplete_details.reason`, Gemini's `finishReason`, the AI SDK's unified reasons (a string,
+ * or AI SDK 6 and 7's `{ unified, raw }`, whose `raw` is asked when `unified` says little, as
+ * `other` does). `complete` (end_turn, stop, tool_use...), `truncated` (max_tokens, length...),
+ * `declined` (refusal, content_filter, SAFETY...), `failed` (the AI SDK's `error`, `failed`), or
+ * `unknown`.
  */
 export function endingOf(reason: unknown): Ending {
-  return typeof reason === 'string' ? ENDINGS[readText(reason, 1)] ?? 'unknown' : 'unknown';
+  if (!isObj(reason)) return ending(reason);
+  const { unified, raw } = reason as { unified?: unknown; raw?: unknown };
+  const e = ending(unified);
+  return e === 'unknown' ? ending(raw) : e;
 }
 
 /**

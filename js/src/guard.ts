@@ -3,6 +3,7 @@
 // and endings apart in an event stream and in the official SDKs' stream events; the time limits.
 import { TimeoutError } from './errors.js';
 import { checkKeys, fail, fn as optFn, num } from './options.js';
+import { checkGuard } from './call.js';
 import { FAILURE, IGNORED, SUCCESS, endingOf, isResponse, statusOfCode, type Ending } from './classify.js';
 import { CHUNKS, StreamError, type Chunks, type Classify, type Settle, type SseEvent, type StreamOptions, type StreamSource } from './stream.js';
 
@@ -147,7 +148,7 @@ function endingIn(j: Json): Ending | undefined {
       : t === 'response.completed' || t === 'response.failed'
         ? t.slice(9)
         : t === 'finish'
-          ? j.finishReason?.unified ?? j.finishReason
+          ? j.finishReason
           : (j.choices ?? j.candidates)?.map?.((c: Json) => c?.finish_reason ?? c?.finishReason).find((r: unknown) => r != null) ??
             j.promptFeedback?.blockReason;
   return reason == null ? undefined : endingOf(reason);
@@ -197,10 +198,8 @@ function checkOptions<T>(options: StreamOptions<T> | undefined): StreamOptions<T
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null) fail('stream options', options, 'an object', true);
   checkKeys('stream options', options, KEYS);
-  const { signal, measure } = options;
-  if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
-    fail('signal', signal, 'an AbortSignal');
-  }
+  checkGuard(options);
+  const { measure } = options;
   num('firstChunkTimeoutMs', options.firstChunkTimeoutMs, 0, 1);
   num('idleTimeoutMs', options.idleTimeoutMs, 0, 1);
   num('totalTimeoutMs', options.totalTimeoutMs, 0, 1);

@@ -4,7 +4,7 @@
 // which are the caller's cancel. Requests are counted at the fake provider.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CircuitBreaker, FallbackChain, withRetry, classifyError, retryAfterMs, isCircuitOpenError } from 'breakwater';
+import { CircuitBreaker, FallbackChain, withRetry, classifyError, endingOf, retryAfterMs, isCircuitOpenError } from 'breakwater';
 import * as llm from '../fixtures/llm/index.mjs';
 import { useSdkClients } from './sdk-clients.mjs';
 
@@ -171,4 +171,17 @@ test('FallbackChain.execute: the fallback answers only when every tier refused',
   assert.deepEqual([f.value, f.tier, f.name], ['cached', -1, 'fallback']);
   await assert.rejects(chain.execute(), (e) => isCircuitOpenError(e) && e.breaker === 'fallback-chain');
   await assert.rejects(chain.execute({ fallback: 'cached' }), /fallback/);
+});
+
+test("endingOf reads the AI SDK's { unified, raw } as well as a provider's string, and nothing else", () => {
+  assert.equal(endingOf('end_turn'), 'complete');
+  assert.equal(endingOf({ unified: 'content-filter', raw: 'refusal' }), 'declined');
+  // `other` says little: the provider's raw reason decides.
+  assert.equal(endingOf({ unified: 'other', raw: 'max_tokens' }), 'truncated');
+  assert.equal(endingOf({ unified: 'other' }), 'unknown');
+  const cyclic = { unified: undefined, raw: undefined };
+  cyclic.unified = cyclic;
+  cyclic.raw = cyclic;
+  assert.equal(endingOf(cyclic), 'unknown');
+  for (const v of [undefined, null, 42, [], 'x'.repeat(10_000), 'réfusal']) assert.equal(endingOf(v), 'unknown');
 });
