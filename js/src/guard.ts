@@ -3,7 +3,6 @@
 // and endings apart in an event stream and in the official SDKs' stream events; the time limits.
 import { TimeoutError } from './errors.js';
 import { checkKeys, fail, fn as optFn, num } from './options.js';
-import { checkGuard } from './call.js';
 import { FAILURE, IGNORED, SUCCESS, endingOf, isResponse, statusOfCode, type Ending } from './classify.js';
 import { CHUNKS, StreamError, type Chunks, type Classify, type Settle, type SseEvent, type StreamOptions, type StreamSource } from './stream.js';
 
@@ -198,8 +197,10 @@ function checkOptions<T>(options: StreamOptions<T> | undefined): StreamOptions<T
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null) fail('stream options', options, 'an object', true);
   checkKeys('stream options', options, KEYS);
-  checkGuard(options);
-  const { measure } = options;
+  const { signal, measure } = options;
+  if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
+    fail('signal', signal, 'an AbortSignal');
+  }
   num('firstChunkTimeoutMs', options.firstChunkTimeoutMs, 0, 1);
   num('idleTimeoutMs', options.idleTimeoutMs, 0, 1);
   num('totalTimeoutMs', options.totalTimeoutMs, 0, 1);
