@@ -185,3 +185,18 @@ test("endingOf reads the AI SDK's { unified, raw } as well as a provider's strin
   assert.equal(endingOf(cyclic), 'unknown');
   for (const v of [undefined, null, 42, [], 'x'.repeat(10_000), 'réfusal']) assert.equal(endingOf(v), 'unknown');
 });
+
+test('after a spent quota opened the breaker, it recovers by itself once the quota is back', async () => {
+  // Safety: spent-quota answers are not retried and open the breaker. Liveness: when the
+  // provider answers again (the quota refilled), the probe after the open period closes it.
+  const breaker = new CircuitBreaker('quota-recovers', { failureThreshold: 2, resetTimeout: 50 });
+  provider.cue({ transcript: llm.openaiInsufficientQuota429 }, { transcript: llm.openaiInsufficientQuota429 });
+  for (let i = 0; i < 2; i++) await breaker.execute(() => chat()).catch(() => {});
+  assert.equal(breaker.state, 'OPEN');
+  await assert.rejects(breaker.execute(() => chat()), (e) => isCircuitOpenError(e));
+  assert.equal(provider.requests.length, 2, 'refused without a request while OPEN');
+  await new Promise((r) => setTimeout(r, 80));
+  const answer = await breaker.execute(() => chat());
+  assert.equal(answer.choices[0].message.content, 'hello from the fake provider');
+  assert.equal(breaker.state, 'CLOSED');
+});
