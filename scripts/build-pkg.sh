@@ -120,10 +120,16 @@ node_entry shared-node
 log "bundling breakwater/ai"
 "${sub_esb[@]}" js/src/ai.ts --format=esm --outfile="$OUT/dist/ai.mjs"
 "${sub_esb[@]}" js/src/ai.ts --format=cjs --outfile="$OUT/dist/ai.cjs"
+# `breakwater/cloudflare`: the Durable Object and routes for the user's own Worker, over the
+# shared module's coordinator (imported as `breakwater/shared`, so no third copy of the wasm).
+log "bundling breakwater/cloudflare"
+"${sub_esb[@]}" js/src/cloudflare.ts --format=esm --outfile="$OUT/dist/cloudflare.mjs"
+"${sub_esb[@]}" js/src/cloudflare.ts --format=cjs --outfile="$OUT/dist/cloudflare.cjs"
 node_modules/.bin/tsc -p js/tsconfig.shared.json
 echo "export * from './types/shared/index.js';" > "$OUT/dist/shared.d.ts"
 echo "export * from './types/store.js';" > "$OUT/dist/store.d.ts"
 echo "export * from './types/ai.js';" > "$OUT/dist/ai.d.ts"
+echo "export * from './types/cloudflare.js';" > "$OUT/dist/cloudflare.d.ts"
 
 [ -f js/README.md ] && cp js/README.md "$OUT/README.md"
 # wasm-bindgen / wasm-pack may leave a `.gitignore` with `*`, which would empty `npm pack`.

@@ -50,6 +50,11 @@ cd tests/worker
 rm -rf .build && mkdir -p .build
 node_modules/.bin/esbuild apps/js-app.ts --bundle --format=esm --platform=neutral --target=es2022 \
   --conditions=workerd,worker --loader:.wasm=copy --outfile=.build/js-app.mjs --log-level=warning
+# The Worker a JavaScript developer writes: BreakerObject from breakwater/cloudflare in their own
+# Worker, bundled as wrangler bundles it ('cloudflare:workers' is the runtime's).
+node_modules/.bin/esbuild apps/user-worker.ts --bundle --format=esm --platform=neutral --target=es2022 \
+  --conditions=workerd,worker --loader:.wasm=copy --external:cloudflare:workers \
+  --outfile=.build/user-worker.mjs --log-level=warning
 
 files=("$@")
 [ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs measure.test.mjs)

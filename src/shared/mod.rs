@@ -15,8 +15,10 @@
 //! the Redis store (`breakwater/shared`, `breakwater/store`, through wasm), are shells around
 //! these types.
 
+pub mod admin;
 pub mod client;
 pub mod coordinator;
+pub mod metrics;
 pub mod protocol;
 pub mod spec;
 

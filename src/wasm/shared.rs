@@ -273,6 +273,7 @@ impl WasmLeaseClient {
 pub struct WasmCoordinator {
     inner: Coordinator,
     step: Step,
+    status: u16,
 }
 
 fn error_json(code: &str, message: &str) -> String {
@@ -289,6 +290,54 @@ pub fn check_spec(spec: &str) -> String {
     match serde_json::from_str::<SharedSpec>(spec) {
         Ok(s) => s.validate().err().unwrap_or_default(),
         Err(e) => format!("invalid settings: {e}"),
+    }
+}
+
+// A `BREAKERS` document (the Worker's variable: a JSON object of name → settings), read by the
+// core's parser: with `name` "", the names it declares, one per line; else that breaker's
+// settings JSON, or "" when it declares no such name. `"!why"` when the document is invalid
+// (the reason names the breaker, the field and the value).
+#[wasm_bindgen]
+pub fn breakers(text: &str, name: &str) -> String {
+    let map = match crate::shared::spec::parse_breakers(text) {
+        Ok(m) => m,
+        Err(e) => return format!("!{e}"),
+    };
+    if name.is_empty() {
+        let names: Vec<&str> = map.keys().map(String::as_str).collect();
+        return names.join("\n");
+    }
+    map.get(name)
+        .and_then(|spec| serde_json::to_string(spec).ok())
+        .unwrap_or_default()
+}
+
+// What `/admin/breakers/<rest>` addresses (`verb`: 0 GET, 1 POST, 2 other), among `names` (one
+// per line): `"view|<name>"`, `"isolate|<name>"`, `"reset|<name>"`, `"405"` (a known breaker, the
+// wrong method) or `"404"` (no breaker of that name).
+#[wasm_bindgen]
+pub fn admin_target(rest: &str, verb: u32, names: &str) -> String {
+    use crate::shared::admin::{target, Target, Verb};
+    let verb = match verb {
+        0 => Verb::Get,
+        1 => Verb::Post,
+        _ => Verb::Other,
+    };
+    match target(rest, verb, |n| names.split('\n').any(|k| k == n)) {
+        Target::View(name) => format!("view|{name}"),
+        Target::Act(name, op) => format!("{op}|{name}"),
+        Target::WrongMethod => String::from("405"),
+        Target::Unknown => String::from("404"),
+    }
+}
+
+// The objects' `/metrics` in the Prometheus text format, from their `/state` views (a JSON
+// array); `"!why"` when the views are unreadable.
+#[wasm_bindgen]
+pub fn views_prometheus(views: &str) -> String {
+    match serde_json::from_str::<Vec<crate::shared::StateView>>(views) {
+        Ok(v) => crate::shared::metrics::render_views(&v),
+        Err(e) => format!("!unreadable views: {e}"),
     }
 }
 
@@ -314,26 +363,36 @@ impl WasmCoordinator {
         Some(WasmCoordinator {
             inner,
             step: Step::default(),
+            status: 200,
         })
     }
 
     // `/acquire` (true) or `/report`: the reply JSON, or `{"error":"bad_request",…}`.
     pub fn exchange(&mut self, now: f64, req: &str, acquire: bool) -> String {
+        self.step = Step::default();
+        self.status = 400;
         let req = match serde_json::from_str::<Exchange>(req) {
             Ok(r) => r,
             Err(e) => return error_json("bad_request", &format!("invalid JSON: {e}")),
         };
         if let Some(why) = self.inner.unavailable() {
-            self.step = Step::default();
+            self.status = 503;
             return error_json("unavailable", why);
         }
         match self.inner.exchange(ts(now), &req, acquire) {
             Ok((reply, step)) => {
                 self.step = step;
+                self.status = 200;
                 serde_json::to_string(&reply).unwrap_or_default()
             }
             Err(e) => error_json("bad_request", &e.to_string()),
         }
+    }
+
+    // The HTTP status of the last `exchange`'s answer: 200, 400 (`bad_request`: nothing
+    // changed) or 503 (`unavailable`: a newer version's record, left as it is).
+    pub fn status(&self) -> u16 {
+        self.status
     }
 
     pub fn isolate(&mut self, now: f64) {

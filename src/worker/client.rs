@@ -35,6 +35,7 @@ use worker::{Headers, Method, ObjectNamespace, Request, RequestInit};
 
 use super::lease::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket};
 use super::protocol::{Exchange, ExchangeReply};
+use super::routes::object_url;
 use crate::breaker::{Outcome, RejectReason, Rejected, State};
 use crate::error::Error;
 use crate::facade::{validate_name, BuildError};
@@ -440,7 +441,7 @@ pub async fn exchange(
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(JsValue::from_str(&json)));
-    let req = Request::new_with_init(&format!("https://breaker/{op}"), &init)
+    let req = Request::new_with_init(&object_url(op, name), &init)
         .map_err(|e| Unreachable(e.to_string()))?;
     let mut resp = stub
         .fetch_with_request(req)

@@ -29,6 +29,8 @@ pub struct BreakerObject {
     /// The record as last stored: what the engine goes back to when a write fails, so that
     /// nothing it granted or counted meanwhile (a probe slot, a batch) outlives the failure.
     stored: RefCell<Option<String>>,
+    /// The breaker's name, when the id does not carry it: the first one a request named.
+    name: RefCell<Option<String>>,
 }
 
 enum Op {
@@ -46,6 +48,7 @@ impl worker::DurableObject for BreakerObject {
             env,
             engine: RefCell::new(None),
             stored: RefCell::new(None),
+            name: RefCell::new(None),
         }
     }
 
@@ -107,14 +110,14 @@ impl BreakerObject {
                 None
             }
         };
-        // 2. Which breaker: the object's own name, which must be configured.
-        let name = match self.state.id().name() {
-            Some(n) => n,
-            None => return error_response(404, "not_found", "object has no name"),
+        // 2. Which breaker: the object's own name, which must be configured. An id made by
+        // `idFromName` does not always carry it (`wrangler dev` addresses an object of another
+        // process by `id.toString()`), so clients also send it (`?breaker=`); the first name an
+        // object serves is the one it keeps.
+        let name = match self.name(&req) {
+            Ok(n) => n,
+            Err(resp) => return resp,
         };
-        if validate_name(&name).is_err() {
-            return error_response(404, "not_found", "not a breaker name");
-        }
         let spec = match load_breakers(&self.env) {
             Ok(map) => match map.get(&name) {
                 Some(spec) => *spec,
@@ -131,6 +134,7 @@ impl BreakerObject {
                 return error_response(500, "misconfigured", &e);
             }
         };
+        self.name.borrow_mut().get_or_insert_with(|| name.clone());
         // 3. Load lazily (storage only; the input gate keeps other events out meanwhile).
         if let Err(e) = self.ensure_loaded(&name, spec).await {
             console_error!("breakwater object {name}: {e}");
@@ -210,6 +214,42 @@ impl BreakerObject {
                 error_response(500, "internal", "could not encode the answer")
             }
         }
+    }
+
+    /// The breaker this object holds: its id's name, else the one the request names (and every
+    /// later request must name the same).
+    fn name(&self, req: &Request) -> core::result::Result<String, Result<Response>> {
+        let asked = req.url().ok().and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "breaker")
+                .map(|(_, v)| v.into_owned())
+        });
+        let kept = self
+            .state
+            .id()
+            .name()
+            .or_else(|| self.name.borrow().clone());
+        let name =
+            match (kept, asked) {
+                (Some(kept), Some(asked)) if kept != asked => {
+                    return Err(error_response(
+                        409,
+                        "conflict",
+                        &format!("this object holds the breaker {kept:?}, not {asked:?}"),
+                    ))
+                }
+                (Some(kept), _) => kept,
+                (None, Some(asked)) => asked,
+                (None, None) => return Err(error_response(
+                    404,
+                    "not_found",
+                    "object has no name: address it with idFromName(name) and send ?breaker=<name>",
+                )),
+            };
+        if validate_name(&name).is_err() {
+            return Err(error_response(404, "not_found", "not a breaker name"));
+        }
+        Ok(name)
     }
 
     async fn ensure_loaded(

@@ -14,7 +14,10 @@ import {
   type StreamOptions,
   type StreamSource,
   type BreakerState,
+  type BreakerSettings,
   type CircuitBreakerOptions,
+  type ConsecutiveTrip,
+  type FailureRateTrip,
   type RejectReason,
 } from 'breakwater';
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
@@ -41,6 +44,13 @@ export type SharedState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 export type SharedMode = 'automatic' | 'isolated' | 'disabled';
 export type Outcome = CallOutcome;
 export type SharedRejectReason = RejectReason;
+
+/**
+ * A shared breaker's settings: `CircuitBreaker` options without `clock` (the coordinator's clock
+ * rules) and without `slowCallRate` (outcomes reach the coordinator as counts, without
+ * durations).
+ */
+export type SharedBreakerRule = Omit<BreakerSettings, 'clock'> & (ConsecutiveTrip | FailureRateTrip);
 
 /** The bits of a Durable Object stub this client uses. */
 export interface StubLike {
@@ -134,8 +144,21 @@ export interface ServiceOptions {
 }
 
 export interface SharedBreakerOptions {
-  /** The Durable Object namespace binding (`env.BREAKER`), possibly bound with `script_name`. */
+  /**
+   * The Durable Object namespace binding (`env.BREAKER`) of `BreakerObject`: exported by your
+   * own Worker from `breakwater/cloudflare`, or by breakwater's Rust Worker (`script_name`).
+   */
   shared?: NamespaceLike | undefined;
+  /**
+   * With `shared` or `service`: the shared breaker's settings (`CircuitBreaker` options, without
+   * `clock`; no `slowCallRate`), sent with every request, the same in every instance. An object
+   * whose Worker declares `BREAKERS` runs the settings declared there instead. Across a rolling
+   * deploy the breaker keeps the settings it runs under; the admin route's `reset` installs the
+   * ones clients send now. Default: 5 consecutive failures open it for 30 s.
+   */
+  breaker?: SharedBreakerRule | undefined;
+  /** With `shared` or `service`: how long a CLOSED lease lets this client admit calls without asking, ms. Default 1000. */
+  leaseMs?: number | undefined;
   /** Instead of `shared`, from outside Cloudflare: the Worker's breaker service over HTTPS. */
   service?: ServiceOptions | undefined;
   /** Instead of `shared`: another place holding the state (see `breakwater/store`). */
@@ -209,6 +232,8 @@ export class LocalFallbackBreaker extends CircuitBreaker {
 }
 
 const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
+/** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /). @internal */
+export const isBreakerName = (name: unknown): name is string => typeof name === 'string' && NAME_RE.test(name);
 const CLIENT_RE = /^[A-Za-z0-9\-_]{1,64}$/;
 const STATES: Array<SharedState | null> = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated'];
@@ -224,6 +249,20 @@ function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE
     throw new RangeError(`breakwater: invalid option "${field}": ${String(v)} (expected an integer in [1, ${max}])`);
   }
   return v;
+}
+
+/**
+ * The settings JSON the core reads (`SharedSpec`) for a breaker's options and lease, or a
+ * `RangeError` naming the option (`where`: the constructor). @internal
+ */
+export function settingsJson(breaker: SharedBreakerRule | undefined, leaseMs: unknown, where: string): string {
+  const b = { ...(breaker ?? {}) };
+  const json = sharedGlue().spec_json(breakerConfig(b, `${where}.breaker`), positive(leaseMs, 'leaseMs', 1000, 3_600_000));
+  if (json.startsWith('!')) {
+    const [field, why] = json.slice(1).split('|');
+    throw new RangeError(`breakwater: invalid ${field === 'spec' ? `${where}.breaker` : field}: ${why}`);
+  }
+  return json;
 }
 
 /** The local breaker's configuration array (`where`: the constructor, for error messages). @internal */
@@ -279,22 +318,32 @@ async function answerOf(resp: Response, who: string): Promise<Answer> {
     : { kind: 'unreachable', reason };
 }
 
-function objectTransport(name: string, ns: NamespaceLike): RawTransport {
+/**
+ * The header carrying a client's settings (the core's settings JSON) to the object, which runs
+ * them unless its Worker pins its own (`BREAKERS`).
+ * @internal
+ */
+export const SETTINGS_HEADER = 'breakwater-settings';
+
+function objectTransport(name: string, ns: NamespaceLike, settings: string): RawTransport {
+  // The name travels with every request too: an id made by idFromName does not always carry it
+  // (wrangler dev addresses an object in another process by its id alone).
+  const url = `?breaker=${encodeURIComponent(name)}`;
   return async (op, body, signal) => {
     const stub = ns.getByName ? ns.getByName(name) : ns.get(ns.idFromName(name));
-    const init: RequestInit = { method: 'POST', headers: { 'content-type': 'application/json' }, body };
+    const init: RequestInit = { method: 'POST', headers: { 'content-type': 'application/json', [SETTINGS_HEADER]: settings }, body };
     if (signal) init.signal = signal;
-    return answerOf(await stub.fetch(`https://breaker/${op}`, init), 'object');
+    return answerOf(await stub.fetch(`https://breaker/${op}${url}`, init), 'object');
   };
 }
 
-function serviceTransport(name: string, service: ServiceOptions): RawTransport {
+function serviceTransport(name: string, service: ServiceOptions, settings: string): RawTransport {
   const base = service.url.replace(/\/+$/, '');
   const send = service.fetch ?? ((input: string, init?: RequestInit) => fetch(input, init));
   return async (op, body, signal) => {
     const init: RequestInit = {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}`, [SETTINGS_HEADER]: settings },
       body,
     };
     if (signal) init.signal = signal;
@@ -335,8 +384,9 @@ export class SharedCircuitBreaker {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'SharedCircuitBreaker';
   readonly name: string;
-  readonly clientId: string;
-  #core: WasmLeaseClient;
+  #id: string | undefined;
+  #made: WasmLeaseClient | undefined;
+  #make: () => WasmLeaseClient | undefined;
   #send: RawTransport;
   #timeoutMs: number;
   #classify: NonNullable<SharedBreakerOptions['classify']>;
@@ -353,14 +403,15 @@ export class SharedCircuitBreaker {
     }
     const o = options ?? ({} as SharedBreakerOptions);
     const service = o.service;
+    const settings = () => settingsJson(o.breaker, o.leaseMs, 'SharedCircuitBreaker options');
     let send: RawTransport;
-    if (typeof o.shared?.get === 'function') send = objectTransport(name, o.shared);
+    if (typeof o.shared?.get === 'function') send = objectTransport(name, o.shared, settings());
     else if (service !== undefined) {
       if (typeof service?.url !== 'string' || typeof service.token !== 'string' || service.token === '') {
         throw new TypeError('breakwater: `service` needs `url` (https://...) and a non-empty `token`');
       }
       checkServiceUrl(service.url);
-      send = serviceTransport(name, service);
+      send = serviceTransport(name, service, settings());
     } else if (typeof o.transport?.exchange === 'function') send = objectShaped(o.transport);
     else if (typeof (o as { rawTransport?: RawTransport }).rawTransport === 'function') {
       send = (o as { rawTransport: RawTransport }).rawTransport;
@@ -373,24 +424,40 @@ export class SharedCircuitBreaker {
     this.#now = o.clock ?? Date.now;
     if (typeof this.#now !== 'function') throw new TypeError('breakwater: invalid option "clock" (expected a function)');
     this.#classify = o.classify ?? ((r) => classifyOutcome(r));
-    const id = o.clientId ?? `js-${randomHex()}`;
-    if (typeof id !== 'string' || !CLIENT_RE.test(id)) {
+    const id = o.clientId;
+    if (id !== undefined && (typeof id !== 'string' || !CLIENT_RE.test(id))) {
       throw new TypeError(`breakwater: invalid option "clientId": ${JSON.stringify(id)} (expected 1 to 64 of A-Za-z0-9-_)`);
     }
-    this.clientId = id;
+    this.#id = id;
     const lease = new Float64Array(LeaseOpts.Len);
     lease[LeaseOpts.MaxBatch] = positive(o.maxBatch, 'maxBatch', 1000, 62_500);
     lease[LeaseOpts.FailClosed] = o.failClosed === true ? 1 : 0;
     lease[LeaseOpts.RetryUnreachable] = positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000);
     lease[LeaseOpts.RequestDeadline] = this.#timeoutMs;
-    const fallback = localConfig(o.fallback, this.#now, 'SharedCircuitBreaker options');
+    const fallback = localConfig(o.fallback ?? o.breaker, this.#now, 'SharedCircuitBreaker options');
     const g = sharedGlue();
-    const core = g.WasmLeaseClient.create(id, randomSession(), lease, fallback);
-    if (core === undefined) {
-      const [field, expected] = g.check_lease(lease, fallback).split('|');
+    const invalid = g.check_lease(lease, fallback);
+    if (invalid !== '') {
+      const [field, expected] = invalid.split('|');
       throw new RangeError(`breakwater: invalid ${field} (expected ${expected})`);
     }
-    this.#core = core;
+    // Made on first use: Workers refuse random values at global scope, where a module-level
+    // breaker is constructed (its client id and session are drawn at random).
+    this.#make = () => g.WasmLeaseClient.create(this.clientId, randomSession(), lease, fallback);
+  }
+
+  /** This client's id: the `clientId` option, or drawn at random on first use. */
+  get clientId(): string {
+    return (this.#id ??= `js-${randomHex()}`);
+  }
+
+  get #core(): WasmLeaseClient {
+    if (this.#made === undefined) {
+      const core = this.#make();
+      if (core === undefined) throw new Error('breakwater: the core refused the lease client (checked options)');
+      this.#made = core;
+    }
+    return this.#made;
   }
 
   /** The state this client last learned from the coordinator (null before the first answer). */
@@ -620,6 +687,7 @@ export class SharedCircuitBreaker {
   #drain(): void {
     for (let json = this.#core.next_event(); json !== undefined; json = this.#core.next_event()) {
       const e = { ...(JSON.parse(json) as object), breaker: this.name } as SharedEvent;
+      if (e.type === 'fallback' && e.status !== undefined) warnMisconfigured(this.name, e.status, e.reason);
       for (const l of this.#listeners) {
         try {
           l(e);
@@ -629,6 +697,26 @@ export class SharedCircuitBreaker {
       }
     }
   }
+}
+
+/** What each answer that means a configuration mistake, not an outage, points to. */
+const MISCONFIGURED: Record<number, string> = {
+  401: 'the token is wrong (service.token must be the Worker\'s SERVICE_TOKEN)',
+  403: 'the token is not allowed here',
+  404: 'no such breaker or route: is BreakerObject exported and bound (class_name, script_name), and the name in BREAKERS if the Worker declares it?',
+  409: 'the object holds another breaker: address it with idFromName(name)',
+};
+const warned = new Set<string>();
+
+/** One `console.warn` per breaker and cause: a fallback that configuration, not an outage, caused. */
+function warnMisconfigured(name: string, status: number, reason: string): void {
+  const hint = MISCONFIGURED[status];
+  if (hint === undefined || warned.has(`${name}|${status}`)) return;
+  warned.add(`${name}|${status}`);
+  console.warn(
+    `breakwater: shared breaker ${JSON.stringify(name)} is deciding locally because ${reason.slice(0, 300)}; ` +
+      `this is configuration, not an outage: ${hint}`,
+  );
 }
 
 function safeClassify(

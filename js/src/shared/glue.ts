@@ -31,6 +31,8 @@ export interface WasmCoordinator {
   reset(now: number): void;
   view(now: number): string;
   changed(): boolean;
+  /** The last `exchange`'s HTTP status: 200, 400 (bad request) or 503 (a newer version's record). */
+  status(): number;
   /** [from, to, at, …] of the last step. */
   transitions(): Float64Array;
   record(): string;
@@ -51,6 +53,12 @@ export interface SharedGlue {
   spec_json(cfg: Float64Array, leaseMs: number): string;
   /** "" or why. */
   check_spec(spec: string): string;
+  /** A `BREAKERS` document: with `name` "", its names (one per line); else that breaker's settings JSON, or "" if absent. "!why" when invalid. */
+  breakers(text: string, name: string): string;
+  /** `/admin/breakers/<rest>` (`verb` 0 GET, 1 POST, 2 other) among `names` (one per line): "view|<name>", "isolate|<name>", "reset|<name>", "405" or "404". */
+  admin_target(rest: string, verb: number, names: string): string;
+  /** The objects' views (a JSON array) in the Prometheus text format, or "!why". */
+  views_prometheus(views: string): string;
 }
 
 let current: SharedGlue | undefined;

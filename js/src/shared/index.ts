@@ -34,6 +34,7 @@ export {
   type Reply,
   type ServiceOptions,
   type SharedBreakerOptions,
+  type SharedBreakerRule,
   type SharedEvent,
   type SharedMode,
   type SharedRejectReason,

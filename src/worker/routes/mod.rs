@@ -38,7 +38,7 @@ use alloc::string::ToString;
 use worker::{Context, Env, Request, Response, Result};
 
 pub use admin::render_prometheus;
-pub use http::{constant_time_eq, error_response, json_response, load_breakers};
+pub use http::{constant_time_eq, error_response, json_response, load_breakers, object_url};
 
 /// The Durable Object binding's name in `wrangler.toml`.
 pub const BINDING: &str = "BREAKER";

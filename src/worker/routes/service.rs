@@ -1,13 +1,13 @@
 //! `POST /v1/acquire?breaker=<name>` and `POST /v1/report?breaker=<name>`: the object's protocol
 //! over HTTPS for clients outside Cloudflare, behind the `SERVICE_TOKEN` secret.
 
-use alloc::format;
 use alloc::string::{String, ToString};
 
 use worker::{Env, Headers, Method, Request, RequestInit, Response, Result};
 
 use super::http::{
-    bearer, error_response, json_response, load_breakers, not_found, read_body, unauthorized,
+    bearer, error_response, json_response, load_breakers, not_found, object_url, read_body,
+    unauthorized,
 };
 use super::BINDING;
 use crate::facade::validate_name;
@@ -61,7 +61,7 @@ async fn forward(env: &Env, name: &str, op: &str, body: String) -> Result<Respon
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(worker::wasm_bindgen::JsValue::from_str(&body)));
-    let inner = Request::new_with_init(&format!("https://breaker/{op}"), &init)?;
+    let inner = Request::new_with_init(&object_url(op, name), &init)?;
     match stub.fetch_with_request(inner).await {
         Ok(mut resp) => {
             let status = resp.status_code();

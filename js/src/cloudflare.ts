@@ -1,0 +1,411 @@
+/**
+ * `breakwater/cloudflare`: the shared breaker's Durable Object for your own Worker, and the
+ * routes that expose it.
+ *
+ * `BreakerObject` holds one breaker per name and answers the `SharedCircuitBreaker` clients of
+ * `breakwater/shared`. It is a shell around the core's coordinator (the one `breakwater/store`
+ * and breakwater's Rust Worker run), in the shared WebAssembly module: it loads the record from
+ * `ctx.storage` on the first request, takes one coordinator step per request, persists the
+ * record when the step changed it, then answers. It decides nothing itself.
+ *
+ * ```ts
+ * // src/index.ts
+ * import { env } from 'cloudflare:workers';
+ * import { SharedCircuitBreaker } from 'breakwater/shared';
+ * export { BreakerObject } from 'breakwater/cloudflare';
+ *
+ * const breaker = new SharedCircuitBreaker('anthropic', {
+ *   shared: env.BREAKER,
+ *   breaker: { failureThreshold: 5, resetTimeout: 30_000 },
+ * });
+ * ```
+ * ```toml
+ * # wrangler.toml
+ * [[durable_objects.bindings]]
+ * name = "BREAKER"
+ * class_name = "BreakerObject"
+ * [[migrations]]
+ * tag = "v1"
+ * new_sqlite_classes = ["BreakerObject"]
+ * ```
+ *
+ * Settings come from the clients (`breaker`, `leaseMs`), as with `breakwater/store`: an object
+ * keeps the settings it runs under across a rolling deploy, and the admin route's reset installs
+ * the ones its clients send now. A `BREAKERS` variable (the Rust Worker's format: name →
+ * `lease_ms` and the core's `BreakerConfig`) pins them instead, and then only the names it
+ * declares exist.
+ * @packageDocumentation
+ */
+import { isBreakerName, sharedGlue, SETTINGS_HEADER, type WasmCoordinator } from 'breakwater/shared';
+
+/** The storage key of the record (src/shared/coordinator.rs `STORAGE_KEY`, as the Rust object). */
+const STORAGE_KEY = 'breaker';
+/** Bodies larger than this are refused (src/shared/protocol.rs `MAX_BODY_BYTES`). */
+const MAX_BODY_BYTES = 64 * 1024;
+const STATES = ['CLOSED', 'OPEN', 'HALF_OPEN'];
+
+/** The bits of `DurableObjectState` the object uses (`ctx` in the constructor). */
+export interface BreakerObjectState {
+  readonly id: { readonly name?: string | undefined; toString(): string };
+  readonly storage: {
+    get<T = unknown>(key: string): Promise<T | undefined>;
+    put<T>(key: string, value: T): Promise<void>;
+  };
+}
+
+/** What the object reads from its Worker's `env`. */
+export interface BreakerObjectEnv {
+  /**
+   * Optional: the breakers' settings, pinned (a JSON object, or a string holding one: name →
+   * `{ lease_ms, breaker }`, as in the Rust Worker's `wrangler.toml`). Without it, the settings
+   * come from the clients' `breaker` option and any valid name is served.
+   */
+  BREAKERS?: unknown;
+}
+
+function json(status: number, body: string, headers: Record<string, string> = {}): Response {
+  return new Response(body, { status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+function error(status: number, code: string, message: string): Response {
+  return json(status, JSON.stringify({ error: code, message }));
+}
+
+/** `BREAKERS` as text, or undefined when the Worker declares none. */
+function breakersText(env: BreakerObjectEnv | undefined): string | undefined {
+  const v = env?.BREAKERS;
+  if (v === undefined || v === null || v === '') return undefined;
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** The body, at most 64 KiB, or the answer refusing it. */
+async function readBody(req: Request): Promise<string | Response> {
+  const declared = req.headers.get('content-length');
+  if (declared !== null && !(Number(declared) <= MAX_BODY_BYTES)) {
+    return error(413, 'payload_too_large', 'body larger than 64 KiB');
+  }
+  let text: string;
+  try {
+    text = await req.text();
+  } catch {
+    return error(400, 'bad_request', 'unreadable body');
+  }
+  return new TextEncoder().encode(text).length > MAX_BODY_BYTES ? error(413, 'payload_too_large', 'body larger than 64 KiB') : text;
+}
+
+type Op = 'acquire' | 'report' | 'state' | 'isolate' | 'reset';
+const OPS: readonly string[] = ['acquire', 'report', 'state', 'isolate', 'reset'];
+
+/**
+ * The Durable Object holding one shared breaker: export it from your Worker
+ * (`export { BreakerObject } from 'breakwater/cloudflare'`) and bind it with a
+ * `new_sqlite_classes` migration. Its clients are `SharedCircuitBreaker`s with
+ * `shared: env.<BINDING>`.
+ */
+export class BreakerObject {
+  /** Kept through minification (the bundles' own and an app's). */
+  static readonly name: string = 'BreakerObject';
+  readonly #ctx: BreakerObjectState;
+  readonly #env: BreakerObjectEnv;
+  /** The breaker's name, when the id does not carry it: the first one a request named. */
+  #name: string | undefined;
+  /** The record as last stored: what the coordinator goes back to when a write fails. */
+  #stored: string | undefined;
+  #loading: Promise<void> | undefined;
+  #co: WasmCoordinator | undefined;
+  /** The settings JSON `#co` was made with, and whether they were pinned by `BREAKERS`. */
+  #settings = '';
+
+  constructor(ctx: BreakerObjectState, env: BreakerObjectEnv) {
+    this.#ctx = ctx;
+    this.#env = env;
+  }
+
+  /** The protocol's operations: `POST /acquire|report|isolate|reset`, `GET /state`, each `?breaker=<name>`. */
+  async fetch(request: Request): Promise<Response> {
+    try {
+      return await this.#handle(request);
+    } catch (e) {
+      console.error(`breakwater object: ${e instanceof Error ? e.message : String(e)}`);
+      return error(500, 'internal', 'the breaker object failed; state unchanged');
+    }
+  }
+
+  async #handle(req: Request): Promise<Response> {
+    const url = new URL(req.url);
+    const op = url.pathname.slice(1) as Op;
+    if (!OPS.includes(op)) return error(404, 'not_found', 'unknown operation');
+    if (!(req.method === 'POST' || (op === 'state' && req.method === 'GET'))) {
+      return error(405, 'method_not_allowed', 'use POST (or GET for /state)');
+    }
+    // 1. Everything that is not storage first: the body.
+    const body = await readBody(req);
+    if (body instanceof Response) return body;
+    // 2. Which breaker, under which settings.
+    const name = this.#nameOf(url.searchParams.get('breaker'));
+    if (name instanceof Response) return name;
+    const g = sharedGlue();
+    const pinned = breakersText(this.#env);
+    let settings: string;
+    if (pinned !== undefined) {
+      const found = g.breakers(pinned, name);
+      if (found.startsWith('!')) {
+        console.error(`breakwater: ${found.slice(1)}`);
+        return error(500, 'misconfigured', found.slice(1));
+      }
+      if (found === '') return error(404, 'not_found', 'no breaker of that name is configured');
+      settings = found;
+    } else {
+      const sent = req.headers.get(SETTINGS_HEADER);
+      if (sent !== null) {
+        const why = g.check_spec(sent);
+        if (why !== '') return error(400, 'bad_request', `invalid ${SETTINGS_HEADER}: ${why}`);
+      }
+      settings = sent ?? (this.#co ? this.#settings : '{}');
+    }
+    this.#name ??= name;
+    // 3. Load lazily (storage only: the input gate keeps other events out meanwhile).
+    await (this.#loading ??= this.#load());
+    const co = this.#coordinator(name, settings, pinned !== undefined);
+    if (co === undefined) return error(500, 'misconfigured', 'the settings were refused by the core');
+    // 4. One synchronous step.
+    const now = Date.now();
+    let text: string;
+    let status = 200;
+    if (op === 'acquire' || op === 'report') {
+      text = co.exchange(now, body, op === 'acquire');
+      status = co.status();
+    } else {
+      if (op === 'isolate') co.isolate(now);
+      if (op === 'reset') co.reset(now);
+      text = co.view(now);
+    }
+    // 5. Persist, then report.
+    if (status === 200 && co.changed()) {
+      const record = co.record();
+      try {
+        await this.#ctx.storage.put(STORAGE_KEY, record);
+        this.#stored = record;
+      } catch (e) {
+        console.error(`breakwater object ${name}: could not persist: ${e instanceof Error ? e.message : String(e)}`);
+        // Back to what is stored: the client hears 503 and will ask again, so a probe granted
+        // or a batch applied in this step must not stay in memory.
+        this.#drop();
+        return error(503, 'storage', 'the new state could not be stored');
+      }
+    }
+    const t = co.transitions();
+    for (let i = 0; i + 2 < t.length; i += 3) {
+      console.log(`breakwater ${name}: ${STATES[t[i]!]} -> ${STATES[t[i + 1]!]} at ${t[i + 2]}`);
+    }
+    return json(status, text);
+  }
+
+  /**
+   * The breaker this object holds: its id's name, else the one the request names (and every
+   * later request must name the same). An id made by `idFromName` does not always carry its
+   * name (`wrangler dev` addresses an object in another process by `id.toString()`).
+   */
+  #nameOf(asked: string | null): string | Response {
+    const kept = this.#ctx.id.name ?? this.#name;
+    if (kept !== undefined && asked !== null && kept !== asked) {
+      return error(409, 'conflict', `this object holds the breaker ${JSON.stringify(kept)}, not ${JSON.stringify(asked)}`);
+    }
+    const name = kept ?? asked;
+    if (name === null) {
+      return error(404, 'not_found', 'object has no name: address it with idFromName(name) and send ?breaker=<name>');
+    }
+    return isBreakerName(name) ? name : error(404, 'not_found', 'not a breaker name');
+  }
+
+  async #load(): Promise<void> {
+    try {
+      const stored = await this.#ctx.storage.get<unknown>(STORAGE_KEY);
+      this.#stored = typeof stored === 'string' ? stored : stored === undefined ? undefined : JSON.stringify(stored);
+    } catch (e) {
+      // Unreadable storage: start from nothing, and say so (the first change replaces it).
+      console.error(`breakwater object: stored record is not readable: ${e instanceof Error ? e.message : String(e)}`);
+      this.#stored = undefined;
+    }
+  }
+
+  /** The coordinator for these settings, made from the stored record when they changed. */
+  #coordinator(name: string, settings: string, pinned: boolean): WasmCoordinator | undefined {
+    if (this.#co !== undefined && this.#settings === settings) return this.#co;
+    this.#drop();
+    // Pinned settings are this Worker's own, installed; clients' settings meet a record that
+    // may run others (a rolling deploy), which it keeps until a reset.
+    const co = sharedGlue().WasmCoordinator.create(name, settings, this.#stored, !pinned);
+    if (co === undefined) return undefined;
+    this.#co = co;
+    this.#settings = settings;
+    const view = JSON.parse(co.view(Date.now())) as {
+      options_mismatch: { stored: number; configured: number; resolution: string } | null;
+      restore_error: string | null;
+    };
+    const m = view.options_mismatch;
+    if (m) {
+      console.log(
+        `breakwater object ${name}: settings differ (stored ${m.stored.toString(16)}, configured ${m.configured.toString(16)}); ${m.resolution}`,
+      );
+    }
+    if (view.restore_error) console.error(`breakwater object ${name}: ${view.restore_error}; starting CLOSED`);
+    return co;
+  }
+
+  #drop(): void {
+    this.#co?.free();
+    this.#co = undefined;
+    this.#settings = '';
+  }
+}
+
+// ----- the routes -----
+
+/** Where `breakerRoutes` finds things, and where it is mounted. */
+export interface BreakerRoutesOptions {
+  /** The `env` binding of `BreakerObject`'s namespace. Default `'BREAKER'`. */
+  binding?: string | undefined;
+  /** Where the routes are mounted: `'/breakwater'` serves `/breakwater/metrics`, … Default `''` (the root). */
+  prefix?: string | undefined;
+  /** The breakers the routes serve and `/metrics` lists. Default: the names `BREAKERS` declares. */
+  names?: readonly string[] | undefined;
+}
+
+interface NamespaceLike {
+  idFromName(name: string): unknown;
+  get(id: unknown): { fetch(input: string, init?: RequestInit): Promise<Response> };
+}
+
+interface RoutesEnv extends BreakerObjectEnv {
+  ADMIN_TOKEN?: unknown;
+  SERVICE_TOKEN?: unknown;
+  [binding: string]: unknown;
+}
+
+const ROUTE_KEYS = ['binding', 'prefix', 'names'];
+
+/** Compares in time that depends only on the lengths. */
+function sameSecret(a: string, b: string): boolean {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
+}
+
+/** Whether the request carries the secret `name` as a bearer token; undefined: the secret is not set (the routes are off). */
+function bearer(req: Request, env: RoutesEnv, name: 'ADMIN_TOKEN' | 'SERVICE_TOKEN'): boolean | undefined {
+  const secret = env[name];
+  if (typeof secret !== 'string' || secret === '') return undefined;
+  const m = /^bearer[ \t]+(.+)$/i.exec(req.headers.get('authorization') ?? '');
+  return m !== null && sameSecret(m[1]!.trim(), secret);
+}
+
+function unauthorized(): Response {
+  return json(401, JSON.stringify({ error: 'unauthorized', message: 'a valid bearer token is required' }), { 'www-authenticate': 'Bearer' });
+}
+
+/**
+ * The routes breakwater's Rust Worker serves, for your Worker's `fetch` handler: answers the
+ * request if it is one of them, else `null` (your handler goes on).
+ *
+ * - `POST <prefix>/v1/acquire?breaker=<name>`, `POST <prefix>/v1/report?breaker=<name>`: the
+ *   breaker service for clients outside Cloudflare (`SharedCircuitBreaker` with
+ *   `service: { url, token }`), behind `Authorization: Bearer <SERVICE_TOKEN>`.
+ * - `GET <prefix>/metrics` (JSON, or `?format=prometheus`), `GET <prefix>/admin/breakers/<name>`,
+ *   `POST <prefix>/admin/breakers/<name>/isolate` and `.../reset`: behind
+ *   `Authorization: Bearer <ADMIN_TOKEN>`.
+ *
+ * Each group is off (answers `null`) while its secret is not set. Only the names in `names` (or
+ * `BREAKERS`) are served; another name is a 404 and touches no object.
+ */
+export async function breakerRoutes(request: Request, env: object, options: BreakerRoutesOptions = {}): Promise<Response | null> {
+  for (const k of Object.keys(options ?? {})) {
+    if (!ROUTE_KEYS.includes(k)) throw new TypeError(`breakwater: unknown option "${k}" in breakerRoutes options (expected one of ${ROUTE_KEYS.join(', ')})`);
+  }
+  const e = env as RoutesEnv;
+  const binding = options.binding ?? 'BREAKER';
+  const prefix = (options.prefix ?? '').replace(/\/+$/, '');
+  if (prefix !== '' && !prefix.startsWith('/')) {
+    throw new TypeError(`breakwater: invalid option "prefix": ${JSON.stringify(options.prefix)} (expected a path starting with /)`);
+  }
+  const url = new URL(request.url);
+  if (!url.pathname.startsWith(`${prefix}/`)) return null;
+  const path = url.pathname.slice(prefix.length + 1);
+  const service = path === 'v1/acquire' || path === 'v1/report';
+  const admin = path === 'metrics' || path === 'admin' || path.startsWith('admin/');
+  if (!service && !admin) return null;
+  const allowed = bearer(request, e, service ? 'SERVICE_TOKEN' : 'ADMIN_TOKEN');
+  if (allowed === undefined) return null;
+  if (!allowed) return unauthorized();
+
+  const ns = e[binding] as NamespaceLike | undefined;
+  if (typeof ns?.get !== 'function' || typeof ns.idFromName !== 'function') {
+    return error(500, 'misconfigured', `env.${binding} is not a Durable Object namespace binding (of BreakerObject)`);
+  }
+  let names: readonly string[];
+  if (options.names !== undefined) {
+    if (!Array.isArray(options.names) || !options.names.every(isBreakerName)) {
+      throw new TypeError('breakwater: invalid option "names" (expected an array of breaker names)');
+    }
+    names = options.names;
+  } else {
+    const text = breakersText(e);
+    const listed = text === undefined ? '' : sharedGlue().breakers(text, '');
+    if (listed.startsWith('!')) {
+      console.error(`breakwater: ${listed.slice(1)}`);
+      // An operator holds the admin token: tell it what is wrong; a service client is not one.
+      return error(500, 'misconfigured', service ? 'BREAKERS is not valid' : listed.slice(1));
+    }
+    names = listed === '' ? [] : listed.split('\n');
+  }
+  const call = async (name: string, op: string, init: RequestInit): Promise<Response> => {
+    const stub = ns.get(ns.idFromName(name));
+    try {
+      const resp = await stub.fetch(`https://breaker/${op}?breaker=${encodeURIComponent(name)}`, init);
+      return json(resp.status, await resp.text());
+    } catch {
+      return error(503, 'unavailable', 'breaker object unreachable');
+    }
+  };
+  const unknown = () => error(404, 'not_found', 'no breaker of that name is configured');
+
+  if (service) {
+    if (request.method !== 'POST') return error(405, 'method_not_allowed', 'wrong method for this route');
+    const name = url.searchParams.get('breaker');
+    if (name === null) return error(400, 'bad_request', 'the `breaker` query parameter is required');
+    if (!names.includes(name)) return unknown();
+    const body = await readBody(request);
+    if (body instanceof Response) return body;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    const settings = request.headers.get(SETTINGS_HEADER);
+    if (settings !== null) headers[SETTINGS_HEADER] = settings;
+    return call(name, path.slice(3), { method: 'POST', headers, body });
+  }
+  if (path === 'metrics') {
+    if (request.method !== 'GET') return error(405, 'method_not_allowed', 'wrong method for this route');
+    const views: unknown[] = [];
+    for (const name of names) {
+      const resp = await call(name, 'state', { method: 'GET' });
+      if (resp.status !== 200) return resp;
+      views.push(await resp.json());
+    }
+    const text = JSON.stringify(views);
+    if (url.searchParams.get('format') === 'prometheus') {
+      const prom = sharedGlue().views_prometheus(text);
+      if (prom.startsWith('!')) return error(502, 'bad_gateway', 'unreadable object answer');
+      return new Response(prom, { headers: { 'content-type': 'text/plain; version=0.0.4' } });
+    }
+    return json(200, text);
+  }
+  if (!path.startsWith('admin/breakers/')) return error(404, 'not_found', 'no such route');
+  const verb = request.method === 'GET' ? 0 : request.method === 'POST' ? 1 : 2;
+  const target = sharedGlue().admin_target(path.slice('admin/breakers/'.length), verb, names.join('\n'));
+  if (target === '405') return error(405, 'method_not_allowed', 'wrong method for this route');
+  if (target === '404') return unknown();
+  const bar = target.indexOf('|');
+  const op = target.slice(0, bar);
+  const name = target.slice(bar + 1);
+  return op === 'view' ? call(name, 'state', { method: 'GET' }) : call(name, op, { method: 'POST' });
+}
