@@ -2,8 +2,11 @@
 //! `breakwater/cloudflare`'s route (through wasm) answer, written once.
 
 use alloc::string::String;
+#[cfg(feature = "json")]
+use alloc::vec::Vec;
 
-use super::protocol::{StateView, INCIDENT_BOUNDS_S};
+use super::protocol::{Lease, ObjectCounters, StateView, INCIDENT_BOUNDS_S};
+use crate::breaker::{State, Stats};
 use crate::metrics::{render_series, Buckets, Families, Series};
 
 /// The objects' state in the Prometheus text format, written by [`crate::metrics`] with the
@@ -15,19 +18,46 @@ use crate::metrics::{render_series, Buckets, Families, Series};
 /// `withRetry`), which the object never sees; expose them from the callers
 /// (`breakwater/prometheus`, or `BreakerMetrics` in Rust).
 pub fn render_views(views: &[StateView]) -> String {
+    render(
+        views
+            .iter()
+            .map(|v| (v.name.as_str(), v.lease.state, &v.stats, &v.counters)),
+    )
+}
+
+/// [`render_views`] for views as JSON (a `/state` answer per object, in an array), reading only
+/// what the series need; `None` when they are unreadable.
+#[cfg(feature = "json")]
+pub fn render_views_json(views: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Seen {
+        name: String,
+        lease: Lease,
+        stats: Stats,
+        counters: ObjectCounters,
+    }
+    let views: Vec<Seen> = serde_json::from_str(views).ok()?;
+    Some(render(views.iter().map(|v| {
+        (v.name.as_str(), v.lease.state, &v.stats, &v.counters)
+    })))
+}
+
+fn render<'a>(
+    views: impl Iterator<Item = (&'a str, State, &'a Stats, &'a ObjectCounters)> + Clone,
+) -> String {
     let bounds = INCIDENT_BOUNDS_S.map(|b| b as f64);
-    let series = views.iter().map(|v| {
-        let incidents = &v.counters.incidents;
+    let series = views.map(|(name, state, stats, counters)| {
+        let incidents = &counters.incidents;
         let (counts, above) = incidents.split_at(bounds.len().min(incidents.len()));
         let buckets = Buckets {
             bounds: &bounds,
             counts,
             overflow: above.iter().fold(0u64, |a, n| a.saturating_add(*n)),
-            sum: v.counters.incident_ms as f64 / 1_000.0,
+            sum: counters.incident_ms as f64 / 1_000.0,
         };
-        let mut s = Series::from_stats(v.lease.state, &v.stats, buckets);
-        s.probes_granted = Some(v.counters.probes_granted);
-        (v.name.as_str(), s)
+        let mut s = Series::from_stats(state, stats, buckets);
+        s.probes_granted = Some(counters.probes_granted);
+        (name, s)
     });
     let mut out = String::new();
     // Writing into a String cannot fail.

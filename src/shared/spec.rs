@@ -177,9 +177,50 @@ pub type Breakers = alloc::collections::BTreeMap<String, SharedSpec>;
 /// [`check_breakers`]). The error names the breaker, the field and the value.
 #[cfg(feature = "json")]
 pub fn parse_breakers(json: &str) -> Result<Breakers, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| format!("BREAKERS is not valid: {e}"))?;
-    breakers_from_value(value)
+    // Read entry by entry, so that a mistake names its breaker, without going through
+    // `serde_json::Value` (9 KB gzip of the wasm that `breakwater/cloudflare` runs this in).
+    let named = core::cell::RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(json);
+    let read = serde::Deserializer::deserialize_map(&mut de, Entries(&named)).and_then(|map| {
+        de.end()?;
+        Ok(map)
+    });
+    let map = match (read, named.into_inner()) {
+        (Ok(map), _) => map,
+        (Err(_), Some(why)) => return Err(why),
+        (Err(e), None) => return Err(format!("BREAKERS is not valid: {e}")),
+    };
+    check_breakers(&map)?;
+    Ok(map)
+}
+
+/// Reads `BREAKERS` entry by entry; an entry's mistake is kept in the cell, naming the breaker.
+#[cfg(feature = "json")]
+struct Entries<'a>(&'a core::cell::RefCell<Option<String>>);
+
+#[cfg(feature = "json")]
+impl<'de> serde::de::Visitor<'de> for Entries<'_> {
+    type Value = Breakers;
+
+    fn expecting(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+        f.write_str("an object mapping breaker names to their settings")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut entries: A) -> Result<Breakers, A::Error> {
+        let mut map = Breakers::new();
+        while let Some(name) = entries.next_key::<String>()? {
+            match entries.next_value::<SharedSpec>() {
+                Ok(spec) => {
+                    map.insert(name, spec);
+                }
+                Err(e) => {
+                    *self.0.borrow_mut() = Some(format!("BREAKERS[{name:?}] is not valid: {e}"));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(map)
+    }
 }
 
 /// [`parse_breakers`] for a document already read (the check command's TOML table, converted):

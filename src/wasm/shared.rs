@@ -335,10 +335,8 @@ pub fn admin_target(rest: &str, verb: u32, names: &str) -> String {
 // array); `"!why"` when the views are unreadable.
 #[wasm_bindgen]
 pub fn views_prometheus(views: &str) -> String {
-    match serde_json::from_str::<Vec<crate::shared::StateView>>(views) {
-        Ok(v) => crate::shared::metrics::render_views(&v),
-        Err(e) => format!("!unreadable views: {e}"),
-    }
+    crate::shared::metrics::render_views_json(views)
+        .unwrap_or_else(|| String::from("!unreadable views"))
 }
 
 #[wasm_bindgen]
