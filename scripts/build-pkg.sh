@@ -123,8 +123,8 @@ log "bundling breakwater/ai"
 # `breakwater/cloudflare`: the Durable Object and routes for the user's own Worker, over the
 # shared module's coordinator (imported as `breakwater/shared`, so no third copy of the wasm).
 log "bundling breakwater/cloudflare"
-"${sub_esb[@]}" js/src/cloudflare.ts --format=esm --outfile="$OUT/dist/cloudflare.mjs"
-"${sub_esb[@]}" js/src/cloudflare.ts --format=cjs --outfile="$OUT/dist/cloudflare.cjs"
+# ESM only: it imports the runtime's `cloudflare:workers`, which exists only in workerd.
+"${sub_esb[@]}" js/src/cloudflare.ts --format=esm --external:cloudflare:workers --outfile="$OUT/dist/cloudflare.mjs"
 node_modules/.bin/tsc -p js/tsconfig.shared.json
 echo "export * from './types/shared/index.js';" > "$OUT/dist/shared.d.ts"
 echo "export * from './types/store.js';" > "$OUT/dist/store.d.ts"

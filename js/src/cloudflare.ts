@@ -36,6 +36,7 @@
  * declares exist.
  * @packageDocumentation
  */
+import { DurableObject } from 'cloudflare:workers';
 import { isBreakerName, sharedGlue, SETTINGS_HEADER, type WasmCoordinator } from 'breakwater/shared';
 
 /** The storage key of the record (src/shared/coordinator.rs `STORAGE_KEY`, as the Rust object). */
@@ -43,15 +44,6 @@ const STORAGE_KEY = 'breaker';
 /** Bodies larger than this are refused (src/shared/protocol.rs `MAX_BODY_BYTES`). */
 const MAX_BODY_BYTES = 64 * 1024;
 const STATES = ['CLOSED', 'OPEN', 'HALF_OPEN'];
-
-/** The bits of `DurableObjectState` the object uses (`ctx` in the constructor). */
-export interface BreakerObjectState {
-  readonly id: { readonly name?: string | undefined; toString(): string };
-  readonly storage: {
-    get<T = unknown>(key: string): Promise<T | undefined>;
-    put<T>(key: string, value: T): Promise<void>;
-  };
-}
 
 /** What the object reads from its Worker's `env`. */
 export interface BreakerObjectEnv {
@@ -100,13 +92,11 @@ const OPS: readonly string[] = ['acquire', 'report', 'state', 'isolate', 'reset'
  * The Durable Object holding one shared breaker: export it from your Worker
  * (`export { BreakerObject } from 'breakwater/cloudflare'`) and bind it with a
  * `new_sqlite_classes` migration. Its clients are `SharedCircuitBreaker`s with
- * `shared: env.<BINDING>`.
+ * `shared: env.<BINDING>`. It extends the runtime's `DurableObject` (from 'cloudflare:workers').
  */
-export class BreakerObject {
+export class BreakerObject extends DurableObject<BreakerObjectEnv> {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'BreakerObject';
-  readonly #ctx: BreakerObjectState;
-  readonly #env: BreakerObjectEnv;
   /** The breaker's name, when the id does not carry it: the first one a request named. */
   #name: string | undefined;
   /** The record as last stored: what the coordinator goes back to when a write fails. */
@@ -116,9 +106,8 @@ export class BreakerObject {
   /** The settings JSON `#co` was made with, and whether they were pinned by `BREAKERS`. */
   #settings = '';
 
-  constructor(ctx: BreakerObjectState, env: BreakerObjectEnv) {
-    this.#ctx = ctx;
-    this.#env = env;
+  constructor(ctx: DurableObjectState, env: BreakerObjectEnv) {
+    super(ctx, env);
   }
 
   /** The protocol's operations: `POST /acquire|report|isolate|reset`, `GET /state`, each `?breaker=<name>`. */
@@ -145,7 +134,7 @@ export class BreakerObject {
     const name = this.#nameOf(url.searchParams.get('breaker'));
     if (name instanceof Response) return name;
     const g = sharedGlue();
-    const pinned = breakersText(this.#env);
+    const pinned = breakersText(this.env);
     let settings: string;
     if (pinned !== undefined) {
       const found = g.breakers(pinned, name);
@@ -184,7 +173,7 @@ export class BreakerObject {
     if (status === 200 && co.changed()) {
       const record = co.record();
       try {
-        await this.#ctx.storage.put(STORAGE_KEY, record);
+        await this.ctx.storage.put(STORAGE_KEY, record);
         this.#stored = record;
       } catch (e) {
         console.error(`breakwater object ${name}: could not persist: ${e instanceof Error ? e.message : String(e)}`);
@@ -207,7 +196,7 @@ export class BreakerObject {
    * name (`wrangler dev` addresses an object in another process by `id.toString()`).
    */
   #nameOf(asked: string | null): string | Response {
-    const kept = this.#ctx.id.name ?? this.#name;
+    const kept = this.ctx.id.name ?? this.#name;
     if (kept !== undefined && asked !== null && kept !== asked) {
       return error(409, 'conflict', `this object holds the breaker ${JSON.stringify(kept)}, not ${JSON.stringify(asked)}`);
     }
@@ -220,7 +209,7 @@ export class BreakerObject {
 
   async #load(): Promise<void> {
     try {
-      const stored = await this.#ctx.storage.get<unknown>(STORAGE_KEY);
+      const stored = await this.ctx.storage.get<unknown>(STORAGE_KEY);
       this.#stored = typeof stored === 'string' ? stored : stored === undefined ? undefined : JSON.stringify(stored);
     } catch (e) {
       // Unreadable storage: start from nothing, and say so (the first change replaces it).

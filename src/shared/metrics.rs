@@ -5,7 +5,9 @@ use alloc::string::String;
 #[cfg(feature = "json")]
 use alloc::vec::Vec;
 
-use super::protocol::{Lease, ObjectCounters, StateView, INCIDENT_BOUNDS_S};
+#[cfg(feature = "json")]
+use super::protocol::Lease;
+use super::protocol::{ObjectCounters, StateView, INCIDENT_BOUNDS_S};
 use crate::breaker::{State, Stats};
 use crate::metrics::{render_series, Buckets, Families, Series};
 

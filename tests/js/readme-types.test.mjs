@@ -18,12 +18,13 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import './workerd-module.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
 const ts = require('typescript');
 const READMES = ['README.md', 'js/README.md'];
-const ENTRIES = ['breakwater', 'breakwater/shared', 'breakwater/store', 'breakwater/ai', 'breakwater/prometheus', 'breakwater/otel'];
+const ENTRIES = ['breakwater', 'breakwater/shared', 'breakwater/store', 'breakwater/ai', 'breakwater/prometheus', 'breakwater/otel', 'breakwater/cloudflare'];
 
 /** Diagnostics a block is known to produce, with the reason; the test fails when one goes away. */
 const KNOWN = [];
@@ -57,6 +58,21 @@ declare function fn(): Promise<unknown>;
 declare function streamMessage(model: string, prompt: string, signal?: AbortSignal): Promise<Response>;
 declare function textDeltaEvent(text: string): Uint8Array;
 declare function textOfEvents(): TransformStream<Uint8Array, Uint8Array>;
+`;
+
+// A block written for a Worker (it imports 'cloudflare:workers' or names `ExportedHandler`)
+// compiles as a Worker's TypeScript does: the runtime's types (@cloudflare/workers-types) instead
+// of the DOM's, and the `Env` that `npx wrangler types` generates for the README's wrangler.toml.
+const isWorker = (code) => /from 'cloudflare:workers'|\bExportedHandler\b/.test(code);
+const WORKERS_TYPES = require.resolve('@cloudflare/workers-types/index.d.ts');
+const WORKER_ENV = `declare namespace Cloudflare {
+  interface Env {
+    BREAKER: DurableObjectNamespace<import('breakwater/cloudflare').BreakerObject>;
+    ADMIN_TOKEN?: string;
+    SERVICE_TOKEN?: string;
+  }
+}
+interface Env extends Cloudflare.Env {}
 `;
 
 const OPTIONS = {
@@ -94,7 +110,7 @@ async function blocks(readme) {
 }
 
 function resolvable(specifier, from) {
-  if (specifier.startsWith('.') || specifier.startsWith('@/')) return true;
+  if (specifier.startsWith('.') || specifier.startsWith('@/') || specifier.startsWith('cloudflare:')) return true;
   try {
     createRequire(from).resolve(specifier);
     return true;
@@ -197,12 +213,20 @@ for (const readme of READMES) {
         await fs.writeFile(file, code);
       }
       await fs.writeFile(path.join(root, 'stubs.d.ts'), `${s.text}\n`);
-      const program = ts.createProgram([...files.keys(), path.join(root, 'stubs.d.ts')], {
-        ...OPTIONS,
-        baseUrl: root,
-        paths: { '@/*': ['./*'] },
-      });
-      diagnostics = ts.getPreEmitDiagnostics(program).filter((d) => d.file && names.includes(d.file.fileName));
+      await fs.writeFile(path.join(root, 'worker-env.d.ts'), WORKER_ENV);
+      const web = [...files.keys()].filter((f) => !isWorker(files.get(f)));
+      const workers = [...files.keys()].filter((f) => isWorker(files.get(f)));
+      const compile = (roots, options) =>
+        roots.length === 0
+          ? []
+          : ts.getPreEmitDiagnostics(ts.createProgram(roots, { ...options, baseUrl: root, paths: { '@/*': ['./*'] } }));
+      diagnostics = [
+        ...compile([...web, path.join(root, 'stubs.d.ts')], OPTIONS),
+        ...compile([...workers, path.join(root, 'stubs.d.ts'), path.join(root, 'worker-env.d.ts'), WORKERS_TYPES], {
+          ...OPTIONS,
+          lib: ['lib.es2022.d.ts'],
+        }),
+      ].filter((d) => d.file && names.includes(d.file.fileName));
       let changed = false;
       for (const d of diagnostics) {
         const i = names.indexOf(d.file.fileName);
