@@ -317,16 +317,22 @@ fn a_rotated_token_sends_clients_to_their_local_breaker_not_to_rejection() {
     // 5 s of calls: about one request per retry_unreachable_ms (1 s).
     assert!(requests <= 7, "{requests} requests");
     let events: Vec<ClientEvent> = core::iter::from_fn(|| c.next_event()).collect();
-    assert!(
-        events.iter().any(|e| matches!(
-            e,
-            ClientEvent::Fallback {
-                status: Some(401),
-                ..
-            }
-        )),
-        "{events:?}"
-    );
+    let fallback = events
+        .iter()
+        .find(|e| {
+            matches!(
+                e,
+                ClientEvent::Fallback {
+                    status: Some(401),
+                    ..
+                }
+            )
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    // A configuration mistake, which hosts say once, in words.
+    assert!(fallback
+        .misconfiguration()
+        .is_some_and(|hint| hint.contains("SERVICE_TOKEN")));
     // The token is fixed: back on the coordinator's lease, nothing lost.
     now += 1_000;
     let mut send = |req: &Exchange, acq: bool| store.exchange(s, now, req, acq);
@@ -537,4 +543,23 @@ fn a_rollback_leaves_a_newer_versions_record_alone_until_reset() {
     .unwrap();
     assert_eq!(co.unavailable(), None);
     assert!(co.must_rewrite());
+}
+
+#[test]
+fn only_refusals_that_mean_a_configuration_mistake_are_called_one() {
+    let fallback = |status| ClientEvent::Fallback {
+        reason: String::from("answered"),
+        status,
+    };
+    for status in [401, 403, 404, 409] {
+        assert!(
+            fallback(Some(status)).misconfiguration().is_some(),
+            "{status}"
+        );
+    }
+    // A proxy's 429, a body refused, an unreachable coordinator: not configuration.
+    for status in [Some(429), Some(400), Some(413), None] {
+        assert_eq!(fallback(status).misconfiguration(), None, "{status:?}");
+    }
+    assert_eq!(ClientEvent::Recovered.misconfiguration(), None);
 }

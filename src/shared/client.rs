@@ -239,6 +239,32 @@ pub enum ClientEvent {
     },
 }
 
+impl ClientEvent {
+    /// For a fallback that a coordinator's refusal caused: what the refusal most likely means
+    /// when it is a configuration mistake rather than an outage (a 401 or 403: the token; a 404:
+    /// no such breaker, object or route; a 409: an object holding another breaker). Hosts say it
+    /// once per cause (a log line), besides the event.
+    pub fn misconfiguration(&self) -> Option<&'static str> {
+        let ClientEvent::Fallback {
+            status: Some(status),
+            ..
+        } = self
+        else {
+            return None;
+        };
+        match status {
+            401 => Some("the token is wrong: the client's must be the Worker's SERVICE_TOKEN"),
+            403 => Some("the token is not allowed here"),
+            404 => Some(
+                "no such breaker, object or route: is BreakerObject exported and bound \
+                 (class_name, script_name), and the name in BREAKERS if the Worker declares it?",
+            ),
+            409 => Some("the object holds another breaker: address it with idFromName(name)"),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Known {
     state: State,

@@ -228,21 +228,26 @@ impl WasmLeaseClient {
         self.inner.on_unreachable(lt(now), was_flush, reason.into());
     }
 
-    // The next event as JSON: `{"type":"state","from":…,"to":…}`, `{"type":"fallback","reason":…}`,
+    // The next event as JSON: `{"type":"state","from":…,"to":…}`, `{"type":"fallback","reason":…}` (with
+    // `status` for a refusal, and `misconfigured` when that is a configuration mistake),
     // `{"type":"recovered"}`, `{"type":"dropped","outcomes":…,"reason":…}`.
     pub fn next_event(&mut self) -> Option<String> {
         let e = self.inner.next_event()?;
+        let hint = e.misconfiguration();
         let json = match e {
             ClientEvent::StateChanged { from, to } => serde_json::json!({
                 "type": "state",
                 "from": from.map(State::as_str),
                 "to": to.as_str(),
             }),
-            ClientEvent::Fallback { reason, status } => match status {
-                Some(status) => {
+            ClientEvent::Fallback { reason, status } => match (status, hint) {
+                (Some(status), Some(hint)) => serde_json::json!({
+                    "type": "fallback", "reason": reason, "status": status, "misconfigured": hint,
+                }),
+                (Some(status), None) => {
                     serde_json::json!({ "type": "fallback", "reason": reason, "status": status })
                 }
-                None => serde_json::json!({ "type": "fallback", "reason": reason }),
+                (None, _) => serde_json::json!({ "type": "fallback", "reason": reason }),
             },
             ClientEvent::Recovered => serde_json::json!({ "type": "recovered" }),
             ClientEvent::Dropped { outcomes, reason } => serde_json::json!({

@@ -55,6 +55,8 @@ struct Inner {
     tickets: RefCell<alloc::collections::VecDeque<Ticket>>,
     listener: RefCell<Option<Listener>>,
     timeout_ms: core::cell::Cell<u64>,
+    /// The refusal statuses already warned about.
+    warned: RefCell<alloc::collections::BTreeSet<u16>>,
 }
 
 impl core::fmt::Debug for SharedBreaker {
@@ -97,6 +99,7 @@ impl SharedBreaker {
                 tickets: RefCell::new(alloc::collections::VecDeque::new()),
                 listener: RefCell::new(None),
                 timeout_ms: core::cell::Cell::new(DEFAULT_REQUEST_TIMEOUT_MS),
+                warned: RefCell::new(alloc::collections::BTreeSet::new()),
             }),
         })
     }
@@ -360,6 +363,18 @@ impl SharedBreaker {
         loop {
             let event = self.inner.lease.borrow_mut().next_event();
             let Some(event) = event else { return };
+            if let (Some(hint), ClientEvent::Fallback { reason, status }) =
+                (event.misconfiguration(), &event)
+            {
+                // Once per status: a configuration mistake, not an outage.
+                if self.inner.warned.borrow_mut().insert(status.unwrap_or(0)) {
+                    worker::console_warn!(
+                        "breakwater: shared breaker {:?} is deciding locally because {reason}; \
+                         this is configuration, not an outage: {hint}",
+                        self.inner.name
+                    );
+                }
+            }
             if let Some(listener) = self.inner.listener.borrow_mut().as_mut() {
                 listener(&self.inner.name, &event);
             }

@@ -201,7 +201,15 @@ export interface SharedStreamOptions<T> extends StreamOptions<T>, ExecuteOptions
 
 export type SharedEvent =
   | { type: 'state'; breaker: string; from: SharedState | null; to: SharedState }
-  | { type: 'fallback'; breaker: string; reason: string; status?: number }
+  | {
+      type: 'fallback';
+      breaker: string;
+      reason: string;
+      /** The coordinator's refusal (a 4xx), if it refused. */
+      status?: number;
+      /** When that refusal is a configuration mistake, not an outage: what it most likely means. */
+      misconfigured?: string;
+    }
   | { type: 'recovered'; breaker: string }
   | { type: 'dropped'; breaker: string; outcomes: number; reason: string };
 
@@ -687,7 +695,7 @@ export class SharedCircuitBreaker {
   #drain(): void {
     for (let json = this.#core.next_event(); json !== undefined; json = this.#core.next_event()) {
       const e = { ...(JSON.parse(json) as object), breaker: this.name } as SharedEvent;
-      if (e.type === 'fallback' && e.status !== undefined) warnMisconfigured(this.name, e.status, e.reason);
+      warnMisconfigured(this.name, e);
       for (const l of this.#listeners) {
         try {
           l(e);
@@ -699,23 +707,15 @@ export class SharedCircuitBreaker {
   }
 }
 
-/** What each answer that means a configuration mistake, not an outage, points to. */
-const MISCONFIGURED: Record<number, string> = {
-  401: 'the token is wrong (service.token must be the Worker\'s SERVICE_TOKEN)',
-  403: 'the token is not allowed here',
-  404: 'no such breaker or route: is BreakerObject exported and bound (class_name, script_name), and the name in BREAKERS if the Worker declares it?',
-  409: 'the object holds another breaker: address it with idFromName(name)',
-};
 const warned = new Set<string>();
 
-/** One `console.warn` per breaker and cause: a fallback that configuration, not an outage, caused. */
-function warnMisconfigured(name: string, status: number, reason: string): void {
-  const hint = MISCONFIGURED[status];
-  if (hint === undefined || warned.has(`${name}|${status}`)) return;
-  warned.add(`${name}|${status}`);
+/** One `console.warn` per breaker and status: a fallback that configuration (the core says which), not an outage, caused. */
+function warnMisconfigured(name: string, e: SharedEvent): void {
+  if (e.type !== 'fallback' || e.misconfigured === undefined || warned.has(`${name}|${e.status}`)) return;
+  warned.add(`${name}|${e.status}`);
   console.warn(
-    `breakwater: shared breaker ${JSON.stringify(name)} is deciding locally because ${reason.slice(0, 300)}; ` +
-      `this is configuration, not an outage: ${hint}`,
+    `breakwater: shared breaker ${JSON.stringify(name)} is deciding locally because ${e.reason.slice(0, 300)}; ` +
+      `this is configuration, not an outage: ${e.misconfigured}`,
   );
 }
 
