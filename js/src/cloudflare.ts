@@ -180,8 +180,10 @@ export class BreakerObject {
       if (op === 'reset') co.reset(now);
       text = co.view(now);
     }
-    // 5. Persist, then report.
-    if (status === 200 && co.changed()) {
+    // 5. Persist, then report. A view takes no step: what the coordinator holds as its last
+    // step is the previous request's, already stored and reported.
+    const stepped = op !== 'state';
+    if (stepped && status === 200 && co.changed()) {
       const record = co.record();
       try {
         await this.#ctx.storage.put(STORAGE_KEY, record);
@@ -194,7 +196,7 @@ export class BreakerObject {
         return error(503, 'storage', 'the new state could not be stored');
       }
     }
-    const t = co.transitions();
+    const t = stepped ? co.transitions() : [];
     for (let i = 0; i + 2 < t.length; i += 3) {
       console.log(`breakwater ${name}: ${STATES[t[i]!]} -> ${STATES[t[i + 1]!]} at ${t[i + 2]}`);
     }

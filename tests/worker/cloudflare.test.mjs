@@ -5,7 +5,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startUpstream, userWorker, start, call, admin, drive, sleep, until, tmpDir, ADMIN_TOKEN } from './harness.mjs';
+import { startUpstream, userWorker, start, call, admin, drive, sleep, until, tmpDir, captureLogs, ADMIN_TOKEN } from './harness.mjs';
 
 const stats = async (f) => (await call(f, '/app/stats', { method: 'GET' })).body;
 const flush = async (f) => (await call(f, '/app/flush')).body;
@@ -203,6 +203,47 @@ describe('the state survives a restart of the object on persisted storage', () =
     assert.ok(Date.now() >= before.open_until, 'admitted before the open period ended');
     assert.equal((await view()).lease.state, 'CLOSED');
     assert.equal(upstream.state.count - count, 1, 'one probe, then closed');
+    await env.mf.dispose();
+    env = undefined;
+  });
+});
+
+describe('the object’s log: one line per transition', () => {
+  test('reading the state (admin view, /metrics) does not repeat the last transitions', async () => {
+    const upstream = await startUpstream();
+    const logs = captureLogs();
+    const env = await start(
+      ['host', 'app'].map((n) =>
+        userWorker(n, {
+          upstream: upstream.url,
+          breaker: 'logged',
+          settings: { failureThreshold: 2, resetTimeout: 60000 },
+          leaseMs: 200,
+          bindings: n === 'host' ? { ADMIN_TOKEN, NAMES: 'logged' } : {},
+        }),
+      ),
+      logs.options,
+    );
+    try {
+      const transitions = () => logs.lines.filter((l) => /^breakwater logged: /.test(l)).map((l) => l.replace(/ at \d+$/, ''));
+      const app = await env.app('app');
+      upstream.state.mode = 'down';
+      for (let i = 0; i < 2; i++) {
+        assert.equal((await call(app)).body.result, 'failed');
+        await flush(app);
+      }
+      for (let i = 0; i < 3; i++) assert.equal((await admin(env.mf, '/breakwater/admin/breakers/logged')).body.lease.state, 'OPEN');
+      assert.equal((await admin(env.mf, '/breakwater/metrics')).status, 200);
+      const reset = await admin(env.mf, '/breakwater/admin/breakers/logged/reset', { method: 'POST' });
+      assert.equal(reset.body.lease.state, 'CLOSED');
+      for (let i = 0; i < 2; i++) assert.equal((await admin(env.mf, '/breakwater/admin/breakers/logged')).status, 200);
+      await until(() => transitions().length >= 2, { deadlineMs: 500 });
+      await sleep(100); // anything printed late
+      assert.deepEqual(transitions(), ['breakwater logged: CLOSED -> OPEN', 'breakwater logged: OPEN -> CLOSED']);
+    } finally {
+      await env.mf.dispose();
+      await upstream.close();
+    }
   });
 });
 
