@@ -93,6 +93,20 @@ async function readBody(req: Request): Promise<string | Response> {
   return new TextEncoder().encode(text).length > MAX_BODY_BYTES ? error(413, 'payload_too_large', 'body larger than 64 KiB') : text;
 }
 
+/** The settings JSON a stored record runs under, if it holds valid ones. */
+function storedSettings(record: string | undefined): string | undefined {
+  if (record === undefined) return undefined;
+  let spec: unknown;
+  try {
+    spec = (JSON.parse(record) as { spec?: unknown }).spec;
+  } catch {
+    return undefined;
+  }
+  if (spec === null || typeof spec !== 'object') return undefined;
+  const text = JSON.stringify(spec);
+  return sharedGlue().check_spec(text) === '' ? text : undefined;
+}
+
 type Op = 'acquire' | 'report' | 'state' | 'isolate' | 'reset';
 const OPS: readonly string[] = ['acquire', 'report', 'state', 'isolate', 'reset'];
 
@@ -146,7 +160,7 @@ export class BreakerObject {
     if (name instanceof Response) return name;
     const g = sharedGlue();
     const pinned = breakersText(this.#env);
-    let settings: string;
+    let settings: string | undefined;
     if (pinned !== undefined) {
       const found = g.breakers(pinned, name);
       if (found.startsWith('!')) {
@@ -161,11 +175,14 @@ export class BreakerObject {
         const why = g.check_spec(sent);
         if (why !== '') return error(400, 'bad_request', `invalid ${SETTINGS_HEADER}: ${why}`);
       }
-      settings = sent ?? (this.#co ? this.#settings : '{}');
+      settings = sent ?? (this.#co ? this.#settings : undefined);
     }
     this.#name ??= name;
     // 3. Load lazily (storage only: the input gate keeps other events out meanwhile).
     await (this.#loading ??= this.#load());
+    // No client has spoken since the object started (an operator's view or reset first): the
+    // settings the record runs under, so that a reset keeps them rather than the defaults.
+    settings ??= storedSettings(this.#stored) ?? '{}';
     const co = this.#coordinator(name, settings, pinned !== undefined);
     if (co === undefined) return error(500, 'misconfigured', 'the settings were refused by the core');
     // 4. One synchronous step.

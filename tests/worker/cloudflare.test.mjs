@@ -149,6 +149,7 @@ describe('the state survives a restart of the object on persisted storage', () =
       { durableObjectsPersist: dir },
     );
   const view = async () => (await admin(env.mf, `/breakwater/admin/breakers/${NAME}`)).body;
+  let options; // the fingerprint of SETTINGS, as the object reports it
 
   before(async () => {
     upstream = await startUpstream();
@@ -194,6 +195,7 @@ describe('the state survives a restart of the object on persisted storage', () =
     assert.equal(restored.lease.generation, before.lease.generation);
     assert.equal(restored.options, before.options);
     assert.equal(restored.options_mismatch, null);
+    options = restored.options;
     assert.equal(upstream.state.count, count, 'nobody called the upstream');
 
     upstream.state.mode = 'up';
@@ -205,6 +207,33 @@ describe('the state survives a restart of the object on persisted storage', () =
     assert.equal(upstream.state.count - count, 1, 'one probe, then closed');
     await env.mf.dispose();
     env = undefined;
+  });
+
+  test('before any client asked since the restart, the admin route shows and a reset keeps the clients’ settings', async () => {
+    // Evicted or restarted: the operator's view is the object's first request.
+    env = await runtime();
+    const first = await view();
+    assert.equal(first.options, options);
+    assert.equal(first.options_mismatch, null, 'no client asked, so no client’s settings differ');
+    await env.mf.dispose();
+    // The operator's reset is the object's first request.
+    env = await runtime();
+    const reset = await admin(env.mf, `/breakwater/admin/breakers/${NAME}/reset`, { method: 'POST' });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    assert.equal(reset.body.lease.state, 'CLOSED');
+    assert.equal(reset.body.options, options, 'the clients’ settings stay in force (not the library defaults)');
+    assert.equal(reset.body.options_mismatch, null);
+    // The clients' threshold (2) still rules.
+    upstream.state.mode = 'down';
+    const app = await env.app('app');
+    const states = [];
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await call(app)).body.result, 'failed');
+      await flush(app);
+      states.push((await view()).lease.state);
+    }
+    assert.deepEqual(states, ['CLOSED', 'OPEN']);
+    assert.equal((await view()).options_mismatch, null);
   });
 });
 
