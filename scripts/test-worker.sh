@@ -57,7 +57,7 @@ node_modules/.bin/esbuild apps/user-worker.ts --bundle --format=esm --platform=n
   --outfile=.build/user-worker.mjs --log-level=warning
 
 files=("$@")
-[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs measure.test.mjs)
+[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs cloudflare.test.mjs cloudflare-routes.test.mjs measure.test.mjs)
 export WRANGLER_SEND_METRICS=false
 rm -rf .tmp
 status=0

@@ -135,7 +135,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     if (name instanceof Response) return name;
     const g = sharedGlue();
     const pinned = breakersText(this.env);
-    let settings: string;
+    let settings: string | undefined;
     if (pinned !== undefined) {
       const found = g.breakers(pinned, name);
       if (found.startsWith('!')) {
@@ -150,11 +150,14 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
         const why = g.check_spec(sent);
         if (why !== '') return error(400, 'bad_request', `invalid ${SETTINGS_HEADER}: ${why}`);
       }
-      settings = sent ?? (this.#co ? this.#settings : '{}');
+      settings = sent ?? (this.#co ? this.#settings : undefined);
     }
     this.#name ??= name;
     // 3. Load lazily (storage only: the input gate keeps other events out meanwhile).
     await (this.#loading ??= this.#load());
+    // No client has spoken since the object started (an operator's view or reset first): the
+    // settings the record runs under, so that a reset keeps them rather than the defaults.
+    settings ??= (this.#stored === undefined ? '' : g.stored_spec(this.#stored)) || '{}';
     const co = this.#coordinator(name, settings, pinned !== undefined);
     if (co === undefined) return error(500, 'misconfigured', 'the settings were refused by the core');
     // 4. One synchronous step.
@@ -169,8 +172,10 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
       if (op === 'reset') co.reset(now);
       text = co.view(now);
     }
-    // 5. Persist, then report.
-    if (status === 200 && co.changed()) {
+    // 5. Persist, then report. A view takes no step: what the coordinator holds as its last
+    // step is the previous request's, already stored and reported.
+    const stepped = op !== 'state';
+    if (stepped && status === 200 && co.changed()) {
       const record = co.record();
       try {
         await this.ctx.storage.put(STORAGE_KEY, record);
@@ -183,7 +188,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
         return error(503, 'storage', 'the new state could not be stored');
       }
     }
-    const t = co.transitions();
+    const t = stepped ? co.transitions() : [];
     for (let i = 0; i + 2 < t.length; i += 3) {
       console.log(`breakwater ${name}: ${STATES[t[i]!]} -> ${STATES[t[i + 1]!]} at ${t[i + 2]}`);
     }

@@ -317,6 +317,17 @@ pub fn breakers(text: &str, name: &str) -> String {
         .unwrap_or_default()
 }
 
+// The settings JSON a stored record runs under, or "" when it holds none (or none readable).
+#[wasm_bindgen]
+pub fn stored_spec(record: &str) -> String {
+    serde_json::from_str::<crate::shared::Record>(record)
+        .ok()
+        .and_then(|r| r.spec)
+        .filter(|spec| spec.validate().is_ok())
+        .and_then(|spec| serde_json::to_string(&spec).ok())
+        .unwrap_or_default()
+}
+
 // What `/admin/breakers/<rest>` addresses (`verb`: 0 GET, 1 POST, 2 other), among `names` (one
 // per line): `"view|<name>"`, `"isolate|<name>"`, `"reset|<name>"`, `"405"` (a known breaker, the
 // wrong method) or `"404"` (no breaker of that name).

@@ -120,3 +120,48 @@ export async function drive(apps, { concurrency = 2, stopApp = () => false, dead
   );
   return tallies;
 }
+
+export const USER_WORKER = path.join(HERE, '.build/user-worker.mjs');
+
+/**
+ * The Worker a JavaScript developer writes (apps/user-worker.ts, bundled by
+ * scripts/test-worker.sh): BreakerObject from `breakwater/cloudflare` exported by the Worker
+ * itself, a module-level SharedCircuitBreaker named `breaker` with `settings` (its `breaker`
+ * option) and `leaseMs`, the routes under /breakwater. The Worker named `host` holds the
+ * objects; the others bind to its class (`scriptName`). `bindings` adds vars and secrets
+ * (ADMIN_TOKEN, SERVICE_TOKEN, BREAKERS, NAMES).
+ */
+export function userWorker(name, { upstream = 'http://127.0.0.1:9/unused', breaker = 'anthropic', settings, leaseMs, host = 'host', bindings = {} } = {}) {
+  const vars = { UPSTREAM: upstream, BREAKER_NAME: breaker, ...bindings };
+  if (settings !== undefined) vars.SETTINGS = JSON.stringify(settings);
+  if (leaseMs !== undefined) vars.LEASE_MS = String(leaseMs);
+  const BREAKER = name === host ? { className: 'BreakerObject', useSQLite: true } : { className: 'BreakerObject', scriptName: host };
+  return moduleWorker(name, USER_WORKER, { bindings: vars, durableObjects: { BREAKER } });
+}
+
+/** Calls `fn` every `everyMs` until it returns a truthy value (returned) or `deadlineMs` pass (then the last value). */
+export async function until(fn, { deadlineMs = 5000, everyMs = 25 } = {}) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v || Date.now() - t0 > deadlineMs) return v;
+    await sleep(everyMs);
+  }
+}
+
+/**
+ * Collects what the Workers print (console.log and console.error of every isolate and object):
+ * pass `options` to `start` as its extra Miniflare options; `lines` fills as they come.
+ */
+export function captureLogs() {
+  const lines = [];
+  const collect = (stream) => {
+    let rest = '';
+    stream.on('data', (chunk) => {
+      const parts = (rest + chunk.toString()).split('\n');
+      rest = parts.pop();
+      lines.push(...parts);
+    });
+  };
+  return { lines, options: { handleRuntimeStdio: (stdout, stderr) => (collect(stdout), collect(stderr)) } };
+}

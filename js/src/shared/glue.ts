@@ -57,6 +57,8 @@ export interface SharedGlue {
   breakers(text: string, name: string): string;
   /** `/admin/breakers/<rest>` (`verb` 0 GET, 1 POST, 2 other) among `names` (one per line): "view|<name>", "isolate|<name>", "reset|<name>", "405" or "404". */
   admin_target(rest: string, verb: number, names: string): string;
+  /** The settings JSON a stored record runs under, or "" when it holds none readable. */
+  stored_spec(record: string): string;
   /** The objects' views (a JSON array) in the Prometheus text format, or "!why". */
   views_prometheus(views: string): string;
 }

@@ -139,12 +139,16 @@ export default {
       }
       case '/raw': {
         // Test hook: sends the request body as is to the object (malformed-input tests).
+        // `?id=string` addresses it by `idFromString(idFromName(name).toString())` (an id without
+        // a name, as wrangler dev's registry makes); `query` is appended to the object's URL.
         const name = url.searchParams.get('name') ?? env.BREAKER_NAME;
         const op = url.searchParams.get('op') ?? 'report';
-        const stub = env.BREAKER.get(env.BREAKER.idFromName(name));
+        const ns = env.BREAKER as unknown as DurableObjectNamespace;
+        const id = url.searchParams.get('id') === 'string' ? ns.idFromString(ns.idFromName(name).toString()) : ns.idFromName(name);
+        const stub = ns.get(id);
         const init: RequestInit = { method: req.method, headers: req.headers };
         if (req.method !== 'GET' && req.method !== 'HEAD') init.body = await req.arrayBuffer();
-        const resp = await stub.fetch(`https://breaker/${op}`, init);
+        const resp = await stub.fetch(`https://breaker/${op}${url.searchParams.get('query') ?? ''}`, init);
         return new Response(await resp.text(), { status: resp.status, headers: { 'content-type': 'application/json' } });
       }
       default:

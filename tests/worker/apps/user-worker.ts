@@ -16,6 +16,8 @@ interface Env {
   /** JSON of the `breaker` option (SharedBreakerRule). */
   SETTINGS?: string;
   LEASE_MS?: string;
+  /** Comma-separated names the routes serve (their `names` option); default: BREAKERS' names. */
+  NAMES?: string;
 }
 
 const vars = env as unknown as Env;
@@ -55,7 +57,8 @@ const json = (body: unknown, status = 200) =>
 
 export default {
   async fetch(req: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    const routed = await breakerRoutes(req, env, { prefix: '/breakwater' });
+    const names = env.NAMES ? env.NAMES.split(',') : undefined;
+    const routed = await breakerRoutes(req, env, { prefix: '/breakwater', names });
     if (routed) return routed;
     const url = new URL(req.url);
     const waitUntil = (p: Promise<unknown>) => ctx.waitUntil(p);
