@@ -68,16 +68,46 @@ esb=(node_modules/.bin/esbuild --bundle --platform=neutral --target=es2022
 "${esb[@]}" js/src/internal.ts --format=cjs --outfile="$OUT/dist/api.cjs"
 cp js/entry/*.mjs "$OUT/dist/"
 
-# The Node/Bun entries (`node` condition, ESM and CJS): each bundled with its glue and its .wasm
-# inlined as base64, so that bundlers which follow only JavaScript imports (Next.js's Turbopack
-# and webpack) carry the wasm along and nothing is read from disk at run time.
+# The Node/Bun entries (`node` condition, ESM and CJS): each bundled with its glue, its .wasm
+# inlined as base64 in a module of its own (NAME-wasm.mjs / .cjs, imported by the entry), so that
+# bundlers which follow only JavaScript imports (Next.js's Turbopack and webpack) carry the wasm
+# along and nothing is read from disk at run time. Node prints the source line of an uncaught
+# error's throw site: the base64 stays out of the code's lines, and the code's lines are wrapped
+# at 160 characters (minified, the whole entry would be one line of 70 to 380 KB).
 # Usage: node_entry NAME   (reads $OUT/dist/NAME.mjs, writes NAME.cjs and NAME.mjs in place)
 node_entry() {
-  local node_esb=(node_modules/.bin/esbuild "$OUT/dist/$1.mjs" --bundle --platform=node --target=es2022
-    --minify --legal-comments=none --log-level=warning --loader:.wasm=binary
-    --external:breakwater --external:breakwater/shared)
-  "${node_esb[@]}" --format=cjs --outfile="$OUT/dist/$1.cjs"
-  "${node_esb[@]}" --format=esm --outfile="$OUT/dist/$1.mjs" --allow-overwrite
+  node --input-type=module - "$OUT/dist" "$1" <<'JS'
+import path from 'node:path';
+import { build } from 'esbuild';
+const [dist, name] = process.argv.slice(2);
+const common = { bundle: true, platform: 'node', target: 'es2022', minify: true, legalComments: 'none', logLevel: 'warning' };
+let wasm;
+for (const [format, ext] of [['cjs', 'cjs'], ['esm', 'mjs']]) {
+  const wasmModule = `./${name}-wasm.${ext}`;
+  await build({
+    ...common, format, entryPoints: [path.join(dist, `${name}.mjs`)], outfile: path.join(dist, `${name}.${ext}`),
+    allowOverwrite: true, lineLimit: 160, external: ['breakwater', 'breakwater/shared'],
+    plugins: [{
+      name: 'wasm-module',
+      setup(b) {
+        b.onResolve({ filter: /\.wasm$/ }, (args) => {
+          const file = path.resolve(args.resolveDir, args.path);
+          if (wasm && wasm !== file) throw new Error(`${name}: a second .wasm (${file})`);
+          wasm = file;
+          return { path: wasmModule, external: true };
+        });
+      },
+    }],
+  });
+  if (!wasm) throw new Error(`${name}.mjs imports no .wasm`);
+  // The bytes are the CommonJS module's exports: what an ESM default import of it gives in Node.
+  const contents = format === 'cjs' ? `module.exports = require(${JSON.stringify(wasm)});` : `export { default } from ${JSON.stringify(wasm)};`;
+  await build({
+    ...common, format, outfile: path.join(dist, `${name}-wasm.${ext}`), loader: { '.wasm': 'binary' },
+    stdin: { contents, resolveDir: dist },
+  });
+}
+JS
 }
 node_entry node
 

@@ -9,7 +9,12 @@
 # Needs: worker-build 0.8.7, wasm-bindgen-cli equal to Cargo.lock's wasm-bindgen, and the npm
 # packages of tests/worker (binaryen, esbuild): scripts/test-worker.sh --setup-only installs them.
 # Usage: scripts/build-worker.sh [extra cargo args, e.g. --features worker,demo]
-#   (without arguments: wrangler.toml's [build] command)
+#   (without arguments: wrangler.toml's [build] command; it may be run from any directory)
+# Cargo's output goes to $CARGO_TARGET_DIR/worker (default target/worker).
+# Running it again on unchanged sources takes about a second: cargo and wasm-bindgen have nothing
+# to do and wasm-opt's result is reused when its input is byte for byte the same. That matters
+# because `wrangler dev` (4.86) runs the [build] command twice at every start (once to find the
+# entry point, once more when its file watcher is ready) and twice after a change to wrangler.toml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -28,6 +33,15 @@ have=$("$WASM_BINDGEN_BIN" --version | awk '{ print $2 }')
 [ -x "$WASM_OPT_BIN" ] || fail "wasm-opt missing at $WASM_OPT_BIN (npm ci in tests/worker)"
 [ -x "$ESBUILD_BIN" ] || fail "esbuild missing at $ESBUILD_BIN (npm ci in tests/worker)"
 
+target_dir="${CARGO_TARGET_DIR:-target}/worker"
+mkdir -p "$target_dir"
+# One build at a time: wrangler may start a second run of this script before the first ends
+# (a change to wrangler.toml while a build runs); both write build/.
+if command -v flock >/dev/null; then
+  exec 9>"$target_dir/.build-worker.lock"
+  flock 9
+fi
+
 # BREAKERS is checked before anything is built (this is also what `wrangler deploy --dry-run`
 # runs): a mistake is named here, not at the first request.
 cargo run --quiet --features worker-config --bin breakwater-worker-config -- check wrangler.toml
@@ -35,11 +49,25 @@ cargo run --quiet --features worker-config --bin breakwater-worker-config -- che
 # Its own target directory: the size-optimised profile below would otherwise invalidate the
 # shared target/release cache of the other builds (and wait on their lock).
 export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-z}"
-worker-build --release --features worker --target-dir target/worker "$@"
+worker-build --release --features worker --target-dir "$target_dir" "$@"
 
 # worker-build's own wasm-opt step follows [package.metadata.wasm-pack] (off for the npm build),
-# so optimise here, with the feature set worker-build would enable for workerd.
+# so optimise here, with the feature set worker-build would enable for workerd. That takes
+# ~15 s; the result is kept under the hash of its input and settings and reused when they repeat
+# (the last four: the deployed Worker, the demo build of the tests, and a clone sharing the target).
 features=(mutable-globals sign-ext nontrapping-float-to-int bulk-memory multivalue reference-types exception-handling)
-"$WASM_OPT_BIN" build/index_bg.wasm -o build/index_bg.opt.wasm -Oz "${features[@]/#/--enable-}"
-mv build/index_bg.opt.wasm build/index_bg.wasm
+opt_args=(-Oz "${features[@]/#/--enable-}")
+sha256() { if command -v sha256sum >/dev/null; then sha256sum; else shasum -a 256; fi | cut -c1-64; }
+key=$({ sha256 < build/index_bg.wasm; "$WASM_OPT_BIN" --version; echo "${opt_args[*]}"; } | sha256)
+cache="$target_dir/wasm-opt"
+if [ -f "$cache/$key.wasm" ]; then
+  log "wasm-opt: input unchanged, reusing $cache/$key.wasm"
+  cp "$cache/$key.wasm" build/index_bg.wasm
+else
+  "$WASM_OPT_BIN" build/index_bg.wasm -o build/index_bg.opt.wasm "${opt_args[@]}"
+  mkdir -p "$cache"
+  cp build/index_bg.opt.wasm "$cache/$key.wasm.tmp" && mv "$cache/$key.wasm.tmp" "$cache/$key.wasm"
+  ls -t "$cache"/*.wasm | tail -n +5 | while read -r old; do rm -f "$old"; done
+  mv build/index_bg.opt.wasm build/index_bg.wasm
+fi
 log "build/index_bg.wasm: $(wc -c < build/index_bg.wasm) bytes, $(gzip -c build/index_bg.wasm | wc -c) gzipped"

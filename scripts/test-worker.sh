@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Cloudflare Worker variant's tests: the protocol, object and lease logic natively, then the
-# Worker built with worker-build and driven in real workerd through Miniflare (node:test): eight
+# The Cloudflare Worker variant's tests: the README's deploy recipe as a dry run
+# (scripts/test-deploy.sh), the protocol, object and lease logic natively, then the Worker built
+# with worker-build and driven in real workerd through Miniflare (node:test): eight
 # app Workers (4 Rust, 4 JavaScript) sharing one breaker object against a fake upstream,
 # persistence across a restart, an unreachable object, malformed input, and the measurements.
 # Installs what is missing first (idempotent). Servers listen on 127.0.0.1 only; every test stops
@@ -12,6 +13,9 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh worker
 [ "${1:-}" = "--setup-only" ] && exit 0
+
+log "the deploy recipe: wrangler deploy --dry-run from the root, from elsewhere, from a fresh clone"
+bash scripts/test-deploy.sh
 
 log "unit tests (native): configuration, routes"
 cargo test --quiet --features worker --lib worker::
