@@ -2,7 +2,8 @@
 # The Cloudflare Worker variant's tests: the protocol, object and lease logic natively, then the
 # Worker built with worker-build and driven in real workerd through Miniflare (node:test): eight
 # app Workers (4 Rust, 4 JavaScript) sharing one breaker object against a fake upstream,
-# persistence across a restart, an unreachable object, malformed input, and the measurements.
+# persistence across a restart, an unreachable object, malformed input, real `wrangler dev`
+# (one process and two, the JavaScript and the Rust object), and the measurements.
 # Installs what is missing first (idempotent). Servers listen on 127.0.0.1 only; every test stops
 # its Miniflare and upstream.
 # Usage: scripts/test-worker.sh [--setup-only] [test file ...]   (default: every *.test.mjs)
@@ -57,7 +58,7 @@ node_modules/.bin/esbuild apps/user-worker.ts --bundle --format=esm --platform=n
   --outfile=.build/user-worker.mjs --log-level=warning
 
 files=("$@")
-[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs measure.test.mjs)
+[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs wrangler-dev.test.mjs measure.test.mjs)
 export WRANGLER_SEND_METRICS=false
 rm -rf .tmp
 status=0
