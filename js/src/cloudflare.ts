@@ -146,7 +146,7 @@ export class BreakerObject {
     if (name instanceof Response) return name;
     const g = sharedGlue();
     const pinned = breakersText(this.#env);
-    let settings: string;
+    let settings: string | undefined;
     if (pinned !== undefined) {
       const found = g.breakers(pinned, name);
       if (found.startsWith('!')) {
@@ -161,11 +161,15 @@ export class BreakerObject {
         const why = g.check_spec(sent);
         if (why !== '') return error(400, 'bad_request', `invalid ${SETTINGS_HEADER}: ${why}`);
       }
-      settings = sent ?? (this.#co ? this.#settings : '{}');
+      settings = sent ?? (this.#co ? this.#settings : undefined);
     }
     this.#name ??= name;
     // 3. Load lazily (storage only: the input gate keeps other events out meanwhile).
     await (this.#loading ??= this.#load());
+    // A request without settings (the admin routes send none) to an object just loaded runs
+    // under the settings its record runs: with the defaults instead, a reset would install them
+    // in place of the clients' until a reset reached the object while it had clients' settings.
+    settings ??= this.#recordSettings() ?? '{}';
     const co = this.#coordinator(name, settings, pinned !== undefined);
     if (co === undefined) return error(500, 'misconfigured', 'the settings were refused by the core');
     // 4. One synchronous step.
@@ -226,6 +230,19 @@ export class BreakerObject {
       // Unreadable storage: start from nothing, and say so (the first change replaces it).
       console.error(`breakwater object: stored record is not readable: ${e instanceof Error ? e.message : String(e)}`);
       this.#stored = undefined;
+    }
+  }
+
+  /** The settings the stored record runs under (its `spec`), if it names valid ones. */
+  #recordSettings(): string | undefined {
+    if (this.#stored === undefined) return undefined;
+    try {
+      const spec = (JSON.parse(this.#stored) as { spec?: unknown } | null)?.spec;
+      if (spec === null || typeof spec !== 'object') return undefined;
+      const text = JSON.stringify(spec);
+      return sharedGlue().check_spec(text) === '' ? text : undefined;
+    } catch {
+      return undefined;
     }
   }
 

@@ -186,7 +186,7 @@ async function untilObjectAnswers(app, deadlineMs = 30_000) {
       last = await req(app, '/raw?op=not-an-operation', { method: 'POST' });
       if (last.status === 404 && last.body?.message === 'unknown operation') {
         const ms = performance.now() - t0;
-        timings.push(`${app.name} reached the object ${(ms / 1000).toFixed(1)} s after it was ready`);
+        timings.push(`${app.name} reached the object in ${(ms / 1000).toFixed(1)} s`);
         return;
       }
     } catch (e) {
@@ -314,8 +314,9 @@ test('two wrangler dev: an object-only Worker exporting BreakerObject, the app b
   const files = {
     'index.js': "export { BreakerObject } from 'breakwater/cloudflare';\nexport default { fetch() { return new Response('object host'); } };\n",
   };
+  const hostConfig = { name: 'breaker-host', main: 'index.js', object: true };
   const [host, app] = await Promise.all([
-    wranglerDev(t, { name: 'breaker-host', main: 'index.js', object: true }, { files }),
+    wranglerDev(t, hostConfig, { files }),
     // BREAKERS here only lists the names the app's admin routes serve: the object, in the other
     // process, does not see it and runs the settings the clients send.
     wranglerDev(t, {
@@ -345,7 +346,20 @@ test('two wrangler dev: an object-only Worker exporting BreakerObject, the app b
   };
   await withLogs([host, app], () => outageAndRecovery([app], admin));
   // The clients' settings reached the object: 3 failures opened it.
-  assert.equal((await admin()).stats.opened, 1);
+  const view = await admin();
+  assert.equal(view.stats.opened, 1);
+
+  // The object's Worker restarts (its storage kept in .wrangler/state): the object is cold when
+  // the admin route's reset, which carries no settings, reaches it. It keeps the settings its
+  // record runs (the clients'), not the defaults.
+  await host.stop();
+  const again = await wranglerDev(t, hostConfig, { files });
+  await untilObjectAnswers(app);
+  const reset = await req(app, `/breakwater/admin/breakers/${name}/reset`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  assert.equal(reset.status, 200, JSON.stringify(reset.body));
+  assert.equal(reset.body.options, view.options, `a cold reset changed the settings: ${JSON.stringify(reset.body)}\n${again.log()}`);
+  assert.equal(reset.body.options_mismatch, null, JSON.stringify(reset.body));
+  assert.equal(reset.body.stats.opened, 1, 'the record was not restored');
 });
 
 test('two wrangler dev: the Rust Worker (build/index.js) hosts BreakerObject, a JavaScript app is bound with script_name', async (t) => {
