@@ -3,12 +3,15 @@
 // an outage (shared object vs per-isolate local breakers), object requests per 100 healthy
 // calls, and guarded calls per second through one object with batching; the same client Worker
 // against the JavaScript object (breakwater/cloudflare in the user's Worker) and the Rust one
-// on deterministic workloads.
+// on deterministic workloads; and the size of a minimal user Worker with the object, as
+// `wrangler deploy --dry-run` bundles it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startUpstream, objectWorker, rustApp, jsApp, start, call, drive, sleep, admin, JS_APP } from './harness.mjs';
+import zlib from 'node:zlib';
+import { startUpstream, objectWorker, rustApp, jsApp, start, call, drive, sleep, tmpDir, admin, COMPAT_DATE, JS_APP } from './harness.mjs';
 import { moduleWorker } from './workerd.mjs';
 
 const BREAKERS = {
@@ -311,4 +314,74 @@ test('the JavaScript object and the Rust object on the same paced workloads: obj
   // (the fifth opens it, the last three isolates still held a CLOSED lease), 4 in the second.
   assert.equal(healthy.js.object_requests, CLIENTS.length * HEALTHY.rounds, JSON.stringify(healthy.js));
   assert.equal(outage.js.upstream_calls, 12, JSON.stringify(outage.js));
+});
+
+// ----- the size of a user's Worker with the object -----
+
+const WRANGLER = path.join(path.dirname(path.dirname(JS_APP)), 'node_modules/.bin/wrangler');
+
+/** `wrangler deploy --dry-run --outdir` of `source` (with or without the object): its modules' sizes. */
+async function dryRun(dir, source, withObject) {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'index.ts'), source);
+  const toml = [`name = "size-probe"`, `main = "index.ts"`, `compatibility_date = "${COMPAT_DATE}"`, ''];
+  toml.push('[[durable_objects.bindings]]', 'name = "BREAKER"', 'class_name = "BreakerObject"');
+  if (withObject) toml.push('', '[[migrations]]', 'tag = "v1"', 'new_sqlite_classes = ["BreakerObject"]');
+  else toml.push('script_name = "breakwater"');
+  fs.writeFileSync(path.join(dir, 'wrangler.toml'), `${toml.join('\n')}\n`);
+  const env = { ...process.env, XDG_CONFIG_HOME: path.join(dir, 'xdg'), TMPDIR: path.join(dir, 'tmp'), WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', FORCE_COLOR: '0' };
+  fs.mkdirSync(env.TMPDIR, { recursive: true });
+  const out = await new Promise((resolve, reject) =>
+    execFile(WRANGLER, ['deploy', '--dry-run', '--outdir', 'out'], { cwd: dir, env, timeout: 60_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(`${stdout}${stderr}`),
+    ),
+  );
+  const m = /Total Upload: ([\d.]+) KiB \/ gzip: ([\d.]+) KiB/.exec(out);
+  assert.ok(m, out);
+  const modules = {};
+  const contents = [];
+  for (const f of fs.readdirSync(path.join(dir, 'out')).sort()) {
+    if (!f.endsWith('.js') && !f.endsWith('.wasm')) continue;
+    const bytes = fs.readFileSync(path.join(dir, 'out', f));
+    contents.push(bytes);
+    // The hash wrangler prefixes to a .wasm's name is not part of what it is.
+    modules[f.replace(/^[0-9a-f]{40}-/, '')] = { bytes: bytes.length, gzip: zlib.gzipSync(bytes).length };
+  }
+  return {
+    modules,
+    total: { bytes: contents.reduce((a, b) => a + b.length, 0), gzip: zlib.gzipSync(Buffer.concat(contents)).length },
+    wrangler_reports: { kib: Number(m[1]), gzip_kib: Number(m[2]) },
+  };
+}
+
+test("a minimal user Worker's size with BreakerObject (wrangler deploy --dry-run)", async () => {
+  const dir = tmpDir('size-');
+  const client = `import { env } from 'cloudflare:workers';
+import { SharedCircuitBreaker, type NamespaceLike } from 'breakwater/shared';
+`;
+  const body = `
+const breaker = new SharedCircuitBreaker('anthropic', {
+  shared: (env as unknown as { BREAKER: NamespaceLike }).BREAKER,
+  breaker: { failureThreshold: 5, resetTimeout: 30_000 },
+});
+
+export default {
+  async fetch(): Promise<Response> {
+    return breaker.execute(() => fetch('https://api.anthropic.com/v1/messages'));
+  },
+};
+`;
+  const withObject = await dryRun(path.join(dir, 'with-object'), `${client}export { BreakerObject } from 'breakwater/cloudflare';\n${body}`, true);
+  const clientOnly = await dryRun(path.join(dir, 'client-only'), `${client}${body}`, false);
+  results.user_worker_size = { with_object: withObject, client_only: clientOnly };
+  const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+  const list = (x) => Object.entries(x.modules).map(([f, s]) => `${f} ${kib(s.bytes)} (gzip ${kib(s.gzip)})`).join(', ');
+  console.log(`# measure: user Worker with BreakerObject: ${list(withObject)}; total ${kib(withObject.total.bytes)}, gzip ${kib(withObject.total.gzip)} (wrangler: ${withObject.wrangler_reports.kib} KiB / gzip ${withObject.wrangler_reports.gzip_kib} KiB)`);
+  console.log(`# measure: the same Worker without the object (bound to another's): ${list(clientOnly)}; total gzip ${kib(clientOnly.total.gzip)}`);
+  // Sanity only: the JS and both .wasm are there, and far under the Workers limit (3 MiB gzip on the free plan).
+  assert.equal(Object.keys(withObject.modules).length, 3, JSON.stringify(withObject.modules));
+  assert.ok(withObject.modules['breakwater_shared_bg.wasm'] && withObject.modules['breakwater_bg.wasm'], JSON.stringify(withObject.modules));
+  assert.ok(withObject.total.gzip < 1024 * 1024, JSON.stringify(withObject.total));
+  assert.ok(Math.abs(withObject.total.bytes / 1024 - withObject.wrangler_reports.kib) < 1, 'our sum is not what wrangler counts');
+  assert.ok(withObject.total.bytes > clientOnly.total.bytes);
 });
