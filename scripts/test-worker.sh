@@ -3,7 +3,10 @@
 # (scripts/test-deploy.sh), the protocol, object and lease logic natively, then the Worker built
 # with worker-build and driven in real workerd through Miniflare (node:test): eight
 # app Workers (4 Rust, 4 JavaScript) sharing one breaker object against a fake upstream,
-# persistence across a restart, an unreachable object, malformed input, and the measurements.
+# persistence across a restart, an unreachable object, malformed input; the JavaScript object
+# (breakwater/cloudflare) in a user's own Worker: isolates sharing it, restarts, rolling deploys,
+# pinned settings, its routes, ids without names (both objects); real `wrangler dev` (one
+# process and two, the JavaScript and the Rust object), and the measurements.
 # Installs what is missing first (idempotent). Servers listen on 127.0.0.1 only; every test stops
 # its Miniflare and upstream.
 # Usage: scripts/test-worker.sh [--setup-only] [test file ...]   (default: every *.test.mjs)
@@ -61,7 +64,7 @@ node_modules/.bin/esbuild apps/user-worker.ts --bundle --format=esm --platform=n
   --outfile=.build/user-worker.mjs --log-level=warning
 
 files=("$@")
-[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs cloudflare.test.mjs cloudflare-routes.test.mjs measure.test.mjs)
+[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs cloudflare.test.mjs cloudflare-routes.test.mjs wrangler-dev.test.mjs measure.test.mjs)
 export WRANGLER_SEND_METRICS=false
 rm -rf .tmp
 status=0
