@@ -3,6 +3,7 @@
 // BreakerObject (`scriptName`), or with a per-isolate local breaker (MODE = "local").
 // Bundled by esbuild into tests/worker/.build/js-app.mjs.
 import { LocalFallbackBreaker, SharedCircuitBreaker, type NamespaceLike } from 'breakwater/shared';
+import { guardedRoutes, json, raw, upstream, type UpstreamError } from './guarded.js';
 
 interface Env {
   BREAKER: NamespaceLike;
@@ -32,27 +33,6 @@ function breaker(env: Env): SharedCircuitBreaker {
   return shared;
 }
 
-class UpstreamError extends Error {
-  constructor(readonly status: number) {
-    super(`upstream ${status}`);
-  }
-}
-
-async function upstream(url: string): Promise<number> {
-  let resp: Response;
-  try {
-    resp = await fetch(url);
-  } catch {
-    throw new UpstreamError(0);
-  }
-  await resp.arrayBuffer();
-  if (resp.status >= 500 || resp.status === 429) throw new UpstreamError(resp.status);
-  return resp.status;
-}
-
-const json = (body: unknown, status = 200) =>
-  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
-
 export default {
   async fetch(req: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     const url = new URL(req.url);
@@ -76,52 +56,11 @@ export default {
       return json({ error: 'not_found' }, 404);
     }
     const b = breaker(env);
+    const guarded = await guardedRoutes(b, url, env.UPSTREAM, waitUntil, events, (r) =>
+      r.ok ? 'success' : (r.error as UpstreamError).status >= 400 && (r.error as UpstreamError).status < 500 && (r.error as UpstreamError).status !== 429 ? 'ignored' : 'failure',
+    );
+    if (guarded) return guarded;
     switch (url.pathname) {
-      case '/app/call': {
-        try {
-          const status = await b.execute(() => upstream(env.UPSTREAM), {
-            waitUntil,
-            classify: (r) =>
-              r.ok ? 'success' : (r.error as UpstreamError).status >= 400 && (r.error as UpstreamError).status < 500 && (r.error as UpstreamError).status !== 429 ? 'ignored' : 'failure',
-          });
-          return json({ result: 'ok', status, state: b.state, fallback: b.inFallback, object_requests: b.objectRequests });
-        } catch (e) {
-          const rejected = (e as { isCircuitOpenError?: boolean }).isCircuitOpenError === true;
-          return json({
-            result: rejected ? 'rejected' : 'failed',
-            status: rejected ? 0 : ((e as UpstreamError).status ?? 0),
-            retry_after_ms: rejected ? (e as { retryAfterMs: number }).retryAfterMs : 0,
-            state: b.state,
-            fallback: b.inFallback,
-            object_requests: b.objectRequests,
-          });
-        }
-      }
-      case '/app/bench': {
-        const n = Math.min(1_000_000, Number(url.searchParams.get('n') ?? 1000));
-        let ok = 0;
-        let rejected = 0;
-        for (let i = 0; i < n; i++) {
-          try {
-            await b.execute(() => undefined, { waitUntil });
-            ok++;
-          } catch {
-            rejected++;
-          }
-        }
-        return json({ ok, rejected, state: b.state, object_requests: b.objectRequests });
-      }
-      case '/app/flush':
-        await b.flush();
-      // falls through
-      case '/app/stats':
-        return json({
-          state: b.state,
-          object_requests: b.objectRequests,
-          unacknowledged: b.unacknowledged,
-          fallback: b.inFallback,
-          events,
-        });
       case '/app/unbatched': {
         // Reference for the measurements: one object round trip per call (what the lease and the
         // batches avoid): each call reports its own success to the object.
@@ -137,20 +76,8 @@ export default {
         }
         return json({ ok: n });
       }
-      case '/raw': {
-        // Test hook: sends the request body as is to the object (malformed-input tests).
-        // `?id=string` addresses it by `idFromString(idFromName(name).toString())` (an id without
-        // a name, as wrangler dev's registry makes); `query` is appended to the object's URL.
-        const name = url.searchParams.get('name') ?? env.BREAKER_NAME;
-        const op = url.searchParams.get('op') ?? 'report';
-        const ns = env.BREAKER as unknown as DurableObjectNamespace;
-        const id = url.searchParams.get('id') === 'string' ? ns.idFromString(ns.idFromName(name).toString()) : ns.idFromName(name);
-        const stub = ns.get(id);
-        const init: RequestInit = { method: req.method, headers: req.headers };
-        if (req.method !== 'GET' && req.method !== 'HEAD') init.body = await req.arrayBuffer();
-        const resp = await stub.fetch(`https://breaker/${op}${url.searchParams.get('query') ?? ''}`, init);
-        return new Response(await resp.text(), { status: resp.status, headers: { 'content-type': 'application/json' } });
-      }
+      case '/raw':
+        return raw(req, url, env.BREAKER as unknown as DurableObjectNamespace, env.BREAKER_NAME);
       default:
         return json({ error: 'not_found' }, 404);
     }
