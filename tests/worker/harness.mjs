@@ -89,7 +89,11 @@ export async function call(fetcher, route = '/app/call', init = { method: 'POST'
 /** The admin route of the object's Worker. */
 export async function admin(mf, route, { method = 'GET', token = ADMIN_TOKEN } = {}) {
   const headers = token === null ? {} : { authorization: `Bearer ${token}` };
-  const resp = await mf.dispatchFetch(`http://breakwater${route}`, { method, headers });
+  return answer(await mf.dispatchFetch(`http://breakwater${route}`, { method, headers }));
+}
+
+/** A response's status and body, parsed as JSON when it is JSON. */
+export async function answer(resp) {
   const text = await resp.text();
   let body = text;
   try {

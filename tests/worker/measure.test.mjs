@@ -39,15 +39,21 @@ async function cluster(mode, breakers = BREAKERS) {
   return { env, apps };
 }
 
-async function outageCost(mode) {
-  const { env, apps } = await cluster(mode);
+/**
+ * Upstream calls from a healthy cluster's outage until every isolate rejects (2 concurrent loops
+ * per isolate); `shared`: each isolate must have stopped on the shared breaker, not a fallback.
+ */
+async function outageCost(label, made, { shared = false } = {}) {
+  const { env, apps } = await made;
   try {
     upstream.state.mode = 'up';
     await drive(apps, { concurrency: 2, stopApp: (_, t) => t.ok >= 10 });
     upstream.state.mode = 'down';
     const before = upstream.state.count;
     const tallies = await drive(apps, { concurrency: 2, stopApp: (_, t) => t.rejected > 0 });
-    for (const [name, t] of tallies) assert.ok(t.rejected > 0, `${mode}: ${name} never stopped`);
+    for (const [name, t] of tallies) {
+      assert.ok(t.rejected > 0 && (!shared || t.fallback === 0), `${label}: ${name} ${JSON.stringify(t)}`);
+    }
     return upstream.state.count - before;
   } finally {
     upstream.state.mode = 'up';
@@ -56,8 +62,8 @@ async function outageCost(mode) {
 }
 
 test('outage cost: upstream calls before all 8 isolates stop, shared vs local', async () => {
-  const shared = await outageCost('shared');
-  const local = await outageCost('local');
+  const shared = await outageCost('shared', cluster('shared'));
+  const local = await outageCost('local', cluster('local'));
   results.outage = { shared, local, isolates: 8, loops_per_isolate: 2, threshold: 5 };
   console.log(`# measure: outage cost (8 isolates x 2 concurrent loops, 5 failures trip): shared object ${shared} upstream calls, per-isolate local breakers ${local}`);
   assert.ok(shared < local);
@@ -272,29 +278,16 @@ async function pacedOutage(host) {
   }
 }
 
-/** The timed outage of `outageCost` above (2 concurrent loops per isolate), recorded, not compared. */
-async function concurrentOutage(host) {
-  const { env, apps } = await objectCluster(host, 1000);
-  try {
-    upstream.state.mode = 'up';
-    await drive(apps, { concurrency: 2, stopApp: (_, t) => t.ok >= 10 });
-    upstream.state.mode = 'down';
-    const before = upstream.state.count;
-    const tallies = await drive(apps, { concurrency: 2, stopApp: (_, t) => t.rejected > 0 });
-    for (const [name, t] of tallies) assert.ok(t.rejected > 0 && t.fallback === 0, `${host}: ${name} ${JSON.stringify(t)}`);
-    return upstream.state.count - before;
-  } finally {
-    upstream.state.mode = 'up';
-    await env.mf.dispose();
-  }
-}
 
 const within10 = (a, b) => Math.abs(a - b) <= 0.1 * Math.max(a, b);
 
 test('the JavaScript object and the Rust object on the same paced workloads: object requests per 100 healthy calls, upstream calls during an outage', async () => {
   const healthy = { js: await pacedHealthy('js'), rust: await pacedHealthy('rust') };
   const outage = { js: await pacedOutage('js'), rust: await pacedOutage('rust') };
-  const concurrent = { js: await concurrentOutage('js'), rust: await concurrentOutage('rust') };
+  const concurrent = {
+    js: await outageCost('js', objectCluster('js', 1000), { shared: true }),
+    rust: await outageCost('rust', objectCluster('rust', 1000), { shared: true }),
+  };
   // The two objects ran the same settings (the clients' `breaker` option vs BREAKERS).
   assert.equal(healthy.js.options, healthy.rust.options, 'the objects ran different settings');
   assert.equal(outage.js.options, outage.rust.options, 'the objects ran different settings');

@@ -27,7 +27,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startUpstream, tmpDir, sleep, COMPAT_DATE, ADMIN_TOKEN } from './harness.mjs';
+import { answer, startUpstream, tmpDir, sleep, COMPAT_DATE, ADMIN_TOKEN } from './harness.mjs';
 import { WORKER_SCRIPT } from './workerd.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -161,13 +161,7 @@ async function wranglerDev(t, config, { files = {}, deadlineMs = 60_000 } = {}) 
 
 /** A request to a process; the body parsed as JSON when it is JSON. */
 async function req(proc, route, { method = 'GET', headers = {} } = {}) {
-  const resp = await fetch(`${proc.url}${route}`, { method, headers, signal: AbortSignal.timeout(10_000) });
-  const text = await resp.text();
-  let body = text;
-  try {
-    body = JSON.parse(text);
-  } catch {}
-  return { status: resp.status, body };
+  return answer(await fetch(`${proc.url}${route}`, { method, headers, signal: AbortSignal.timeout(10_000) }));
 }
 
 const call = (app) => req(app, '/app/call', { method: 'POST' });
