@@ -2,7 +2,7 @@
 # Installs the tools the build and the tests need, skipping whatever is already there.
 # Usage: scripts/setup.sh [rust] [wasm] [browser] [node] [node22] [worker]   (no argument: everything)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
 
 WASM_BINDGEN_VERSION=$(locked_version wasm-bindgen)
@@ -21,6 +21,10 @@ setup_rust() {
   rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 }
 
+# Where cargo keeps its registry and installs binaries: $CARGO_HOME (/usr/local/cargo in the
+# official Rust container image), else ~/.cargo.
+cargo_home() { echo "${CARGO_HOME:-$HOME/.cargo}"; }
+
 # wasm-bindgen-cli must equal the wasm-bindgen version in Cargo.lock. Its published lock file pins a
 # crate the registry no longer serves, so build it from the unpacked crate, stepping back whichever
 # locked package the registry refuses until `cargo fetch --locked` succeeds.
@@ -29,14 +33,23 @@ install_wasm_bindgen_cli() {
     return
   fi
   log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (several minutes)"
-  local work crate
-  work=$(mktemp -d)
-  crate=$(ls ~/.cargo/registry/cache/*/wasm-bindgen-cli-$WASM_BINDGEN_VERSION.crate 2>/dev/null | head -1 || true)
-  if [ -z "$crate" ]; then
+  if ! ls "$(cargo_home)"/registry/cache/*/"wasm-bindgen-cli-$WASM_BINDGEN_VERSION.crate" >/dev/null 2>&1; then
     # Let cargo download the crate into its cache; the install itself may fail on the lock file.
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked >/dev/null 2>&1 && return || true
-    crate=$(ls ~/.cargo/registry/cache/*/wasm-bindgen-cli-$WASM_BINDGEN_VERSION.crate | head -1)
   fi
+  local work dir
+  work=$(mktemp -d)
+  dir=$(wasm_bindgen_cli_source "$work")
+  (cd "$dir" && cargo install --path . --locked)
+  rm -rf "$work"
+}
+
+# Usage: wasm_bindgen_cli_source DIR   unpacks the wasm-bindgen-cli crate from cargo's registry cache
+# into DIR, steps its lock file back until `cargo fetch --locked` succeeds, and prints the crate's
+# folder. (scripts/test-setup.sh runs this step with CARGO_HOME elsewhere.)
+wasm_bindgen_cli_source() {
+  local work=$1 crate
+  crate=$(ls "$(cargo_home)"/registry/cache/*/"wasm-bindgen-cli-$WASM_BINDGEN_VERSION.crate" | head -1)
   tar -xzf "$crate" -C "$work"
   local dir="$work/wasm-bindgen-cli-$WASM_BINDGEN_VERSION"
   local tries=0
@@ -54,8 +67,7 @@ install_wasm_bindgen_cli() {
     log "lock file pins $name@$spec, which the registry does not serve: stepping it back"
     (cd "$dir" && cargo update -p "$name@$spec" >/dev/null 2>&1)
   done
-  (cd "$dir" && cargo install --path . --locked)
-  rm -rf "$work"
+  echo "$dir"
 }
 
 setup_wasm() {
@@ -117,6 +129,9 @@ setup_worker() {
   fi
   npm_ci_if_stale tests/worker
 }
+
+# Sourced (scripts/test-setup.sh): the functions only.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=(rust wasm browser node node22 worker)
