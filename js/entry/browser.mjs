@@ -3,4 +3,4 @@ import { compile } from './compile.mjs';
 import { start } from './instantiate.mjs';
 
 start(await compile(new URL('../web/breakwater_bg.wasm', import.meta.url)));
-export * from './api.mjs';
+export * from './index.mjs';

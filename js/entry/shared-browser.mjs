@@ -3,4 +3,4 @@ import { compile } from './compile.mjs';
 import { startShared } from './instantiate-shared.mjs';
 
 startShared(await compile(new URL('../web-shared/breakwater_shared_bg.wasm', import.meta.url)));
-export * from './shared-api.mjs';
+export * from './shared.mjs';

@@ -3,4 +3,4 @@ import wasmModule from '../web-shared/breakwater_shared_bg.wasm?module';
 import { startShared } from './instantiate-shared.mjs';
 
 startShared(wasmModule);
-export * from './shared-api.mjs';
+export * from './shared.mjs';

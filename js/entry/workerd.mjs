@@ -4,4 +4,4 @@ import wasmModule from '../web/breakwater_bg.wasm';
 import { start } from './instantiate.mjs';
 
 start(wasmModule);
-export * from './api.mjs';
+export * from './index.mjs';

@@ -23,16 +23,10 @@
  */
 import {
   BreakerRegistry,
-  breakerConfig,
-  Emitter,
   FallbackChain,
-  checkKeys,
   classifyError,
   endingOf,
   isTimeoutError,
-  fail,
-  num,
-  obj,
   type CallContext,
   type ChainBreaker,
   type CircuitBreakerOptions,
@@ -41,6 +35,7 @@ import {
   type TierEvent,
   type Unsubscribe,
 } from 'breakwater';
+import { breakerConfig, Emitter, checkKeys, fail, num, obj } from 'breakwater/internal';
 
 /** What breakwater reads of a model call's options (v3 and v4 alike). */
 export interface ModelCallOptions {

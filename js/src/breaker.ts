@@ -187,8 +187,8 @@ export interface BreakerSnapshot {
  * Validates the options (naming the option, the value and `where` they were given: the
  * constructor or method that took them) and lays them out for the core: the configuration array
  * the wasm boundaries read (`breaker_config` in src/wasm/mod.rs). Also used by `BreakerRegistry`,
- * `breakwater/shared`, `breakwater/store` and `breakwater/ai` (as `breakerConfig`).
- * @internal
+ * `breakwater/shared`, `breakwater/store` and `breakwater/ai` (as `breakerConfig`, from
+ * `breakwater/internal`).
  */
 export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options'): Float64Array {
   const o = obj(where, options) ?? {};

@@ -11,7 +11,7 @@ export type SettleCall = (outcome: number, error: unknown) => void;
 /** How a breaker counts how a call ended (`outcomeCode` with its own rules). */
 export type ClassifyCall = (result: unknown, resolved: boolean, signal: AbortSignal | undefined) => number;
 
-/** Checks `signal` and `timeoutMs`, naming the option and the value. @internal */
+/** Checks `signal` and `timeoutMs`, naming the option and the value. */
 export function checkGuard<O extends { signal?: AbortSignal | undefined; timeoutMs?: number | undefined }>(options: O): O {
   const { signal, timeoutMs } = options;
   if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof signal.addEventListener !== 'function')) {
@@ -23,7 +23,7 @@ export function checkGuard<O extends { signal?: AbortSignal | undefined; timeout
 
 /**
  * Runs `fn` (already admitted) with an inner signal that aborts when `signal` does or the time
- * runs out; settles exactly once. @internal
+ * runs out; settles exactly once.
  */
 export function guardCall<T>(
   fn: (context: { signal: AbortSignal }) => T | Promise<T>,

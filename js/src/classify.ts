@@ -323,7 +323,6 @@ export function classifyWith(policy: number, error: unknown, signal?: AbortSigna
  * thrown error is classified by `classifyError` (429, 5xx, time-outs and network errors fail; a
  * 400 or a cancelled call says nothing about the upstream). `isFailure`, when it answers, decides
  * for anything but a cancel.
- * @internal
  */
 export function outcomeCode(
   result: unknown,

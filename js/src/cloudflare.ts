@@ -37,7 +37,10 @@
  * @packageDocumentation
  */
 import { DurableObject } from 'cloudflare:workers';
-import { isBreakerName, sharedGlue, SETTINGS_HEADER, type WasmCoordinator } from 'breakwater/shared';
+// `breakwater/shared` loads the shared module's wasm for the runtime; its internal subpath is the
+// same code without the loader.
+import 'breakwater/shared';
+import { isBreakerName, sharedGlue, SETTINGS_HEADER, type WasmCoordinator } from 'breakwater/shared/internal';
 
 /** The storage key of the record (src/shared/coordinator.rs `STORAGE_KEY`, as the Rust object). */
 const STORAGE_KEY = 'breaker';

@@ -1,5 +1,7 @@
-// What the runtime entry points import: the public API plus the hook that hands over the glue,
-// and what the sub-entries (breakwater/shared, /store, /ai) reuse instead of bundling a copy.
+// `breakwater/internal`: the code of the main entry, with what the runtime entries (`setGlue`) and
+// the sub-entries (breakwater/shared, /store, /ai) reuse instead of bundling a copy. Not
+// documented for apps: `breakwater` re-exports the public part (js/src/index.ts) after its
+// runtime's entry has loaded the core; this subpath is the same module without the loader.
 export * from './index.js';
 export { setGlue } from './glue.js';
 export { build as breakerConfig } from './breaker.js';

@@ -30,21 +30,13 @@
  * ```
  * @packageDocumentation
  */
-import {
-  breakerConfig,
-  type BreakerSettings,
-  type CircuitBreaker,
-  type ConsecutiveTrip,
-  type FailureRateTrip,
-} from 'breakwater';
-import {
-  SharedCircuitBreaker,
-  localConfig,
-  sharedGlue,
-  type Answer,
-  type RawTransport,
-  type SharedBreakerOptions,
-} from 'breakwater/shared';
+// The entries (`breakwater`, `breakwater/shared`) load the core's wasm modules for the runtime;
+// `breakwater/internal` and `breakwater/shared/internal` are the same code without the loaders.
+import 'breakwater';
+import type { BreakerSettings, CircuitBreaker, ConsecutiveTrip, FailureRateTrip } from 'breakwater';
+import { breakerConfig } from 'breakwater/internal';
+import { SharedCircuitBreaker, type SharedBreakerOptions } from 'breakwater/shared';
+import { localConfig, sharedGlue, type Answer, type RawTransport } from 'breakwater/shared/internal';
 
 export {
   SharedCircuitOpenError,

@@ -130,7 +130,7 @@ export type Settle = (outcome: number, error: unknown, durationMs: number) => vo
 /** How a breaker counts an error (`outcomeCode` with its own `isFailure`). */
 export type Classify = (error: unknown, signal: AbortSignal | undefined) => number;
 
-/** @internal */
+/** The mark of `Chunks`. */
 export const CHUNKS = Symbol.for('breakwater.Chunks');
 
 /**
@@ -138,7 +138,6 @@ export const CHUNKS = Symbol.for('breakwater.Chunks');
  * Recognised by a global symbol, not `instanceof`: the breaker streaming and the `breakwater/ai`
  * that made the chunks can come from two bundled copies of the package (Next.js bundles each
  * layer on its own, and `globalBreakers()` hands the same breaker to all of them).
- * @internal
  */
 export class Chunks {
   readonly [CHUNKS] = true;
@@ -148,7 +147,6 @@ export class Chunks {
 /**
  * Runs `fn` (already admitted) and guards what it streams; `settle` is called exactly once.
  * Resolves with the guarded stream once the first content chunk arrived. Loads the guard first.
- * @internal
  */
 export function guardStream<T>(...args: Parameters<typeof Guard<T>>): Promise<ReadableStream<T>> {
   return import('./guard.js').then(

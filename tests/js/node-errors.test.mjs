@@ -1,8 +1,9 @@
 // An uncaught error thrown by the package in Node stays readable: Node prints the source line of
-// the throw site before the error, and the Node entries are minified bundles with their .wasm
-// inlined as base64. That line must be a short line of code, never the base64 (once ~370 KB
+// the throw site before the error, and the package's code is minified, with the Node entries'
+// .wasm inlined as base64. That line must be a short line of code, never the base64 (once ~370 KB
 // printed ahead of a `breakwater/shared` error) nor a whole minified bundle. Each case runs an
-// app script in a child process, ESM and CommonJS, against the installed package.
+// app script in a child process, ESM and CommonJS, against the installed package; the error is
+// thrown from the entry's code module (api.*, shared-api.*: the code each runtime's entry loads).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -20,14 +21,14 @@ const CASES = [
     name: 'CircuitBreaker',
     call: "new CircuitBreaker('x', { resetTimout: 1 });",
     message: 'unknown option "resetTimout" in CircuitBreaker options',
-    files: { esm: 'dist/node.mjs', cjs: 'dist/node.cjs' },
+    files: { esm: 'dist/api.mjs', cjs: 'dist/api.cjs' },
   },
   {
     entry: 'breakwater/shared',
     name: 'SharedCircuitBreaker',
     call: "new SharedCircuitBreaker('x', {});",
     message: '`shared` must be a Durable Object namespace binding',
-    files: { esm: 'dist/shared-node.mjs', cjs: 'dist/shared-node.cjs' },
+    files: { esm: 'dist/shared-api.mjs', cjs: 'dist/shared-api.cjs' },
   },
 ];
 

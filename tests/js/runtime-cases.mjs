@@ -120,7 +120,9 @@ export const cases = [
   }],
 
   ['breakwater/shared loads its wasm: a shared breaker opens against an in-process coordinator', async () => {
-    const { SharedCircuitBreaker, LocalFallbackBreaker, sharedGlue } = await import('breakwater/shared');
+    const { SharedCircuitBreaker, LocalFallbackBreaker } = await import('breakwater/shared');
+    // The core's coordinator in this process, from the package's hidden subpath.
+    const { sharedGlue } = await import('breakwater/shared/internal');
     let now = T0;
     const spec = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 2 }, open_duration_ms: 1000 } });
     const co = sharedGlue().WasmCoordinator.create('llm', spec, undefined, false);

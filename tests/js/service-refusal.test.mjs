@@ -16,7 +16,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { once } from 'node:events';
 import { isCircuitOpenError } from 'breakwater';
-import { SharedCircuitBreaker, sharedGlue } from 'breakwater/shared';
+import { SharedCircuitBreaker } from 'breakwater/shared';
+// The core's coordinator in this process, from the package's hidden subpath (what breakwater/store uses).
+import { sharedGlue } from 'breakwater/shared/internal';
 
 const SPEC = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 }, open_duration_ms: 1000 } });
 

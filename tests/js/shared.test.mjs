@@ -4,7 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
-import { SharedCircuitBreaker, LocalFallbackBreaker, classifyOutcome, sharedGlue } from 'breakwater/shared';
+import { SharedCircuitBreaker, LocalFallbackBreaker, classifyOutcome } from 'breakwater/shared';
+// The core's coordinator in this process, from the package's hidden subpath (what breakwater/store uses).
+import { sharedGlue } from 'breakwater/shared/internal';
 
 const SPEC = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 }, open_duration_ms: 1000 } });
 

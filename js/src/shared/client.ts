@@ -5,12 +5,6 @@
 import {
   CircuitBreaker,
   CircuitOpenError,
-  breakerConfig,
-  checkGuard,
-  checkKeys,
-  guardCall,
-  guardStream,
-  outcomeCode,
   type StreamOptions,
   type StreamSource,
   type BreakerState,
@@ -20,6 +14,7 @@ import {
   type FailureRateTrip,
   type RejectReason,
 } from 'breakwater';
+import { breakerConfig, checkGuard, checkKeys, guardCall, guardStream, outcomeCode } from 'breakwater/internal';
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
 import { LeaseInfo, LeaseOpts } from '../layout.js';
 
@@ -123,14 +118,13 @@ export interface SharedTransport {
  * What a transport answers: `ok` with the reply's JSON, `refused` with a 4xx `status` (the
  * client falls back to its local breaker and asks again later; on a 400 or 413 it also stops
  * sending that report as it is), or `unreachable` (worth trying again later).
- * @internal
  */
 export type Answer =
   | { kind: 'ok'; text: string }
   | { kind: 'refused'; status: number; reason: string }
   | { kind: 'unreachable'; reason: string };
 
-/** @internal A transport that carries the core's JSON as it is. */
+/** A transport that carries the core's JSON as it is. */
 export type RawTransport = (op: 'acquire' | 'report', body: string, signal?: AbortSignal) => Promise<Answer>;
 
 /** The breaker service: the Worker's `/v1/acquire` and `/v1/report` routes over HTTPS. */
@@ -240,7 +234,7 @@ export class LocalFallbackBreaker extends CircuitBreaker {
 }
 
 const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
-/** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /). @internal */
+/** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /). */
 export const isBreakerName = (name: unknown): name is string => typeof name === 'string' && NAME_RE.test(name);
 const CLIENT_RE = /^[A-Za-z0-9\-_]{1,64}$/;
 const STATES: Array<SharedState | null> = ['CLOSED', 'OPEN', 'HALF_OPEN'];
@@ -261,7 +255,7 @@ function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE
 
 /**
  * The settings JSON the core reads (`SharedSpec`) for a breaker's options and lease, or a
- * `RangeError` naming the option (`where`: the constructor). @internal
+ * `RangeError` naming the option (`where`: the constructor).
  */
 export function settingsJson(breaker: SharedBreakerRule | undefined, leaseMs: unknown, where: string): string {
   const b = { ...(breaker ?? {}) };
@@ -273,7 +267,7 @@ export function settingsJson(breaker: SharedBreakerRule | undefined, leaseMs: un
   return json;
 }
 
-/** The local breaker's configuration array (`where`: the constructor, for error messages). @internal */
+/** The local breaker's configuration array (`where`: the constructor, for error messages). */
 export function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number, where: string): Float64Array {
   if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock });
   if (fallback instanceof LocalFallbackBreaker) {
@@ -329,7 +323,6 @@ async function answerOf(resp: Response, who: string): Promise<Answer> {
 /**
  * The header carrying a client's settings (the core's settings JSON) to the object, which runs
  * them unless its Worker pins its own (`BREAKERS`).
- * @internal
  */
 export const SETTINGS_HEADER = 'breakwater-settings';
 
