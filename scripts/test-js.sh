@@ -9,6 +9,8 @@
 #   - a Chromium page (playwright-core + /usr/bin/chromium), Vercel's edge-runtime, workerd
 #     (Miniflare), and Deno and Bun when `npm i deno` / `npm i bun` work (one body of checks,
 #     tests/js/runtime-cases.mjs, run by tests/js/deno and tests/js/bun).
+#   - the package as its checkers judge it: publint --strict and Are the Types Wrong (attw), on
+#     the tarball the tests installed (root devDependencies, pinned)
 # Servers bind 127.0.0.1 only and are stopped by the tests. No timing assertions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,19 @@ run() {
     failed+=("$name")
   fi
 }
+
+# The tarball scripts/install-pkg.sh packed and installed. publint --strict: warnings fail too.
+# attw resolves every subpath under node10, node16 (from CommonJS and from ESM) and bundler
+# resolution. breakwater/cloudflare is ESM only (it imports the Workers runtime's
+# `cloudflare:workers`), which attw reports, rightly, as "ESM (dynamic import only)" for a
+# require(): it is checked on its own under attw's esm-only profile (node16 from ESM, bundler),
+# every other subpath under the strict profile. No lookup of @types on the registry.
+tarball=$(ls target/pack/breakwater-*.tgz)
+run "publint --strict" node_modules/.bin/publint run --strict "$tarball"
+run "attw: every subpath but breakwater/cloudflare, all resolutions" \
+  node_modules/.bin/attw "$tarball" --no-definitely-typed --exclude-entrypoints ./cloudflare
+run "attw: breakwater/cloudflare, ESM only" \
+  node_modules/.bin/attw "$tarball" --no-definitely-typed --entrypoints ./cloudflare --profile esm-only
 
 run "node:test (ESM, CJS, SDKs, README, types, browser page, edge-runtime, workerd, size, metrics)" \
   node --test --test-reporter=spec tests/js/*.test.mjs tests/js/*.test.cjs
