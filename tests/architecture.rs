@@ -167,8 +167,8 @@ fn every_package_entry_it_names_is_exported() {
     let doc = doc();
     // The package's subpaths are the rows of js/build.mjs's table (`path: './store'`), which
     // writes the exports map.
-    let manifest = fs::read_to_string(Path::new(ROOT).join("js/build.mjs"))
-        .expect("js/build.mjs is there");
+    let manifest =
+        fs::read_to_string(Path::new(ROOT).join("js/build.mjs")).expect("js/build.mjs is there");
     let entries: Vec<&str> = backticked(&doc)
         .into_iter()
         .filter(|t| *t == "breakwater" || t.starts_with("breakwater/"))
