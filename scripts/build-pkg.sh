@@ -24,7 +24,7 @@ if [ ! -x node_modules/.bin/esbuild ] || [ ! -x node_modules/.bin/tsc ]; then
 fi
 
 log "compiling the wasm (profile wasm, no_std)"
-cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown --no-default-features --features wasm,terse
+cargo rustc --quiet --lib --crate-type cdylib --profile wasm --target wasm32-unknown-unknown --no-default-features --features wasm,terse
 WASM=target/wasm32-unknown-unknown/wasm/breakwater.wasm
 
 OUT=pkg
@@ -134,7 +134,7 @@ done
 # breaker API, the errors and the classification); the store imports `breakwater/shared`.
 log "compiling the shared breaker's wasm (feature wasm-shared)"
 # opt-level "z" here: this module is mostly serde_json, which "s" makes 5 % larger.
-CARGO_PROFILE_WASM_OPT_LEVEL=z cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown \
+CARGO_PROFILE_WASM_OPT_LEVEL=z cargo rustc --quiet --lib --crate-type cdylib --profile wasm --target wasm32-unknown-unknown \
   --no-default-features --features wasm-shared --target-dir target/wasm-shared
 emit target/wasm-shared/wasm32-unknown-unknown/wasm/breakwater.wasm breakwater_shared web-shared
 log "bundling breakwater/shared and breakwater/store"

@@ -21,8 +21,17 @@ cargo clippy --lib --no-default-features --features wasm,terse --target wasm32-u
 cargo clippy --lib --no-default-features --features wasm-shared --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --features worker --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --features worker,demo --target wasm32-unknown-unknown -- -D warnings
+cargo clippy -p breakwater-worker --features demo --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --features worker-config --bin breakwater-worker-config -- -D warnings
 cargo build --lib --no-default-features --target thumbv7em-none-eabihf
+# A crate depending on this one without default features, as a no_std library does
+# (tests/dependent/): it builds for wasm32, the host and thumbv7em, with nothing of this crate
+# linked but its rlib (a cdylib in [lib] would fail the first two: no allocator, no panic handler).
+host=$(rustc -vV | sed -n 's/^host: //p')
+for target in wasm32-unknown-unknown "$host" thumbv7em-none-eabihf; do
+  CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/dependent" \
+    cargo check --quiet --manifest-path tests/dependent/Cargo.toml --target "$target"
+done
 cargo test --features json --all-targets
 cargo test --features wasm --test layout
 cargo test --features json --doc
