@@ -85,9 +85,14 @@ out=$(cargo publish --dry-run --allow-dirty 2>&1) || { echo "$out" >&2; log "car
 warnings=$(grep -E '^warning' <<<"$out" |
   grep -vE '^warning: (ignoring test `[a-z_]+` as `tests/[a-z_]+\.rs` is not included in the published package|aborting upload due to dry run)$' || true)
 [ -z "$warnings" ] || { echo "$out" >&2; log "cargo publish --dry-run warned"; exit 1; }
+# The .crate itself, for the test below (`cargo publish` keeps none): packed from the same files,
+# already built unpacked just now.
 version=$(cargo pkgid | sed 's/.*[@#]//')
 crate_file="${CARGO_TARGET_DIR:-target}/package/breakwater-llm-$version.crate"
-log "cargo publish --dry-run: ok, $crate_file: $(wc -c <"$crate_file") bytes"
+rm -f "$crate_file"
+out=$(cargo package --quiet --allow-dirty --no-verify 2>&1) || { echo "$out" >&2; exit 1; }
+[ -f "$crate_file" ] || { log "cargo package wrote no $crate_file"; exit 1; }
+log "cargo publish --dry-run: ok; $crate_file: $(wc -c <"$crate_file") bytes"
 took "the crate's files and cargo publish --dry-run"
 
 # `cargo test` on the crate as published, with the features of the tests above (json, and sim for
