@@ -2,10 +2,12 @@
 # Builds the Cloudflare Worker variant (feature `worker`) into build/index.js + build/index_bg.wasm
 # with worker-build, using only local tools: worker-build would otherwise download wasm-bindgen
 # and wasm-opt from GitHub and esbuild from npm at build time.
+# worker-build builds a cdylib; the crate is an rlib, so it builds worker/ (a cdylib over the crate
+# with `worker`, exporting its BreakerObject and fetch handler).
 # Without arguments it builds the Worker to deploy (what `wrangler deploy` runs). The tests and
 # the live demo add the demonstration app under /app/*: `scripts/build-worker.sh --features
-# worker,demo` (worker-build passes every argument after its own on to `cargo build`, where a
-# second --features adds to the first).
+# worker,demo` (worker-build passes every argument after its own on to `cargo build` of worker/,
+# whose features are `demo` and `worker`, the latter always on).
 # Needs: worker-build 0.8.7, wasm-bindgen-cli equal to Cargo.lock's wasm-bindgen, and the npm
 # packages of tests/worker (binaryen, esbuild): scripts/test-worker.sh --setup-only installs them.
 # Usage: scripts/build-worker.sh [extra cargo args, e.g. --features worker,demo]
@@ -33,7 +35,9 @@ have=$("$WASM_BINDGEN_BIN" --version | awk '{ print $2 }')
 [ -x "$WASM_OPT_BIN" ] || fail "wasm-opt missing at $WASM_OPT_BIN (npm ci in tests/worker)"
 [ -x "$ESBUILD_BIN" ] || fail "esbuild missing at $ESBUILD_BIN (npm ci in tests/worker)"
 
+# Absolute: cargo runs in worker/, worker-build here.
 target_dir="${CARGO_TARGET_DIR:-target}/worker"
+case $target_dir in /*) ;; *) target_dir=$PWD/$target_dir ;; esac
 mkdir -p "$target_dir"
 # One build at a time: wrangler may start a second run of this script before the first ends
 # (a change to wrangler.toml while a build runs); both write build/.
@@ -49,9 +53,10 @@ cargo run --quiet --features worker-config --bin breakwater-worker-config -- che
 # Its own target directory: the size-optimised profile below would otherwise invalidate the
 # shared target/release cache of the other builds (and wait on their lock).
 export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-z}"
-worker-build --release --features worker --target-dir "$target_dir" "$@"
+# The crate's path, then cargo's arguments; the output goes to build/ here, not worker/build/.
+worker-build --release --out-dir ../build worker --target-dir "$target_dir" "$@"
 
-# worker-build's own wasm-opt step follows [package.metadata.wasm-pack] (off for the npm build),
+# worker-build's own wasm-opt step follows worker/'s [package.metadata.wasm-pack] (off there),
 # so optimise here, with the feature set worker-build would enable for workerd. That takes
 # ~15 s; the result is kept under the hash of its input and settings and reused when they repeat
 # (the last four: the deployed Worker, the demo build of the tests, and a clone sharing the target).

@@ -49,7 +49,7 @@ if [ "$live" = 1 ]; then
   # deploy, from a plain scripts/build-worker.sh, does not have it).
   if [ ! -f build/index.js ] || [ ! -f build/index_bg.wasm ] ||
     ! grep -qa DEMO_UPSTREAM build/index_bg.wasm ||
-    [ -n "$(find src Cargo.toml Cargo.lock -newer build/index_bg.wasm -not -path 'src/sim*' -not -path 'src/bin*' -print -quit)" ]; then
+    [ -n "$(find src worker Cargo.toml Cargo.lock -newer build/index_bg.wasm -not -path 'src/sim*' -not -path 'src/bin*' -print -quit)" ]; then
     log "building the Worker (scripts/build-worker.sh --features worker,demo)"
     bash scripts/build-worker.sh --features worker,demo >"$out/build-worker.log" 2>&1 || {
       tail -40 "$out/build-worker.log" >&2

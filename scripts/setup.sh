@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the tools the build and the tests need, skipping whatever is already there.
-# Usage: scripts/setup.sh [rust] [wasm] [browser] [node] [node22] [worker]   (no argument: everything)
+# Usage: scripts/setup.sh [rust] [msrv] [wasm] [browser] [node] [node22] [worker]   (no argument: everything)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
@@ -130,14 +130,68 @@ setup_worker() {
   npm_ci_if_stale tests/worker
 }
 
+# Rust 1.85, the crate's rust-version, for the compile check of scripts/test-rust.sh: Debian 12's
+# rustc-web and cargo-web packages of that version (and the libraries they load), fetched with
+# `apt-get download` and unpacked into .tools/rust-1.85, so nothing is installed on the system and
+# rustup's toolchain stays the one in use. .tools/rust-1.85/cargo runs that cargo with that rustc.
+# Where Debian 12's amd64 packages cannot be had, it says so and leaves the check to be skipped.
+MSRV=1.85
+MSRV_DEB=1.85.0+dfsg3-1~deb12u3
+MSRV_DIR=.tools/rust-$MSRV
+setup_msrv() {
+  if [ -x "$MSRV_DIR/cargo" ] && "$MSRV_DIR/cargo" -V 2>/dev/null | grep -q "^cargo $MSRV\." &&
+    LD_LIBRARY_PATH="$MSRV_DIR/usr/lib/x86_64-linux-gnu" "$MSRV_DIR/usr/bin/rustc" -V 2>/dev/null |
+    grep -q "^rustc $MSRV\."; then
+    return
+  fi
+  if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null ||
+    [ "$(dpkg --print-architecture 2>/dev/null)" != amd64 ]; then
+    log "Rust $MSRV: no Debian amd64 packages here (apt-get, dpkg-deb); its check will be skipped"
+    return
+  fi
+  local debs=("rustc-web=$MSRV_DEB" "cargo-web=$MSRV_DEB" "libstd-rust-web-dev=$MSRV_DEB"
+    "libstd-rust-web-$MSRV=$MSRV_DEB" libllvm19 libhttp-parser2.9 libpcre3)
+  local work
+  work=$(mktemp -d)
+  log "fetching Rust $MSRV (Debian's rustc-web $MSRV_DEB, ~95 MB) into $MSRV_DIR"
+  if ! (cd "$work" && apt-get download -qq "${debs[@]}" >/dev/null 2>&1); then
+    apt-get update -qq >/dev/null 2>&1 || true
+    if ! (cd "$work" && apt-get download -qq "${debs[@]}" >/dev/null 2>&1); then
+      log "Rust $MSRV: apt-get download ${debs[*]} failed; its check will be skipped"
+      rm -rf "$work"
+      return
+    fi
+  fi
+  rm -rf "$MSRV_DIR.tmp" && mkdir -p "$MSRV_DIR.tmp"
+  local deb
+  for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$MSRV_DIR.tmp"; done
+  rm -rf "$work" "$MSRV_DIR.tmp/usr/share/doc" "$MSRV_DIR.tmp/usr/share/man"
+  # The libraries' soname links (ldconfig makes them on an installed system).
+  ldconfig -n "$MSRV_DIR.tmp/usr/lib/x86_64-linux-gnu" "$MSRV_DIR.tmp/lib/x86_64-linux-gnu"
+  cat >"$MSRV_DIR.tmp/cargo" <<'SH'
+#!/bin/sh
+# Debian's cargo with Debian's rustc of the same version, their libraries beside them.
+here=$(cd "$(dirname "$0")" && pwd)
+LD_LIBRARY_PATH="$here/usr/lib/x86_64-linux-gnu:$here/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+RUSTC="$here/usr/bin/rustc" RUSTDOC="$here/usr/bin/rustdoc"
+export LD_LIBRARY_PATH RUSTC RUSTDOC
+unset RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER
+exec "$here/usr/bin/cargo" "$@"
+SH
+  chmod +x "$MSRV_DIR.tmp/cargo"
+  rm -rf "$MSRV_DIR" && mv "$MSRV_DIR.tmp" "$MSRV_DIR"
+  "$MSRV_DIR/cargo" -V >&2
+}
+
 # Sourced (scripts/test-setup.sh): the functions only.
 if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(rust wasm browser node node22 worker)
+[ ${#want[@]} -eq 0 ] && want=(rust msrv wasm browser node node22 worker)
 for w in "${want[@]}"; do
   case "$w" in
     rust) setup_rust ;;
+    msrv) setup_msrv ;;
     wasm) setup_wasm ;;
     browser) setup_browser ;;
     node) setup_node ;;

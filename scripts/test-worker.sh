@@ -47,6 +47,29 @@ bash scripts/build-worker.sh --features worker,demo >target/build-worker.log 2>&
   exit 1
 }
 ls -l build/index.js build/index_bg.wasm >&2
+# The module is linked by worker/ (a cdylib over the crate): the object's class and the fetch
+# handler, both defined in the crate, must be among its exports, and the JavaScript must export
+# the class and the default entry.
+node --input-type=module - build/index_bg.wasm build/index.js <<'JS' || { log "the built Worker lacks an export"; exit 1; }
+import fs from 'node:fs';
+const [wasmPath, jsPath] = process.argv.slice(2);
+// The names of the export section (id 7), read without compiling the module.
+const b = fs.readFileSync(wasmPath);
+let p = 8;
+const leb = () => { let r = 0, s = 0, x; do { x = b[p++]; r += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80); return r; };
+const names = new Set();
+while (p < b.length) {
+  const id = b[p++], end = leb() + p;
+  if (id === 7) for (let n = leb(); n > 0; n--) { const l = leb(); names.add(b.toString('utf8', p, p + l)); p += l + 1; leb(); }
+  p = end;
+}
+const missing = ['fetch', 'breakerobject_new', 'breakerobject_fetch', 'breakerobject_alarm'].filter((n) => !names.has(n));
+const js = fs.readFileSync(jsPath, 'utf8');
+if (!/\bas BreakerObject\b/.test(js)) missing.push('BreakerObject (index.js)');
+if (!/\bas default\b/.test(js)) missing.push('default (index.js)');
+if (missing.length) { console.error(`missing exports: ${missing.join(', ')}`); process.exit(1); }
+console.error(`build/: ${names.size} wasm exports, fetch and BreakerObject among them`);
+JS
 
 # The JavaScript app Worker imports the package (breakwater/shared) as a user would: installed
 # from its tarball; esbuild resolves it through its exports map with the workerd condition, and

@@ -43,6 +43,8 @@
 //! ```
 #![no_std]
 #![warn(missing_docs)]
+// docs.rs (nightly, `--cfg docsrs`): each item is marked with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 extern crate alloc;
 #[cfg(feature = "std")]
