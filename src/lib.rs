@@ -52,6 +52,7 @@ pub mod breaker;
 pub mod clock;
 mod error;
 mod facade;
+mod float;
 pub mod metrics;
 pub mod retry;
 pub mod rng;
