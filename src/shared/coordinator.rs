@@ -340,8 +340,8 @@ impl Coordinator {
         let record = match stored.map(json::from_str::<Record>) {
             None => None,
             Some(Ok(r)) => {
-                // Versions before 0.2 read JSON with serde_json, which reads a float fast but not
-                // always exactly (a threshold may come back one bit off), and wrote that back. A
+                // Earlier versions read JSON with serde_json, which reads a float fast but not
+                // always exactly (a threshold may come back a bit off), and wrote that back. A
                 // record written under this host's settings by such a version must still be
                 // recognised as written under them.
                 let as_stored = read_back_by_serde_json(configured);
