@@ -458,13 +458,28 @@ impl<'a> Value<'a> {
     /// The value of each field named in `names` (`None` when absent), for an object. A
     /// duplicate field is refused; so is a field not named when `deny_unknown` (the types that
     /// said `deny_unknown_fields`), else it is passed over.
-    pub fn fields<'v, const N: usize>(
+    #[inline(never)]
+    pub fn fields<'v>(
         &'v self,
-        names: &'static [&'static str; N],
+        names: &'static [&'static str],
         deny_unknown: bool,
-    ) -> Result<Fields<'v, 'a, N>, Error> {
-        let mut slots = [None; N];
-        fill(self, names, &mut slots, deny_unknown)?;
+    ) -> Result<Fields<'v, 'a>, Error> {
+        let mut slots = [None; MAX_FIELDS];
+        for (key, value) in self.entries()? {
+            match names.iter().position(|n| *n == &**key) {
+                Some(i) => match slots.get_mut(i) {
+                    Some(slot @ None) => *slot = Some(value),
+                    _ => return Err(Error::new(alloc::format!("duplicate field `{key}`"))),
+                },
+                None if deny_unknown => {
+                    return Err(Error::new(alloc::format!(
+                        "unknown field `{key}`, expected {}",
+                        one_of(names)
+                    )))
+                }
+                None => {}
+            }
+        }
         Ok(Fields {
             names,
             slots,
@@ -510,50 +525,33 @@ fn one_of(names: &[&str]) -> String {
     s
 }
 
-#[inline(never)]
-fn fill<'v, 'a>(
-    v: &'v Value<'a>,
-    names: &[&str],
-    slots: &mut [Option<&'v Value<'a>>],
-    deny_unknown: bool,
-) -> Result<(), Error> {
-    for (key, value) in v.entries()? {
-        match names.iter().position(|n| *n == &**key) {
-            Some(i) => match slots.get_mut(i) {
-                Some(slot @ None) => *slot = Some(value),
-                _ => return Err(Error::new(alloc::format!("duplicate field `{key}`"))),
-            },
-            None if deny_unknown => {
-                return Err(Error::new(alloc::format!(
-                    "unknown field `{key}`, expected {}",
-                    one_of(names)
-                )))
-            }
-            None => {}
-        }
-    }
-    Ok(())
-}
+/// The most fields a type has ([`ObjectCounters`](super::protocol::ObjectCounters)).
+pub(crate) const MAX_FIELDS: usize = 17;
 
 /// An object's fields, by the position of their name in the table given to
-/// [`Value::fields`]. Each getter answers `None` on a mistake and keeps the first one, which
+/// [`Value::fields`]. Each getter answers `None` on a mistake and keeps it, which
 /// [`done`](Self::done) gives back: a type reads its fields in one expression,
-/// `f.done((|| Some(T { a: f.req(0)?, b: f.or(1, 0)? }))())`.
-pub struct Fields<'v, 'a, const N: usize> {
-    names: &'static [&'static str; N],
-    slots: [Option<&'v Value<'a>>; N],
+/// `f.done((|| Some(T { a: f.req(0)?, b: f.or(1, 0)? }))())`, which stops at the first.
+pub struct Fields<'v, 'a> {
+    names: &'static [&'static str],
+    slots: [Option<&'v Value<'a>>; MAX_FIELDS],
     error: Cell<Option<Error>>,
 }
 
-impl<'v, 'a, const N: usize> Fields<'v, 'a, N> {
+impl<'v, 'a> Fields<'v, 'a> {
     fn name(&self, i: usize) -> &'static str {
         self.names.get(i).copied().unwrap_or_default()
     }
 
     #[inline(never)]
     fn fail(&self, i: usize, e: Error) {
-        let first = self.error.take().unwrap_or_else(|| e.at(self.name(i)));
-        self.error.set(Some(first));
+        self.error.set(Some(e.at(self.name(i))));
+    }
+
+    #[inline(never)]
+    fn missing(&self, i: usize) {
+        let e = Error::new(alloc::format!("missing field `{}`", self.name(i)));
+        self.error.set(Some(e));
     }
 
     fn keep<T>(&self, i: usize, r: Result<T, Error>) -> Option<T> {
@@ -572,9 +570,7 @@ impl<'v, 'a, const N: usize> Fields<'v, 'a, N> {
         match self.raw(i) {
             Some(v) => self.keep(i, T::read(v)),
             None => {
-                let e = Error::new(alloc::format!("missing field `{}`", self.name(i)));
-                let first = self.error.take().unwrap_or(e);
-                self.error.set(Some(first));
+                self.missing(i);
                 None
             }
         }
@@ -599,7 +595,7 @@ impl<'v, 'a, const N: usize> Fields<'v, 'a, N> {
         self.slots.get(i).copied().flatten()
     }
 
-    /// What the getters built, or their first mistake.
+    /// What the getters built, or their mistake.
     pub fn done<T>(&self, built: Option<T>) -> Result<T, Error> {
         match built {
             Some(v) => Ok(v),

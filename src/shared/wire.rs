@@ -75,7 +75,9 @@ macro_rules! wire_struct {
                 w.close('}');
             }
             fn read(v: &Value<'_>) -> Result<Self, Error> {
-                let f = v.fields(&[$(stringify!($f)),*], $deny)?;
+                const NAMES: &[&str] = &[$(stringify!($f)),*];
+                const _: () = assert!(NAMES.len() <= super::json::MAX_FIELDS);
+                let f = v.fields(NAMES, $deny)?;
                 let built = (|| {
                     // The fields' positions in the table, in order.
                     let mut i = 0usize;
