@@ -133,10 +133,53 @@ fn plain_from(x: f64, digits: impl Fn(f64) -> Digits) -> String {
     out
 }
 
-/// The double nearest to a decimal number's text (JSON's syntax), if it is one.
+/// The double nearest to a decimal number's text (JSON's syntax), if it is one: exactly by
+/// [`fast_parse`] when it can, else by `core`.
 #[cfg(not(all(target_arch = "wasm32", feature = "wasm-shared")))]
 pub(crate) fn parse(text: &str) -> Option<f64> {
-    text.parse::<f64>().ok()
+    fast_parse(text).or_else(|| text.parse::<f64>().ok())
+}
+
+/// Clinger's fast path: when the digits (at most 15) and the power of ten (at most 22) are both
+/// exact doubles, one multiplication or division rounds the exact value once, to nearest: the
+/// answer of any exact reader. Most numbers of the protocol's settings (`0.1`, `50`, `12.5`,
+/// `1e-7`) take it, so they need neither `core`'s reader nor a call to the JavaScript host.
+fn fast_parse(text: &str) -> Option<f64> {
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match body.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.strip_prefix('+').unwrap_or(e).parse::<i32>().ok()?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: u64 = 0;
+    let mut count = 0;
+    for b in int.bytes().chain(frac.bytes()) {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        if digits > 0 || b != b'0' {
+            count += 1;
+        }
+        digits = digits.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    let exp = exp.checked_sub(i32::try_from(frac.len()).ok()?)?;
+    if count > 15 || !(-22..=22).contains(&exp) {
+        return None;
+    }
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let pow = *POW10.get(exp.unsigned_abs() as usize)?;
+    let x = if exp < 0 {
+        digits as f64 / pow
+    } else {
+        digits as f64 * pow
+    };
+    Some(if neg { -x } else { x })
 }
 
 /// `core`'s shortest digits, except that where two candidates are exactly as near to `x`
@@ -150,54 +193,55 @@ fn shortest_text(x: f64) -> String {
     let Some((m, e)) = shortest.split_once('e') else {
         return shortest;
     };
-    let mut digits: Vec<u8> = m.bytes().filter(u8::is_ascii_digit).collect();
-    // Exact: no double has more than 767 significant digits.
-    let exact = alloc::format!("{x:.800e}");
-    let Some((em, ee)) = exact.split_once('e') else {
-        return shortest;
-    };
-    let exact: Vec<u8> = em.bytes().filter(u8::is_ascii_digit).collect();
-    let n = digits.len();
-    let tie = ee == e
-        && exact.get(n) == Some(&b'5')
-        && exact
-            .get(n + 1..)
-            .is_some_and(|r| r.iter().all(|&d| d == b'0'));
-    let odd = digits.last().is_some_and(|d| d % 2 == 1);
-    if !tie || !odd {
+    let digits: Vec<u8> = m.bytes().filter(u8::is_ascii_digit).collect();
+    if digits.last().is_none_or(|d| d % 2 == 0) {
         return shortest;
     }
-    // The other candidate: the exact digits cut (if `core` rounded up) or one up (if not).
-    if digits.get(..n) == exact.get(..n) {
-        let mut i = n;
-        while i > 0 {
-            i -= 1;
-            match digits.get_mut(i) {
-                Some(d) if *d == b'9' => *d = b'0',
-                Some(d) => {
-                    *d += 1;
-                    break;
-                }
-                None => return shortest,
-            }
-            if i == 0 {
-                return shortest;
-            }
+    // An odd last digit: a tie, if the even neighbour on either side reads back to `x` too and
+    // `x` is exactly half way (checked on its exact digits, which only then are computed).
+    let spell = |digits: &[u8]| {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        let mut s = String::from(core::str::from_utf8(first).unwrap_or("0"));
+        if !rest.is_empty() {
+            s.push('.');
+            s.push_str(core::str::from_utf8(rest).unwrap_or("0"));
         }
-    } else if let Some(cut) = exact.get(..n) {
-        digits = cut.to_vec();
+        s.push('e');
+        s.push_str(e);
+        s
+    };
+    for up in [false, true] {
+        let mut other = digits.clone();
+        let Some(last) = other.last_mut() else {
+            return shortest;
+        };
+        match (up, *last) {
+            (true, b'9') => continue,
+            (true, d) => *last = d + 1,
+            (false, d) => *last = d - 1,
+        }
+        let text = spell(&other);
+        if text.parse::<f64>().ok() != Some(x) {
+            continue;
+        }
+        // No double has more than 767 significant digits.
+        let exact = alloc::format!("{x:.800e}");
+        let exact: Vec<u8> = exact
+            .split_once('e')
+            .map(|(m, _)| m.bytes().filter(u8::is_ascii_digit).collect())
+            .unwrap_or_default();
+        let n = digits.len();
+        let low = if up { &digits } else { &other };
+        let half_way = exact.get(..n) == Some(low.as_slice())
+            && exact.get(n) == Some(&b'5')
+            && exact
+                .get(n + 1..)
+                .is_some_and(|r| r.iter().all(|&d| d == b'0'));
+        if half_way {
+            return text;
+        }
     }
-    let (first, rest) = digits.split_at(1);
-    let other = alloc::format!(
-        "{}.{}e{e}",
-        char::from(first[0]),
-        core::str::from_utf8(rest).unwrap_or("0")
-    );
-    if other.parse::<f64>().ok() == Some(x) {
-        other
-    } else {
-        shortest
-    }
+    shortest
 }
 
 #[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
@@ -211,10 +255,11 @@ mod host {
     }
 }
 
-/// The double nearest to a decimal number's text (JSON's syntax), if it is one.
+/// The double nearest to a decimal number's text (JSON's syntax), if it is one: exactly by
+/// [`fast_parse`] when it can, else by the host.
 #[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
 pub(crate) fn parse(text: &str) -> Option<f64> {
-    Some(host::number(text)).filter(|x| !x.is_nan())
+    fast_parse(text).or_else(|| Some(host::number(text)).filter(|x| !x.is_nan()))
 }
 
 #[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
@@ -304,5 +349,36 @@ mod tests {
         assert_eq!(shortest_text(x), "1.3504485402340152e15");
         assert_eq!(format!("{x:e}"), "1.3504485402340153e15");
         assert_eq!(shortest_text(0.1), "1e-1");
+    }
+
+    #[test]
+    fn the_fast_path_reads_what_core_reads() {
+        for x in cases() {
+            for text in [format!("{x}"), format!("{x:e}"), js_string(x)] {
+                if let Some(fast) = fast_parse(&text) {
+                    assert_eq!(
+                        fast.to_bits(),
+                        text.parse::<f64>().unwrap().to_bits(),
+                        "{text}"
+                    );
+                }
+            }
+        }
+        for (text, x) in [
+            ("0.1", 0.1),
+            ("50", 50.0),
+            ("12.5", 12.5),
+            ("1e-7", 1e-7),
+            ("-0", -0.0),
+        ] {
+            assert_eq!(
+                fast_parse(text).map(f64::to_bits),
+                Some(f64::to_bits(x)),
+                "{text}"
+            );
+        }
+        for text in ["1e23", "0.1234567890123456", "1e-23", "12345678901234567"] {
+            assert_eq!(fast_parse(text), None, "{text}");
+        }
     }
 }

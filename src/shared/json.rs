@@ -146,6 +146,7 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
+    #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.s.as_bytes().get(self.i).copied()
     }
@@ -164,6 +165,7 @@ impl<'a> Parser<'a> {
         Error::new(alloc::format!("{what} at line {line} column {column}"))
     }
 
+    #[inline(always)]
     fn eat(&mut self, b: u8) -> bool {
         let hit = self.peek() == Some(b);
         self.i += usize::from(hit);
@@ -312,6 +314,12 @@ impl<'a> Parser<'a> {
         let mut owned: Option<String> = None;
         let mut run = self.i;
         loop {
+            // Up to the next quote, escape or control character at once.
+            let rest = self.s.as_bytes().get(self.i..).unwrap_or_default();
+            self.i += rest
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .unwrap_or(rest.len());
             let Some(b) = self.peek() else {
                 return Err(self.fail("EOF while parsing a string"));
             };
@@ -437,10 +445,13 @@ impl<'a> Value<'a> {
         if !n.bytes().all(|b| b.is_ascii_digit()) {
             return Err(self.invalid(what));
         }
-        n.parse::<u64>()
-            .ok()
-            .filter(|&v| v <= max)
-            .ok_or_else(|| Error::new(alloc::format!("invalid value: {n}, expected {what}")))
+        // At most u64::MAX (equal lengths of digits compare as numbers), then without overflow.
+        let fits = n.len() < 20 || (n.len() == 20 && *n <= "18446744073709551615");
+        Some(n.bytes().fold(0u64, |v, d| {
+            v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))
+        }))
+        .filter(|&v| fits && v <= max)
+        .ok_or_else(|| Error::new(alloc::format!("invalid value: {n}, expected {what}")))
     }
 
     /// A finite number, exactly (the nearest double).
@@ -676,28 +687,13 @@ impl Writer {
 
     /// An unsigned integer.
     #[inline(never)]
-    pub fn uint(&mut self, mut v: u64) {
+    pub fn uint(&mut self, v: u64) {
         self.pre();
-        let mut buf = [0u8; 20];
-        let mut i = buf.len();
-        loop {
-            i -= 1;
-            if let Some(d) = buf.get_mut(i) {
-                *d = b'0' + (v % 10) as u8;
-            }
-            v /= 10;
-            if v == 0 || i == 0 {
-                break;
-            }
-        }
-        for &d in buf.get(i..).unwrap_or_default() {
-            self.out.push(char::from(d));
-        }
+        push_uint(&mut self.out, v);
         self.done();
     }
 
-    /// A float as serde_json writes it (ryu's layout of the shortest digits that read back to
-    /// the same bits); `null` when not finite.
+    /// A float as serde_json writes it (see `write_float`); `null` when not finite.
     #[inline(never)]
     pub fn float(&mut self, x: f64) {
         if !x.is_finite() {
@@ -713,28 +709,34 @@ impl Writer {
     pub fn str(&mut self, s: &str) {
         self.pre();
         self.out.push('"');
+        let bytes = s.as_bytes();
         let mut run = 0;
-        for (i, b) in s.bytes().enumerate() {
-            let short = match b {
-                b'"' => '"',
-                b'\\' => '\\',
-                b'\n' => 'n',
-                b'\r' => 'r',
-                b'\t' => 't',
-                0x08 => 'b',
-                0x0c => 'f',
-                0..=0x1f => 'u',
-                _ => continue,
-            };
+        while let Some(at) = bytes.get(run..).and_then(|rest| {
+            rest.iter()
+                .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+        }) {
+            let i = run + at;
             self.out.push_str(s.get(run..i).unwrap_or_default());
-            self.out.push('\\');
-            self.out.push(short);
-            if short == 'u' {
+            let b = bytes.get(i).copied().unwrap_or_default();
+            let short = match b {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0x08 => "\\b",
+                0x0c => "\\f",
+                _ => "",
+            };
+            if short.is_empty() {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
-                self.out.push_str("00");
+                self.out.push_str("\\u00");
                 for d in [b >> 4, b & 0xf] {
-                    self.out.push(char::from(HEX[usize::from(d)]));
+                    self.out
+                        .push(char::from(HEX.get(usize::from(d)).copied().unwrap_or(b'0')));
                 }
+            } else {
+                self.out.push_str(short);
             }
             run = i + 1;
         }
@@ -747,6 +749,23 @@ impl Writer {
     pub fn finish(self) -> String {
         self.out
     }
+}
+
+/// Pushes `v` in decimal.
+pub(crate) fn push_uint(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        if let Some(d) = buf.get_mut(i) {
+            *d = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || i == 0 {
+            break;
+        }
+    }
+    out.push_str(core::str::from_utf8(buf.get(i..).unwrap_or_default()).unwrap_or_default());
 }
 
 /// `x` (finite) as serde_json writes it (with zmij, since 1.0.146; ryu before wrote the same but
@@ -788,9 +807,7 @@ fn write_float(out: &mut String, x: f64) {
         }
         let e = kk - 1;
         out.push_str(if e < 0 { "e-" } else { "e+" });
-        let mut w = Writer::default();
-        w.uint(u64::from(e.unsigned_abs()));
-        out.push_str(&w.out);
+        push_uint(out, u64::from(e.unsigned_abs()));
     }
 }
 

@@ -197,9 +197,17 @@ wire_struct!(ErrorReply, PASS, { error: req, message: req });
 
 // ---- the records (src/shared/coordinator.rs) ----
 
+/// `client~session`, as its `Display` writes it.
+fn session_text(k: &SessionKey) -> alloc::string::String {
+    let mut s = alloc::string::String::from(k.client().as_str());
+    s.push('~');
+    super::json::push_uint(&mut s, k.session());
+    s
+}
+
 impl Wire for SessionKey {
     fn write(&self, w: &mut Writer) {
-        w.str(&alloc::format!("{self}"));
+        w.str(&session_text(self));
     }
     fn read(v: &Value<'_>) -> Result<Self, Error> {
         SessionKey::parse(v.str()?).ok_or_else(|| Error::new("a session key is `client~session`"))
@@ -212,7 +220,7 @@ impl Wire for Sessions {
     fn write(&self, w: &mut Writer) {
         w.open('{');
         for (k, v) in self {
-            w.field(&alloc::format!("{k}"), v);
+            w.field(&session_text(k), v);
         }
         w.close('}');
     }
