@@ -316,15 +316,18 @@ pub fn check_spec(spec: &str) -> String {
 // (the reason names the breaker, the field and the value).
 #[wasm_bindgen]
 pub fn breakers(text: &str, name: &str) -> String {
-    let map = match crate::shared::spec::parse_breakers(text) {
-        Ok(m) => m,
+    let list = match crate::shared::spec::read_breakers(text) {
+        Ok(l) => l,
         Err(e) => return format!("!{e}"),
     };
     if name.is_empty() {
-        let names: Vec<&str> = map.keys().map(String::as_str).collect();
+        let names: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
         return names.join("\n");
     }
-    map.get(name).map(json::to_string).unwrap_or_default()
+    list.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, spec)| json::to_string(spec))
+        .unwrap_or_default()
 }
 
 // The settings JSON a stored record runs under, or "" when it holds none (or none readable).
