@@ -34,7 +34,7 @@ const WASM = {
     features: 'wasm-shared',
     targetDir: 'target/wasm-shared',
     wasm: 'target/wasm-shared/wasm32-unknown-unknown/wasm/breakwater.wasm',
-    // opt-level "z" here: this module is mostly serde_json, which "s" makes 5 % larger.
+    // opt-level "z" here: "s" makes this module 8 % larger.
     env: { CARGO_PROFILE_WASM_OPT_LEVEL: 'z' },
   },
 };
@@ -149,8 +149,8 @@ for (const [key, w] of Object.entries(WASM)) {
   // a little smaller than -Oz here; --converge and dropping the target_features section shave a
   // few hundred bytes more. --low-memory-unused (constant offsets folded into loads and stores,
   // 80 B gzip) holds for rustc's layout: the stack comes first, its 1 MiB grows down towards
-  // address 0, and nothing here nears its bottom KB (no deep recursion; serde_json stops at 128
-  // levels).
+  // address 0, and nothing here nears its bottom KB (no deep recursion; the protocol's JSON reader
+  // stops at 128 levels).
   if (fs.existsSync('node_modules/.bin/wasm-opt')) {
     run('node_modules/.bin/wasm-opt', ['-Os', '--converge', '--low-memory-unused', '--strip-target-features', '--enable-bulk-memory',
       '--enable-nontrapping-float-to-int', '--enable-sign-ext', '--enable-mutable-globals', '--enable-reference-types',

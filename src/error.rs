@@ -31,7 +31,9 @@ impl fmt::Display for ConfigError {
         write!(
             f,
             "invalid `{}`: {} (expected {})",
-            self.field, self.value, self.expected
+            self.field,
+            crate::float::Plain(self.value),
+            self.expected
         )
     }
 }

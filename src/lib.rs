@@ -54,6 +54,7 @@ pub mod breaker;
 pub mod clock;
 mod error;
 mod facade;
+mod float;
 pub mod metrics;
 pub mod retry;
 pub mod rng;

@@ -26,6 +26,8 @@
 
 use core::fmt::{self, Write};
 
+use crate::float::Plain;
+
 use crate::breaker::{Admission, Outcome, State, Stats, Transition};
 use crate::clock::Timestamp;
 
@@ -127,7 +129,8 @@ impl Buckets<'_> {
             acc = acc.saturating_add(*count);
             writeln!(
                 out,
-                "{name}_bucket{{breaker=\"{breaker}\",le=\"{bound}\"}} {acc}"
+                "{name}_bucket{{breaker=\"{breaker}\",le=\"{}\"}} {acc}",
+                Plain(*bound)
             )?;
         }
         let count = self.count();
@@ -135,7 +138,11 @@ impl Buckets<'_> {
             out,
             "{name}_bucket{{breaker=\"{breaker}\",le=\"+Inf\"}} {count}"
         )?;
-        writeln!(out, "{name}_sum{{breaker=\"{breaker}\"}} {}", self.sum)?;
+        writeln!(
+            out,
+            "{name}_sum{{breaker=\"{breaker}\"}} {}",
+            Plain(self.sum)
+        )?;
         writeln!(out, "{name}_count{{breaker=\"{breaker}\"}} {count}")
     }
 }

@@ -26,6 +26,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use super::json;
 use super::protocol::{
     BadRequest, Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ObjectCounters,
     OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, GAP_REASON,
@@ -330,23 +331,20 @@ impl Coordinator {
 
     /// Parses a stored JSON record and restores from it; an unreadable record gives a CLOSED
     /// breaker and the reason, as [`restore`](Self::restore) does.
-    #[cfg(feature = "json")]
     pub fn load_json(
         name: &str,
         configured: SharedSpec,
         stored: Option<&str>,
         on_mismatch: OnMismatch,
     ) -> Result<Self, String> {
-        let record = match stored.map(serde_json::from_str::<Record>) {
+        let record = match stored.map(json::from_str::<Record>) {
             None => None,
             Some(Ok(r)) => {
-                // JSON does not always give back the very f64 it was given (serde_json parses
-                // fast, not exactly: a threshold may read back one bit off). A record this host's
-                // settings wrote must still be recognised as written under them.
-                let as_stored = serde_json::to_string(&configured)
-                    .ok()
-                    .and_then(|j| serde_json::from_str::<SharedSpec>(&j).ok())
-                    .unwrap_or(configured);
+                // Earlier versions read JSON with serde_json, which reads a float fast but not
+                // always exactly (a threshold may come back a bit off), and wrote that back. A
+                // record written under this host's settings by such a version must still be
+                // recognised as written under them.
+                let as_stored = read_back_by_serde_json(configured);
                 return Self::restore_as(name, configured, as_stored, Some(r), on_mismatch);
             }
             Some(Err(e)) => {
@@ -391,9 +389,8 @@ impl Coordinator {
     }
 
     /// The record to persist, as JSON.
-    #[cfg(feature = "json")]
     pub fn record_json(&self) -> Result<String, String> {
-        serde_json::to_string(&self.record()).map_err(|e| e.to_string())
+        Ok(json::to_string(&self.record()))
     }
 
     /// A CLOSED breaker standing in for a stored record that could not even be read.
@@ -833,18 +830,31 @@ fn forget_other_windows(from: &TripRule, to: TripRule, mut snap: Snapshot) -> Sn
 
 /// The snapshot version of a stored record this version cannot parse, if it is newer than
 /// [`SNAPSHOT_VERSION`].
-#[cfg(feature = "json")]
 fn newer_snapshot_version(stored: &str) -> Option<u32> {
-    #[derive(serde::Deserialize)]
-    struct Versioned {
-        version: u32,
-    }
-    #[derive(serde::Deserialize)]
-    struct Outer {
-        snapshot: Versioned,
-    }
-    let v = serde_json::from_str::<Outer>(stored).ok()?.snapshot.version;
+    let record = json::parse(stored).ok()?;
+    let snapshot = record.fields(&["snapshot"], false).ok()?;
+    let version = snapshot.raw(0)?.fields(&["version"], false).ok()?;
+    let v = version.req::<u32>(0)?;
     (v > SNAPSHOT_VERSION).then_some(v)
+}
+
+/// `spec` as serde_json read it back from what it wrote: its floats through
+/// [`json::read_back_by_serde_json`].
+fn read_back_by_serde_json(mut spec: SharedSpec) -> SharedSpec {
+    let c = &mut spec.breaker;
+    for x in [&mut c.open_jitter, &mut c.open_backoff_factor] {
+        *x = json::read_back_by_serde_json(*x);
+    }
+    if let TripRule::FailureRate {
+        threshold_percent, ..
+    }
+    | TripRule::SlowCallRate {
+        threshold_percent, ..
+    } = &mut c.trip
+    {
+        *threshold_percent = json::read_back_by_serde_json(*threshold_percent);
+    }
+    spec
 }
 
 /// Rebuilds a breaker under `config` from a snapshot taken under other settings: the state,

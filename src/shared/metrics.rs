@@ -2,12 +2,9 @@
 //! `breakwater/cloudflare`'s route (through wasm) answer, written once.
 
 use alloc::string::String;
-#[cfg(feature = "json")]
 use alloc::vec::Vec;
 
-#[cfg(feature = "json")]
-use super::protocol::Lease;
-use super::protocol::{ObjectCounters, StateView, INCIDENT_BOUNDS_S};
+use super::protocol::{Lease, ObjectCounters, StateView, INCIDENT_BOUNDS_S};
 use crate::breaker::{State, Stats};
 use crate::metrics::{render_series, Buckets, Families, Series};
 
@@ -29,19 +26,31 @@ pub fn render_views(views: &[StateView]) -> String {
 
 /// [`render_views`] for views as JSON (a `/state` answer per object, in an array), reading only
 /// what the series need; `None` when they are unreadable.
-#[cfg(feature = "json")]
 pub fn render_views_json(views: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
     struct Seen {
         name: String,
-        lease: Lease,
+        state: State,
         stats: Stats,
         counters: ObjectCounters,
     }
-    let views: Vec<Seen> = serde_json::from_str(views).ok()?;
-    Some(render(views.iter().map(|v| {
-        (v.name.as_str(), v.lease.state, &v.stats, &v.counters)
-    })))
+    let parsed = super::json::parse(views).ok()?;
+    let mut seen = Vec::new();
+    for v in parsed.items().ok()? {
+        let f = v
+            .fields(&["name", "lease", "stats", "counters"], false)
+            .ok()?;
+        let lease: Lease = f.req(1)?;
+        seen.push(Seen {
+            name: f.req(0)?,
+            state: lease.state,
+            stats: f.req(2)?,
+            counters: f.req(3)?,
+        });
+    }
+    Some(render(
+        seen.iter()
+            .map(|v| (v.name.as_str(), v.state, &v.stats, &v.counters)),
+    ))
 }
 
 fn render<'a>(

@@ -18,9 +18,11 @@
 pub mod admin;
 pub mod client;
 pub mod coordinator;
+pub mod json;
 pub mod metrics;
 pub mod protocol;
 pub mod spec;
+mod wire;
 
 pub use client::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket};
 pub use coordinator::{

@@ -4,7 +4,9 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::vec::Vec;
 
+use super::json;
 use crate::breaker::{BreakerConfig, TripRule, Window};
 
 /// The default lease: how long a client may admit locally on a CLOSED state before asking again.
@@ -175,84 +177,71 @@ pub type Breakers = alloc::collections::BTreeMap<String, SharedSpec>;
 
 /// Parses and checks a `BREAKERS` JSON object: every name valid, every configuration valid (see
 /// [`check_breakers`]). The error names the breaker, the field and the value.
-#[cfg(feature = "json")]
-pub fn parse_breakers(json: &str) -> Result<Breakers, String> {
-    // Read entry by entry, so that a mistake names its breaker, without going through
-    // `serde_json::Value` (9 KB gzip of the wasm that `breakwater/cloudflare` runs this in).
-    let named = core::cell::RefCell::new(None);
-    let mut de = serde_json::Deserializer::from_str(json);
-    let read = serde::Deserializer::deserialize_map(&mut de, Entries(&named)).and_then(|map| {
-        de.end()?;
-        Ok(map)
-    });
-    let map = match (read, named.into_inner()) {
-        (Ok(map), _) => map,
-        (Err(_), Some(why)) => return Err(why),
-        (Err(e), None) => return Err(format!("BREAKERS is not valid: {e}")),
-    };
-    check_breakers(&map)?;
-    Ok(map)
+pub fn parse_breakers(text: &str) -> Result<Breakers, String> {
+    Ok(read_breakers(text)?.into_iter().collect())
 }
 
-/// Reads `BREAKERS` entry by entry; an entry's mistake is kept in the cell, naming the breaker.
-#[cfg(feature = "json")]
-struct Entries<'a>(&'a core::cell::RefCell<Option<String>>);
-
-#[cfg(feature = "json")]
-impl<'de> serde::de::Visitor<'de> for Entries<'_> {
-    type Value = Breakers;
-
-    fn expecting(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
-        f.write_str("an object mapping breaker names to their settings")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut entries: A) -> Result<Breakers, A::Error> {
-        let mut map = Breakers::new();
-        while let Some(name) = entries.next_key::<String>()? {
-            match entries.next_value::<SharedSpec>() {
-                Ok(spec) => {
-                    map.insert(name, spec);
-                }
-                Err(e) => {
-                    *self.0.borrow_mut() = Some(format!("BREAKERS[{name:?}] is not valid: {e}"));
-                    return Err(e);
-                }
-            }
-        }
-        Ok(map)
-    }
-}
-
-/// [`parse_breakers`] for a document already read (the check command's TOML table, converted):
-/// each entry is read on its own, so that a mistake names its breaker.
-#[cfg(feature = "json")]
-pub fn breakers_from_value(value: serde_json::Value) -> Result<Breakers, String> {
-    use serde::Deserialize;
-
-    let serde_json::Value::Object(entries) = value else {
+/// [`parse_breakers`] as a list in the map's order (by name; of a name given twice, the last),
+/// without a map (which the shared wasm module would carry only for this).
+pub fn read_breakers(text: &str) -> Result<Vec<(String, SharedSpec)>, String> {
+    let doc = json::parse(text).map_err(|e| format!("BREAKERS is not valid: {e}"))?;
+    let Ok(entries) = doc.entries() else {
         return Err(String::from(
             "BREAKERS is not valid: expected an object mapping breaker names to their settings",
         ));
     };
-    let mut map = Breakers::new();
+    let mut list: Vec<(String, SharedSpec)> = Vec::new();
     for (name, entry) in entries {
-        let spec = SharedSpec::deserialize(entry)
-            .map_err(|e| format!("BREAKERS[{name:?}] is not valid: {e}"))?;
-        map.insert(name, spec);
+        // Read entry by entry, so that a mistake names its breaker.
+        let spec = <SharedSpec as json::Wire>::read(entry)
+            .map_err(|e| format!("BREAKERS[{}] is not valid: {e}", quoted(name)))?;
+        match list.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => {
+                if let Some(slot) = list.get_mut(i) {
+                    slot.1 = spec;
+                }
+            }
+            Err(i) => list.insert(i, (String::from(&**name), spec)),
+        }
     }
-    check_breakers(&map)?;
-    Ok(map)
+    for (name, spec) in &list {
+        check_breaker(name, spec)?;
+    }
+    Ok(list)
+}
+
+/// [`parse_breakers`] for a document already read (the check command's TOML table, converted).
+#[cfg(feature = "json")]
+pub fn breakers_from_value(value: serde_json::Value) -> Result<Breakers, String> {
+    parse_breakers(&alloc::string::ToString::to_string(&value))
+}
+
+/// `name` in double quotes, escaped as JSON.
+fn quoted(name: &str) -> String {
+    let mut w = json::Writer::default();
+    w.str(name);
+    w.finish()
 }
 
 /// Checks an already parsed `BREAKERS` map: names, configurations, leases, and what the shared
 /// mode cannot honour (a slow-call rule: reports carry no durations).
 pub fn check_breakers(map: &Breakers) -> Result<(), String> {
-    for (name, spec) in map {
-        crate::validate_name(name).map_err(|e| format!("BREAKERS: {e}"))?;
-        spec.validate()
-            .map_err(|e| format!("BREAKERS[{name:?}]: {e}"))?;
-    }
-    Ok(())
+    map.iter()
+        .try_for_each(|(name, spec)| check_breaker(name, spec))
+}
+
+fn check_breaker(name: &str, spec: &SharedSpec) -> Result<(), String> {
+    // Worded here rather than by `InvalidName`'s Display, whose quoting (`{:?}`) would bring
+    // the Unicode tables of `char::escape_debug` into the shared wasm module (11 KB).
+    crate::validate_name(name).map_err(|e| {
+        format!(
+            "BREAKERS: invalid breaker name {}: {}",
+            quoted(&e.name),
+            e.reason
+        )
+    })?;
+    spec.validate()
+        .map_err(|e| format!("BREAKERS[{}]: {e}", quoted(name)))
 }
 
 /// FNV-1a, 64 bits: small, stable across builds and platforms.
@@ -319,10 +308,12 @@ mod tests {
                 },
             ),
         ];
-        for (json, rule) in cases {
-            let parsed: TripRule = serde_json::from_str(json).unwrap();
-            assert_eq!(parsed, rule, "{json}");
+        for (text, rule) in cases {
+            let parsed: TripRule = serde_json::from_str(text).unwrap();
+            assert_eq!(parsed, rule, "{text}");
+            assert_eq!(json::from_str::<TripRule>(text).unwrap(), rule, "{text}");
             let written = serde_json::to_string(&rule).unwrap();
+            assert_eq!(json::to_string(&rule), written);
             assert_eq!(serde_json::from_str::<TripRule>(&written).unwrap(), rule);
             assert!(written.contains(r#""kind":"#), "{written}");
         }
@@ -333,6 +324,7 @@ mod tests {
     fn every_field_is_optional_and_unknown_fields_are_refused_at_every_level() {
         let spec: SharedSpec = serde_json::from_str("{}").unwrap();
         assert_eq!(spec, SharedSpec::default());
+        assert_eq!(json::from_str::<SharedSpec>("{}").unwrap(), spec);
         let spec: SharedSpec = serde_json::from_str(
             r#"{"breaker": {"open_duration_ms": 5, "open_backoff_factor": 2}}"#,
         )
@@ -362,6 +354,8 @@ mod tests {
             ),
         ] {
             let e = format!("{}", serde_json::from_str::<SharedSpec>(bad).unwrap_err());
+            assert!(e.contains(named), "{bad}: {e}");
+            let e = format!("{}", json::from_str::<SharedSpec>(bad).unwrap_err());
             assert!(e.contains(named), "{bad}: {e}");
         }
     }

@@ -23,6 +23,7 @@ use super::layout::{lease_info, lease_opts};
 
 use crate::breaker::{Outcome, RejectReason, State};
 use crate::clock::Timestamp;
+use crate::shared::json;
 use crate::shared::protocol::{ErrorReply, Exchange, ExchangeReply};
 use crate::shared::{
     ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch,
@@ -88,7 +89,7 @@ pub fn spec_json(cfg: &[f64], lease_ms: f64) -> String {
     if let Err(e) = spec.validate() {
         return format!("!spec|{e}");
     }
-    serde_json::to_string(&spec).unwrap_or_default()
+    json::to_string(&spec)
 }
 
 #[wasm_bindgen]
@@ -148,11 +149,11 @@ impl WasmLeaseClient {
     }
 
     pub fn acquire_request(&mut self) -> String {
-        serde_json::to_string(&self.inner.acquire_request()).unwrap_or_default()
+        json::to_string(&self.inner.acquire_request())
     }
 
     pub fn on_acquire_reply(&mut self, now: f64, reply: &str) -> f64 {
-        match serde_json::from_str::<ExchangeReply>(reply) {
+        match json::from_str::<ExchangeReply>(reply) {
             Ok(r) => {
                 let d = self.inner.on_acquire_reply(lt(now), &r);
                 self.decision(d)
@@ -191,12 +192,12 @@ impl WasmLeaseClient {
 
     pub fn begin_flush(&mut self, force: bool) -> Option<String> {
         let req = self.inner.begin_flush(force)?;
-        Some(serde_json::to_string(&req).unwrap_or_default())
+        Some(json::to_string(&req))
     }
 
     // False when the answer was unreadable (the client then counts the coordinator unreachable).
     pub fn on_flush_reply(&mut self, now: f64, reply: &str) -> bool {
-        match serde_json::from_str::<ExchangeReply>(reply) {
+        match json::from_str::<ExchangeReply>(reply) {
             Ok(r) => {
                 self.inner.on_flush_reply(lt(now), &r);
                 true
@@ -234,29 +235,41 @@ impl WasmLeaseClient {
     pub fn next_event(&mut self) -> Option<String> {
         let e = self.inner.next_event()?;
         let hint = e.misconfiguration();
-        let json = match e {
-            ClientEvent::StateChanged { from, to } => serde_json::json!({
-                "type": "state",
-                "from": from.map(State::as_str),
-                "to": to.as_str(),
-            }),
-            ClientEvent::Fallback { reason, status } => match (status, hint) {
-                (Some(status), Some(hint)) => serde_json::json!({
-                    "type": "fallback", "reason": reason, "status": status, "misconfigured": hint,
-                }),
-                (Some(status), None) => {
-                    serde_json::json!({ "type": "fallback", "reason": reason, "status": status })
+        // The keys in alphabetical order, as before (serde_json's `json!` sorted them).
+        let mut w = json::Writer::default();
+        w.open('{');
+        match e {
+            ClientEvent::StateChanged { from, to } => {
+                w.field("from", &from.map(State::as_str).map(String::from));
+                w.field("to", &String::from(to.as_str()));
+                w.key("type");
+                w.str("state");
+            }
+            ClientEvent::Fallback { reason, status } => {
+                if let (Some(_), Some(hint)) = (status, hint) {
+                    w.key("misconfigured");
+                    w.str(hint);
                 }
-                (None, _) => serde_json::json!({ "type": "fallback", "reason": reason }),
-            },
-            ClientEvent::Recovered => serde_json::json!({ "type": "recovered" }),
-            ClientEvent::Dropped { outcomes, reason } => serde_json::json!({
-                "type": "dropped",
-                "outcomes": outcomes,
-                "reason": reason,
-            }),
-        };
-        serde_json::to_string(&json).ok()
+                w.field("reason", &reason);
+                if let Some(status) = status {
+                    w.field("status", &status);
+                }
+                w.key("type");
+                w.str("fallback");
+            }
+            ClientEvent::Recovered => {
+                w.key("type");
+                w.str("recovered");
+            }
+            ClientEvent::Dropped { outcomes, reason } => {
+                w.field("outcomes", &outcomes);
+                w.field("reason", &reason);
+                w.key("type");
+                w.str("dropped");
+            }
+        }
+        w.close('}');
+        Some(w.finish())
     }
 
     // Laid out as [`lease_info`](super::layout::lease_info).
@@ -282,17 +295,16 @@ pub struct WasmCoordinator {
 }
 
 fn error_json(code: &str, message: &str) -> String {
-    serde_json::to_string(&ErrorReply {
+    json::to_string(&ErrorReply {
         error: code.into(),
         message: message.into(),
     })
-    .unwrap_or_default()
 }
 
 // "" when the settings JSON is valid, else why.
 #[wasm_bindgen]
 pub fn check_spec(spec: &str) -> String {
-    match serde_json::from_str::<SharedSpec>(spec) {
+    match json::from_str::<SharedSpec>(spec) {
         Ok(s) => s.validate().err().unwrap_or_default(),
         Err(e) => format!("invalid settings: {e}"),
     }
@@ -304,27 +316,28 @@ pub fn check_spec(spec: &str) -> String {
 // (the reason names the breaker, the field and the value).
 #[wasm_bindgen]
 pub fn breakers(text: &str, name: &str) -> String {
-    let map = match crate::shared::spec::parse_breakers(text) {
-        Ok(m) => m,
+    let list = match crate::shared::spec::read_breakers(text) {
+        Ok(l) => l,
         Err(e) => return format!("!{e}"),
     };
     if name.is_empty() {
-        let names: Vec<&str> = map.keys().map(String::as_str).collect();
+        let names: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
         return names.join("\n");
     }
-    map.get(name)
-        .and_then(|spec| serde_json::to_string(spec).ok())
+    list.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, spec)| json::to_string(spec))
         .unwrap_or_default()
 }
 
 // The settings JSON a stored record runs under, or "" when it holds none (or none readable).
 #[wasm_bindgen]
 pub fn stored_spec(record: &str) -> String {
-    serde_json::from_str::<crate::shared::Record>(record)
+    json::from_str::<crate::shared::Record>(record)
         .ok()
         .and_then(|r| r.spec)
         .filter(|spec| spec.validate().is_ok())
-        .and_then(|spec| serde_json::to_string(&spec).ok())
+        .map(|spec| json::to_string(&spec))
         .unwrap_or_default()
 }
 
@@ -366,7 +379,7 @@ impl WasmCoordinator {
         record: Option<String>,
         adopt: bool,
     ) -> Option<WasmCoordinator> {
-        let spec = serde_json::from_str::<SharedSpec>(spec).ok()?;
+        let spec = json::from_str::<SharedSpec>(spec).ok()?;
         let record = record.filter(|r| !r.is_empty());
         let policy = if adopt {
             OnMismatch::Adopt
@@ -385,7 +398,7 @@ impl WasmCoordinator {
     pub fn exchange(&mut self, now: f64, req: &str, acquire: bool) -> String {
         self.step = Step::default();
         self.status = 400;
-        let req = match serde_json::from_str::<Exchange>(req) {
+        let req = match json::from_str::<Exchange>(req) {
             Ok(r) => r,
             Err(e) => return error_json("bad_request", &format!("invalid JSON: {e}")),
         };
@@ -397,7 +410,7 @@ impl WasmCoordinator {
             Ok((reply, step)) => {
                 self.step = step;
                 self.status = 200;
-                serde_json::to_string(&reply).unwrap_or_default()
+                json::to_string(&reply)
             }
             Err(e) => error_json("bad_request", &e.to_string()),
         }
@@ -418,7 +431,7 @@ impl WasmCoordinator {
     }
 
     pub fn view(&mut self, now: f64) -> String {
-        serde_json::to_string(&self.inner.view(ts(now))).unwrap_or_default()
+        json::to_string(&self.inner.view(ts(now)))
     }
 
     // Whether the last step must be persisted.

@@ -444,7 +444,7 @@ pub async fn exchange(
     body: &Exchange,
 ) -> Result<ExchangeReply, SendError> {
     use SendError::Unreachable;
-    let json = serde_json::to_string(body).map_err(|e| Unreachable(e.to_string()))?;
+    let json = crate::shared::json::to_string(body);
     let stub = ns
         .get_by_name(name)
         .map_err(|e| Unreachable(e.to_string()))?;
@@ -475,5 +475,6 @@ pub async fn exchange(
             Unreachable(message)
         });
     }
-    serde_json::from_str(&text).map_err(|e| Unreachable(format!("object answer unreadable: {e}")))
+    crate::shared::json::from_str(&text)
+        .map_err(|e| Unreachable(format!("object answer unreadable: {e}")))
 }

@@ -19,6 +19,7 @@ use super::protocol::{Exchange, MAX_BODY_BYTES};
 use super::routes::{error_response, json_response, load_breakers};
 use crate::clock::Timestamp;
 use crate::facade::validate_name;
+use crate::shared::json;
 
 /// The Durable Object class (`class_name = "BreakerObject"` in `wrangler.toml`).
 #[durable_object]
@@ -96,7 +97,10 @@ impl BreakerObject {
                     Ok(b) => b,
                     Err(resp) => return resp,
                 };
-                match serde_json::from_slice::<Exchange>(&body) {
+                let read = core::str::from_utf8(&body)
+                    .map_err(|_| String::from("not UTF-8"))
+                    .and_then(|text| json::from_str::<Exchange>(text).map_err(|e| e.to_string()));
+                match read {
                     Ok(x) => Some(x),
                     Err(e) => {
                         return error_response(400, "bad_request", &format!("invalid JSON: {e}"))
@@ -155,19 +159,19 @@ impl BreakerObject {
                         return error_response(503, "unavailable", why);
                     }
                     match engine.exchange(now, x, matches!(op, Op::Acquire)) {
-                        Ok((reply, step)) => (serde_json::to_string(&reply), step),
+                        Ok((reply, step)) => (json::to_string(&reply), step),
                         Err(e) => return error_response(400, "bad_request", &e.to_string()),
                     }
                 }
                 (Op::Isolate, _) => {
                     let step = engine.isolate(now);
-                    (serde_json::to_string(&engine.view(now)), step)
+                    (json::to_string(&engine.view(now)), step)
                 }
                 (Op::Reset, _) => {
                     let step = engine.reset(now);
-                    (serde_json::to_string(&engine.view(now)), step)
+                    (json::to_string(&engine.view(now)), step)
                 }
-                _ => (serde_json::to_string(&engine.view(now)), Step::default()),
+                _ => (json::to_string(&engine.view(now)), Step::default()),
             };
             let record = if step.changed {
                 Some(engine.record_json())
@@ -207,13 +211,7 @@ impl BreakerObject {
         for t in &step.transitions {
             console_log!("breakwater {name}: {} -> {} at {}", t.from, t.to, t.at.0);
         }
-        match body {
-            Ok(text) => json_response(200, text),
-            Err(e) => {
-                console_error!("breakwater object {name}: {e}");
-                error_response(500, "internal", "could not encode the answer")
-            }
-        }
+        json_response(200, body)
     }
 
     /// The breaker this object holds: its id's name, else the one the request names (and every

@@ -73,7 +73,7 @@ async fn metrics(req: &Request, env: &Env, breakers: &Breakers) -> Result<Respon
     let mut views: Vec<StateView> = Vec::new();
     for name in breakers.keys() {
         match object_call(env, name, "state", Method::Get).await {
-            Ok((200, text)) => match serde_json::from_str::<StateView>(&text) {
+            Ok((200, text)) => match crate::shared::json::from_str::<StateView>(&text) {
                 Ok(v) => views.push(v),
                 Err(_) => return error_response(502, "bad_gateway", "unreadable object answer"),
             },
@@ -93,9 +93,7 @@ async fn metrics(req: &Request, env: &Env, breakers: &Breakers) -> Result<Respon
         headers.set("content-type", "text/plain; version=0.0.4")?;
         return Ok(Response::ok(render_prometheus(&views))?.with_headers(headers));
     }
-    let body =
-        serde_json::to_string(&views).map_err(|e| worker::Error::RustError(e.to_string()))?;
-    json_response(200, body)
+    json_response(200, crate::shared::json::to_string(&views))
 }
 
 async fn forward(env: &Env, name: &str, op: &str, method: Method) -> Result<Response> {

@@ -33,11 +33,10 @@ pub fn json_response(status: u16, body: String) -> Result<Response> {
 
 /// A JSON error answer: `{"error": code, "message": message}`.
 pub fn error_response(status: u16, code: &str, message: &str) -> Result<Response> {
-    let body = serde_json::to_string(&ErrorReply {
+    let body = crate::shared::json::to_string(&ErrorReply {
         error: code.to_string(),
         message: message.to_string(),
-    })
-    .unwrap_or_else(|_| String::from("{\"error\":\"internal\",\"message\":\"\"}"));
+    });
     json_response(status, body)
 }
 
