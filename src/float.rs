@@ -2,11 +2,12 @@
 //! the shared protocol's JSON): the shortest digits that read back to the same bits, laid out by
 //! the caller.
 //!
-//! Natively these come from `core` (`{:e}` and `str::parse`). In the shared breaker's wasm module
-//! they come from its JavaScript host, which the ECMAScript specification binds to the same
-//! answers (`String(x)`: the shortest digits, nearest first; `Number(text)`: round to nearest):
-//! `core`'s float formatting and parsing, with their tables, were a fifth of that module. The
-//! main module keeps `core`'s (its JavaScript words the errors; it prints no float).
+//! Natively these come from `core` (`{:e}` and `str::parse`). In the shared breaker's wasm modules
+//! (the lease client's, `wasm-shared`, and the coordinator's, `wasm-coordinator`) they come from
+//! the JavaScript host, which the ECMAScript specification binds to the same answers
+//! (`String(x)`: the shortest digits, nearest first; `Number(text)`: round to nearest): `core`'s
+//! float formatting and parsing, with their tables, were a fifth of such a module. The main
+//! module keeps `core`'s (its JavaScript words the errors; it prints no float).
 
 use alloc::string::String;
 use core::fmt;
@@ -78,12 +79,18 @@ pub(crate) fn zeros(out: &mut String, n: i32) {
 pub(crate) struct Plain(pub f64);
 
 impl fmt::Display for Plain {
-    #[cfg(not(all(target_arch = "wasm32", feature = "wasm-shared")))]
+    #[cfg(not(all(
+        target_arch = "wasm32",
+        any(feature = "wasm-shared", feature = "wasm-coordinator")
+    )))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.0, f)
     }
 
-    #[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
+    #[cfg(all(
+        target_arch = "wasm32",
+        any(feature = "wasm-shared", feature = "wasm-coordinator")
+    ))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&plain(self.0))
     }
@@ -91,7 +98,10 @@ impl fmt::Display for Plain {
 
 /// [`Plain`]'s text, from [`Digits`].
 #[cfg_attr(
-    not(all(target_arch = "wasm32", feature = "wasm-shared")),
+    not(all(
+        target_arch = "wasm32",
+        any(feature = "wasm-shared", feature = "wasm-coordinator")
+    )),
     allow(dead_code)
 )]
 pub(crate) fn plain(x: f64) -> String {
@@ -135,7 +145,10 @@ fn plain_from(x: f64, digits: impl Fn(f64) -> Digits) -> String {
 
 /// The double nearest to a decimal number's text (JSON's syntax), if it is one: exactly by
 /// [`fast_parse`] when it can, else by `core`.
-#[cfg(not(all(target_arch = "wasm32", feature = "wasm-shared")))]
+#[cfg(not(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-shared", feature = "wasm-coordinator")
+)))]
 pub(crate) fn parse(text: &str) -> Option<f64> {
     fast_parse(text).or_else(|| text.parse::<f64>().ok())
 }
@@ -185,7 +198,10 @@ fn fast_parse(text: &str) -> Option<f64> {
 /// `core`'s shortest digits, except that where two candidates are exactly as near to `x`
 /// (`1350448540234015.25` between `…15.2` and `…15.3`), the even one, as JavaScript and
 /// serde_json pick (`core` picks the upper).
-#[cfg(not(all(target_arch = "wasm32", feature = "wasm-shared")))]
+#[cfg(not(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-shared", feature = "wasm-coordinator")
+)))]
 fn shortest_text(x: f64) -> String {
     use alloc::vec::Vec;
 
@@ -244,7 +260,10 @@ fn shortest_text(x: f64) -> String {
     shortest
 }
 
-#[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-shared", feature = "wasm-coordinator")
+))]
 mod host {
     #[wasm_bindgen::prelude::wasm_bindgen]
     extern "C" {
@@ -257,12 +276,18 @@ mod host {
 
 /// The double nearest to a decimal number's text (JSON's syntax), if it is one: exactly by
 /// [`fast_parse`] when it can, else by the host.
-#[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-shared", feature = "wasm-coordinator")
+))]
 pub(crate) fn parse(text: &str) -> Option<f64> {
     fast_parse(text).or_else(|| Some(host::number(text)).filter(|x| !x.is_nan()))
 }
 
-#[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-shared", feature = "wasm-coordinator")
+))]
 fn shortest_text(x: f64) -> String {
     host::string(x)
 }

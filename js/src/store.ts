@@ -30,10 +30,13 @@
  * ```
  * @packageDocumentation
  */
-// The entries (`breakwater`, `breakwater/shared`) load the core's wasm modules for the runtime;
-// `breakwater/internal` and `breakwater/shared/internal` are the same code without the loaders.
+// The entries (`breakwater`, `breakwater/shared`, `breakwater/coordinator`) load the core's wasm
+// modules for the runtime: the main one, the lease client's and the coordinator's (which runs the
+// store's steps); `breakwater/internal` and `breakwater/shared/internal` are the same code
+// without the loaders.
 import 'breakwater';
 import type { BreakerSettings, CircuitBreaker, ConsecutiveTrip, FailureRateTrip } from 'breakwater';
+import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import { breakerConfig } from 'breakwater/internal';
 import { SharedCircuitBreaker, type SharedBreakerOptions } from 'breakwater/shared';
 import { localConfig, sharedGlue, type Answer, type RawTransport } from 'breakwater/shared/internal';
@@ -264,7 +267,7 @@ interface Setup {
   clock: () => number;
 }
 
-type Step = (co: ReturnType<ReturnType<typeof sharedGlue>['WasmCoordinator']['create']> & object, now: number) => string;
+type Step = (co: WasmCoordinator, now: number) => string;
 
 /** Runs the coordinator's steps against the store: read → one step → compare-and-set. */
 class StoreTransport {
@@ -305,7 +308,7 @@ class StoreTransport {
     let cur = await this.#call(store.read(key));
     for (let attempt = 1; ; attempt++) {
       const now = cur?.now ?? this.#s.clock();
-      const co = sharedGlue().WasmCoordinator.create(name, spec, cur?.value || undefined, true);
+      const co = coordinatorGlue().WasmCoordinator.create(name, spec, cur?.value || undefined, true);
       if (co === undefined) throw new Error('store: the settings were refused by the core');
       let answer: string;
       let record: string | undefined;

@@ -28,13 +28,25 @@
 #![allow(missing_docs)]
 // Natively only the layouts are used (by tests/layout.rs); the rest serves the wasm32 exports.
 #![cfg_attr(
-    any(not(target_arch = "wasm32"), feature = "wasm-shared"),
+    any(
+        not(target_arch = "wasm32"),
+        feature = "wasm-shared",
+        feature = "wasm-coordinator"
+    ),
     allow(dead_code, unused_imports)
 )]
 
-// The shared breaker's module (feature `wasm-shared`) leaves them out: its JavaScript imports the
-// main module for everything but the lease client and the coordinator.
-#[cfg(all(target_arch = "wasm32", not(feature = "wasm-shared")))]
+// Three modules, one crate: the main one (feature `wasm`: `exports`), the lease client's
+// (`wasm-shared`: `shared`) and the coordinator's (`wasm-coordinator`: `coordinator`). The
+// features only choose which `#[wasm_bindgen]` exports a module compiles; what they call is the
+// core's, once. The other two leave the main exports out: their JavaScript imports the main
+// module for everything else.
+#[cfg(feature = "wasm-coordinator")]
+mod coordinator;
+#[cfg(all(
+    target_arch = "wasm32",
+    not(any(feature = "wasm-shared", feature = "wasm-coordinator"))
+))]
 mod exports;
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]
 mod heap;
@@ -42,7 +54,10 @@ pub mod layout;
 #[cfg(feature = "wasm-shared")]
 mod shared;
 
-#[cfg(all(target_arch = "wasm32", not(feature = "wasm-shared")))]
+#[cfg(all(
+    target_arch = "wasm32",
+    not(any(feature = "wasm-shared", feature = "wasm-coordinator"))
+))]
 pub use exports::*;
 
 use alloc::vec::Vec;
@@ -74,6 +89,15 @@ fn state_num(s: State) -> u32 {
         State::Closed => 0,
         State::Open => 1,
         State::HalfOpen => 2,
+    }
+}
+
+// A state for the lease client's and the coordinator's modules, -1 when unknown.
+#[cfg(any(feature = "wasm-shared", feature = "wasm-coordinator"))]
+fn state_code(s: Option<State>) -> f64 {
+    match s {
+        None => -1.0,
+        Some(s) => state_num(s) as f64,
     }
 }
 

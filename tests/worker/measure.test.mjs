@@ -371,9 +371,14 @@ export default {
   const list = (x) => Object.entries(x.modules).map(([f, s]) => `${f} ${kib(s.bytes)} (gzip ${kib(s.gzip)})`).join(', ');
   console.log(`# measure: user Worker with BreakerObject: ${list(withObject)}; total ${kib(withObject.total.bytes)}, gzip ${kib(withObject.total.gzip)} (wrangler: ${withObject.wrangler_reports.kib} KiB / gzip ${withObject.wrangler_reports.gzip_kib} KiB)`);
   console.log(`# measure: the same Worker without the object (bound to another's): ${list(clientOnly)}; total gzip ${kib(clientOnly.total.gzip)}`);
-  // Sanity only: the JS and both .wasm are there, and far under the Workers limit (3 MiB gzip on the free plan).
-  assert.equal(Object.keys(withObject.modules).length, 3, JSON.stringify(withObject.modules));
+  // Sanity only: the JS and the three .wasm are there (the main one, the lease client's and, for
+  // the object, the coordinator's; the client alone has no coordinator), and far under the Workers
+  // limit (3 MiB gzip on the free plan).
+  assert.equal(Object.keys(withObject.modules).length, 4, JSON.stringify(withObject.modules));
   assert.ok(withObject.modules['breakwater_shared_bg.wasm'] && withObject.modules['breakwater_bg.wasm'], JSON.stringify(withObject.modules));
+  assert.ok(withObject.modules['breakwater_coordinator_bg.wasm'], JSON.stringify(withObject.modules));
+  assert.equal(Object.keys(clientOnly.modules).length, 3, JSON.stringify(clientOnly.modules));
+  assert.ok(!clientOnly.modules['breakwater_coordinator_bg.wasm'], JSON.stringify(clientOnly.modules));
   assert.ok(withObject.total.gzip < 1024 * 1024, JSON.stringify(withObject.total));
   assert.ok(Math.abs(withObject.total.bytes / 1024 - withObject.wrangler_reports.kib) < 1, 'our sum is not what wrangler counts');
   assert.ok(withObject.total.bytes > clientOnly.total.bytes);

@@ -284,9 +284,12 @@ test('one wrangler dev: the user Worker exports BreakerObject itself and shares 
   const name = 'anthropic';
   const host = await wranglerDev(t, { name: 'user-app', main: USER_WORKER, object: true, vars: userVars(name) });
   const peer = await wranglerDev(t, { name: 'user-app-peer', main: USER_WORKER, scriptName: 'user-app', vars: userVars(name) });
-  // wrangler bundled the package itself, by the workerd condition, with both .wasm modules.
+  // wrangler bundled the package itself, by the workerd condition, with its three .wasm modules:
+  // the main one, the lease client's (the app's SharedCircuitBreaker) and the coordinator's (the
+  // object).
   const bundle = fs.readdirSync(path.join(host.dir, '.wrangler/tmp'), { recursive: true }).map(String);
   assert.ok(bundle.some((f) => f.endsWith('breakwater_shared_bg.wasm')), bundle.join(' '));
+  assert.ok(bundle.some((f) => f.endsWith('breakwater_coordinator_bg.wasm')), bundle.join(' '));
   assert.ok(bundle.some((f) => f.endsWith('breakwater_bg.wasm')), bundle.join(' '));
   const js = bundle.find((f) => f.endsWith('user-worker.js'));
   assert.ok(js, bundle.join(' '));

@@ -1,6 +1,12 @@
-// The one module that touches the shared breaker's wasm-bindgen glue (`breakwater_shared.wasm`:
-// the core's lease client and coordinator, src/wasm/shared.rs). Each runtime's entry point
-// (js/entry/shared-*) loads the module its own way and hands the glue to `setSharedGlue`.
+// The one module that touches the shared breaker's wasm-bindgen glue, of its two modules:
+// - `breakwater_shared.wasm` (src/wasm/shared.rs): the core's lease client, which every app that
+//   shares a breaker loads (breakwater/shared). Its entries (js/entry/shared-*) load it their
+//   runtime's way and hand the glue to `setSharedGlue`.
+// - `breakwater_coordinator.wasm` (src/wasm/coordinator.rs): the core's coordinator and the
+//   object's helpers, which only breakwater/store and breakwater/cloudflare run, through the
+//   hidden breakwater/coordinator. Its entries (js/entry/coordinator-*) hand it to
+//   `setCoordinatorGlue`.
+// Apart, so that a client does not carry the coordinator's code.
 
 /** The core's lease client. Encodings: see src/wasm/shared.rs. */
 export interface WasmLeaseClient {
@@ -24,7 +30,7 @@ export interface WasmLeaseClient {
   free(): void;
 }
 
-/** The core's coordinator, for stores that hold the shared state themselves (Redis). */
+/** The core's coordinator, for stores that hold the shared state themselves (Redis) and the object. */
 export interface WasmCoordinator {
   exchange(now: number, req: string, acquire: boolean): string;
   isolate(now: number): void;
@@ -40,17 +46,22 @@ export interface WasmCoordinator {
   free(): void;
 }
 
+/** The lease client's module (breakwater/shared). */
 export interface SharedGlue {
   WasmLeaseClient: {
     create(id: string, session: number, opts: Float64Array, fallback: Float64Array): WasmLeaseClient | undefined;
-  };
-  WasmCoordinator: {
-    create(name: string, spec: string, record: string | undefined, adopt: boolean): WasmCoordinator | undefined;
   };
   /** "" or "field|expected". */
   check_lease(opts: Float64Array, fallback: Float64Array): string;
   /** The settings JSON, or "!field|expected". */
   spec_json(cfg: Float64Array, leaseMs: number): string;
+}
+
+/** The coordinator's module (breakwater/coordinator, for breakwater/store and breakwater/cloudflare). */
+export interface CoordinatorGlue {
+  WasmCoordinator: {
+    create(name: string, spec: string, record: string | undefined, adopt: boolean): WasmCoordinator | undefined;
+  };
   /** "" or why. */
   check_spec(spec: string): string;
   /** A `BREAKERS` document: with `name` "", its names (one per line); else that breaker's settings JSON, or "" if absent. "!why" when invalid. */
@@ -79,4 +90,23 @@ export function sharedGlue(): SharedGlue {
     );
   }
   return current;
+}
+
+let coordinator: CoordinatorGlue | undefined;
+
+/** Called once by the coordinator module's entry point with the initialised glue. */
+export function setCoordinatorGlue(g: CoordinatorGlue): void {
+  coordinator = g;
+}
+
+export function coordinatorGlue(): CoordinatorGlue {
+  if (coordinator === undefined) {
+    throw new Error(
+      'breakwater: the shared breaker\'s coordinator WebAssembly module was never initialised. ' +
+        'Import "breakwater/store" or "breakwater/cloudflare" (which load it through ' +
+        '"breakwater/coordinator") through the package (not a file inside it), so that your ' +
+        'runtime loads its .wasm.',
+    );
+  }
+  return coordinator;
 }
