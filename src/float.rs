@@ -3,11 +3,11 @@
 //! the caller.
 //!
 //! Natively these come from `core` (`{:e}` and `str::parse`). In the shared breaker's wasm modules
-//! (the lease client's, `wasm-shared`, and the coordinator's, `wasm-coordinator`) they come from
-//! the JavaScript host, which the ECMAScript specification binds to the same answers
-//! (`String(x)`: the shortest digits, nearest first; `Number(text)`: round to nearest): `core`'s
-//! float formatting and parsing, with their tables, were a fifth of such a module. The main
-//! module keeps `core`'s (its JavaScript words the errors; it prints no float).
+//! (feature `wasm-shared`: the lease client's, and the coordinator's, whose `wasm-coordinator`
+//! enables it) they come from the JavaScript host, which the ECMAScript specification binds to
+//! the same answers (`String(x)`: the shortest digits, nearest first; `Number(text)`: round to
+//! nearest): `core`'s float formatting and parsing, with their tables, were a fifth of such a
+//! module. The main module keeps `core`'s (its JavaScript words the errors; it prints no float).
 
 use alloc::string::String;
 use core::fmt;
@@ -79,18 +79,12 @@ pub(crate) fn zeros(out: &mut String, n: i32) {
 pub(crate) struct Plain(pub f64);
 
 impl fmt::Display for Plain {
-    #[cfg(not(all(
-        target_arch = "wasm32",
-        any(feature = "wasm-shared", feature = "wasm-coordinator")
-    )))]
+    #[cfg(not(all(target_arch = "wasm32", feature = "wasm-shared")))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.0, f)
     }
 
-    #[cfg(all(
-        target_arch = "wasm32",
-        any(feature = "wasm-shared", feature = "wasm-coordinator")
-    ))]
+    #[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&plain(self.0))
     }
@@ -98,10 +92,7 @@ impl fmt::Display for Plain {
 
 /// [`Plain`]'s text, from [`Digits`].
 #[cfg_attr(
-    not(all(
-        target_arch = "wasm32",
-        any(feature = "wasm-shared", feature = "wasm-coordinator")
-    )),
+    not(all(target_arch = "wasm32", feature = "wasm-shared")),
     allow(dead_code)
 )]
 pub(crate) fn plain(x: f64) -> String {
@@ -145,10 +136,7 @@ fn plain_from(x: f64, digits: impl Fn(f64) -> Digits) -> String {
 
 /// The double nearest to a decimal number's text (JSON's syntax), if it is one: exactly by
 /// [`fast_parse`] when it can, else by `core`.
-#[cfg(not(all(
-    target_arch = "wasm32",
-    any(feature = "wasm-shared", feature = "wasm-coordinator")
-)))]
+#[cfg(not(all(target_arch = "wasm32", feature = "wasm-shared")))]
 pub(crate) fn parse(text: &str) -> Option<f64> {
     fast_parse(text).or_else(|| text.parse::<f64>().ok())
 }
@@ -198,10 +186,7 @@ fn fast_parse(text: &str) -> Option<f64> {
 /// `core`'s shortest digits, except that where two candidates are exactly as near to `x`
 /// (`1350448540234015.25` between `…15.2` and `…15.3`), the even one, as JavaScript and
 /// serde_json pick (`core` picks the upper).
-#[cfg(not(all(
-    target_arch = "wasm32",
-    any(feature = "wasm-shared", feature = "wasm-coordinator")
-)))]
+#[cfg(not(all(target_arch = "wasm32", feature = "wasm-shared")))]
 fn shortest_text(x: f64) -> String {
     use alloc::vec::Vec;
 
@@ -260,10 +245,7 @@ fn shortest_text(x: f64) -> String {
     shortest
 }
 
-#[cfg(all(
-    target_arch = "wasm32",
-    any(feature = "wasm-shared", feature = "wasm-coordinator")
-))]
+#[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
 mod host {
     #[wasm_bindgen::prelude::wasm_bindgen]
     extern "C" {
@@ -276,18 +258,12 @@ mod host {
 
 /// The double nearest to a decimal number's text (JSON's syntax), if it is one: exactly by
 /// [`fast_parse`] when it can, else by the host.
-#[cfg(all(
-    target_arch = "wasm32",
-    any(feature = "wasm-shared", feature = "wasm-coordinator")
-))]
+#[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
 pub(crate) fn parse(text: &str) -> Option<f64> {
     fast_parse(text).or_else(|| Some(host::number(text)).filter(|x| !x.is_nan()))
 }
 
-#[cfg(all(
-    target_arch = "wasm32",
-    any(feature = "wasm-shared", feature = "wasm-coordinator")
-))]
+#[cfg(all(target_arch = "wasm32", feature = "wasm-shared"))]
 fn shortest_text(x: f64) -> String {
     host::string(x)
 }

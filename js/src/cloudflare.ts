@@ -1,18 +1,24 @@
 /**
- * `breakwater/cloudflare`: the shared breaker's Durable Object for your own Worker, and the
- * routes that expose it.
+ * `breakwater/cloudflare`: the shared breaker's Durable Object for your own Worker, the routes
+ * that expose it, and its clients.
  *
- * `BreakerObject` holds one breaker per name and answers the `SharedCircuitBreaker` clients of
- * `breakwater/shared`. It is a shell around the core's coordinator (the one `breakwater/store`
- * and breakwater's Rust Worker run), in the coordinator's WebAssembly module (the clients'
- * module, breakwater/shared's, holds only the lease client): it loads the record from
- * `ctx.storage` on the first request, takes one coordinator step per request, persists the
- * record when the step changed it, then answers. It decides nothing itself.
+ * `BreakerObject` holds one breaker per name and answers `SharedCircuitBreaker` clients. It is a
+ * shell around the core's coordinator (the one `breakwater/store` and breakwater's Rust Worker
+ * run), in the coordinator's WebAssembly module: it loads the record from `ctx.storage` on the
+ * first request, takes one coordinator step per request, persists the record when the step
+ * changed it, then answers. It decides nothing itself.
+ *
+ * That module carries the lease client too, so a Worker that hosts the object and its clients
+ * imports `SharedCircuitBreaker` from here (the same class as `breakwater/shared`'s) and loads one
+ * shared module. Importing it from `breakwater/shared` in such a Worker works as well, but then
+ * loads that entry's module too, the lease client's alone (about 27.5 KB gzip more). Workers
+ * that only call another Worker's object, and apps outside Cloudflare, import
+ * `breakwater/shared`.
  *
  * ```ts
  * // src/index.ts
  * import { env } from 'cloudflare:workers';
- * import { SharedCircuitBreaker } from 'breakwater/shared';
+ * import { SharedCircuitBreaker } from 'breakwater/cloudflare';
  * export { BreakerObject } from 'breakwater/cloudflare';
  *
  * const breaker = new SharedCircuitBreaker('anthropic', {
@@ -39,10 +45,22 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 // `breakwater/coordinator` loads the coordinator's wasm for the runtime (a static import under
-// workerd). The object and the routes need nothing of the lease client's module: a Worker loads
-// that one too when it also runs `SharedCircuitBreaker`s (breakwater/shared), as most do.
+// workerd), and hands it over as the lease client's glue too: the clients re-exported below, from
+// the code-only breakwater/shared/internal, run in it, and the lease client's own module
+// (breakwater/shared's) is not loaded unless the Worker imports that entry as well.
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
+
+export {
+  SharedCircuitBreaker,
+  SharedCircuitOpenError,
+  type ExecuteOptions,
+  type SharedBreakerOptions,
+  type SharedBreakerRule,
+  type SharedEvent,
+  type SharedState,
+  type SharedStreamOptions,
+} from 'breakwater/shared/internal';
 
 /** The storage key of the record (src/shared/coordinator.rs `STORAGE_KEY`, as the Rust object). */
 const STORAGE_KEY = 'breaker';

@@ -30,16 +30,24 @@
  * ```
  * @packageDocumentation
  */
-// The entries (`breakwater`, `breakwater/shared`, `breakwater/coordinator`) load the core's wasm
-// modules for the runtime: the main one, the lease client's and the coordinator's (which runs the
-// store's steps); `breakwater/internal` and `breakwater/shared/internal` are the same code
-// without the loaders.
+// The entries (`breakwater`, `breakwater/coordinator`) load the core's wasm modules for the
+// runtime: the main one, and the coordinator's, which runs the store's steps and, a superset of
+// breakwater/shared's, the lease client too. So `SharedCircuitBreaker` comes from the code-only
+// `breakwater/shared/internal` (the same class breakwater/shared exports: its entries re-export
+// that code), and the lease client's own module is never loaded; `breakwater/internal` is the
+// main entry's code without the loader.
 import 'breakwater';
 import type { BreakerSettings, CircuitBreaker, ConsecutiveTrip, FailureRateTrip } from 'breakwater';
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import { breakerConfig } from 'breakwater/internal';
-import { SharedCircuitBreaker, type SharedBreakerOptions } from 'breakwater/shared';
-import { localConfig, sharedGlue, type Answer, type RawTransport } from 'breakwater/shared/internal';
+import {
+  SharedCircuitBreaker,
+  localConfig,
+  sharedGlue,
+  type Answer,
+  type RawTransport,
+  type SharedBreakerOptions,
+} from 'breakwater/shared/internal';
 
 export {
   SharedCircuitOpenError,
@@ -50,7 +58,7 @@ export {
   type ExecuteOptions,
   type LocalBreakerLike,
   type Unsubscribe,
-} from 'breakwater/shared';
+} from 'breakwater/shared/internal';
 
 // ----- the store -----
 

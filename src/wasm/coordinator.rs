@@ -2,9 +2,11 @@
 // and what `breakwater/cloudflare`'s object and routes ask of the core (`breakers()`,
 // `admin_target()`, `views_prometheus()`), for `breakwater/store` and `breakwater/cloudflare`.
 // Built as a module of its own (`breakwater_coordinator.wasm`), loaded through the hidden
-// `breakwater/coordinator`: only a store or a Worker hosting the object runs a coordinator,
-// while every app that shares a breaker loads the lease client's module (src/wasm/shared.rs).
-// The code is the core's (src/shared/); this file only chooses what the module exports.
+// `breakwater/coordinator`: only a store or a Worker hosting the object runs a coordinator. The
+// feature enables `wasm-shared`, so the module also exports the lease client
+// (src/wasm/shared.rs): such a host runs clients too (a `StoreCircuitBreaker` is one) and loads
+// this module alone, not the lease client's as well. The code is the core's (src/shared/); this
+// file only chooses what the module exports.
 //
 // Encodings (owned by js/src/store.ts and js/src/cloudflare.ts): state codes as in
 // src/wasm/shared.rs; the protocol's JSON passed as strings in both directions.

@@ -28,25 +28,19 @@
 #![allow(missing_docs)]
 // Natively only the layouts are used (by tests/layout.rs); the rest serves the wasm32 exports.
 #![cfg_attr(
-    any(
-        not(target_arch = "wasm32"),
-        feature = "wasm-shared",
-        feature = "wasm-coordinator"
-    ),
+    any(not(target_arch = "wasm32"), feature = "wasm-shared"),
     allow(dead_code, unused_imports)
 )]
 
 // Three modules, one crate: the main one (feature `wasm`: `exports`), the lease client's
-// (`wasm-shared`: `shared`) and the coordinator's (`wasm-coordinator`: `coordinator`). The
-// features only choose which `#[wasm_bindgen]` exports a module compiles; what they call is the
-// core's, once. The other two leave the main exports out: their JavaScript imports the main
-// module for everything else.
+// (`wasm-shared`: `shared`) and the coordinator's (`wasm-coordinator`, which enables
+// `wasm-shared`: `shared` and `coordinator`), so that a host of the coordinator, which runs
+// clients too, loads one shared module. The features only choose which `#[wasm_bindgen]` exports
+// a module compiles; what they call is the core's, once. The shared modules leave the main
+// exports out: their JavaScript imports the main module for everything else.
 #[cfg(feature = "wasm-coordinator")]
 mod coordinator;
-#[cfg(all(
-    target_arch = "wasm32",
-    not(any(feature = "wasm-shared", feature = "wasm-coordinator"))
-))]
+#[cfg(all(target_arch = "wasm32", not(feature = "wasm-shared")))]
 mod exports;
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]
 mod heap;
@@ -54,10 +48,7 @@ pub mod layout;
 #[cfg(feature = "wasm-shared")]
 mod shared;
 
-#[cfg(all(
-    target_arch = "wasm32",
-    not(any(feature = "wasm-shared", feature = "wasm-coordinator"))
-))]
+#[cfg(all(target_arch = "wasm32", not(feature = "wasm-shared")))]
 pub use exports::*;
 
 use alloc::vec::Vec;
@@ -93,7 +84,7 @@ fn state_num(s: State) -> u32 {
 }
 
 // A state for the lease client's and the coordinator's modules, -1 when unknown.
-#[cfg(any(feature = "wasm-shared", feature = "wasm-coordinator"))]
+#[cfg(feature = "wasm-shared")]
 fn state_code(s: Option<State>) -> f64 {
     match s {
         None => -1.0,

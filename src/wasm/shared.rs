@@ -1,9 +1,11 @@
 // The lease client's boundary (feature `wasm-shared`): a handle on the core's lease client for
 // `breakwater/shared`, so that JavaScript carries messages and never decides anything. Built as
 // a module of its own (`breakwater_shared.wasm`), which only that entry loads: the protocol's
-// JSON would otherwise weigh on every app. The coordinator, which only stores and objects run, is
-// a third module (`breakwater_coordinator.wasm`, src/wasm/coordinator.rs): every app that shares
-// a breaker loads this one, and would otherwise carry the coordinator's code unused.
+// JSON would otherwise weigh on every app. The coordinator's module
+// (`breakwater_coordinator.wasm`, feature `wasm-coordinator`, which enables this one) exports
+// these too, beside src/wasm/coordinator.rs: a store or a Worker hosting the object runs clients
+// as well, and then loads that module alone. A client elsewhere loads only this one, without the
+// coordinator's code.
 //
 // Encodings (owned by js/src/shared/*.ts):
 // - Decision (`admit`, `on_acquire_reply`): a ticket handle ≥ 0 (admit); -1 acquire; -2 refresh;
