@@ -18,10 +18,11 @@ cargo clippy --all-targets --features json -- -D warnings
 # no_std, alone and with `serde`.
 cargo clippy --lib --no-default-features --target thumbv7em-none-eabihf -- -D warnings
 cargo clippy --lib --no-default-features --features serde --target thumbv7em-none-eabihf -- -D warnings
-# The npm package's two wasm modules (scripts/build-pkg.sh), the Worker as deployed and with its
+# The npm package's three wasm modules (scripts/build-pkg.sh), the Worker as deployed and with its
 # demo app (scripts/build-worker.sh), and the BREAKERS check command.
 cargo clippy --lib --no-default-features --features wasm,terse --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --no-default-features --features wasm-shared --target wasm32-unknown-unknown -- -D warnings
+cargo clippy --lib --no-default-features --features wasm-coordinator --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --features worker --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --features worker,demo --target wasm32-unknown-unknown -- -D warnings
 cargo clippy -p breakwater-worker --features demo --target wasm32-unknown-unknown -- -D warnings
@@ -55,7 +56,7 @@ took() { log "$1: $((SECONDS - step_start)) s"; step_start=$SECONDS; }
 msrv_cargo=.tools/rust-1.85/cargo
 if [ -x "$msrv_cargo" ]; then
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/msrv" \
-    "$msrv_cargo" check --quiet --locked --lib --bins --features sim,worker-config,wasm-shared,terse
+    "$msrv_cargo" check --quiet --locked --lib --bins --features sim,worker-config,wasm-shared,wasm-coordinator,terse
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/msrv" \
     "$msrv_cargo" check --quiet --locked --lib --no-default-features
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/dependent-msrv" \

@@ -81,10 +81,13 @@ rm -rf .build && mkdir -p .build
 node_modules/.bin/esbuild apps/js-app.ts --bundle --format=esm --platform=neutral --target=es2022 \
   --conditions=workerd,worker --loader:.wasm=copy --outfile=.build/js-app.mjs --log-level=warning
 # The Worker a JavaScript developer writes: BreakerObject from breakwater/cloudflare in their own
-# Worker, bundled as wrangler bundles it ('cloudflare:workers' is the runtime's).
-node_modules/.bin/esbuild apps/user-worker.ts --bundle --format=esm --platform=neutral --target=es2022 \
-  --conditions=workerd,worker --loader:.wasm=copy --external:cloudflare:workers \
-  --outfile=.build/user-worker.mjs --log-level=warning
+# Worker, bundled as wrangler bundles it ('cloudflare:workers' is the runtime's); its clients from
+# breakwater/cloudflare (user-worker, as the README has it), and from breakwater/shared.
+for app in user-worker user-worker-shared; do
+  node_modules/.bin/esbuild "apps/$app.ts" --bundle --format=esm --platform=neutral --target=es2022 \
+    --conditions=workerd,worker --loader:.wasm=copy --external:cloudflare:workers \
+    --outfile=".build/$app.mjs" --log-level=warning
+done
 
 files=("$@")
 [ ${#files[@]} -eq 0 ] && files=(shared.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs cloudflare.test.mjs cloudflare-routes.test.mjs wrangler-dev.test.mjs measure.test.mjs)

@@ -2,11 +2,12 @@
 //! the shared protocol's JSON): the shortest digits that read back to the same bits, laid out by
 //! the caller.
 //!
-//! Natively these come from `core` (`{:e}` and `str::parse`). In the shared breaker's wasm module
-//! they come from its JavaScript host, which the ECMAScript specification binds to the same
-//! answers (`String(x)`: the shortest digits, nearest first; `Number(text)`: round to nearest):
-//! `core`'s float formatting and parsing, with their tables, were a fifth of that module. The
-//! main module keeps `core`'s (its JavaScript words the errors; it prints no float).
+//! Natively these come from `core` (`{:e}` and `str::parse`). In the shared breaker's wasm modules
+//! (feature `wasm-shared`: the lease client's, and the coordinator's, whose `wasm-coordinator`
+//! enables it) they come from the JavaScript host, which the ECMAScript specification binds to
+//! the same answers (`String(x)`: the shortest digits, nearest first; `Number(text)`: round to
+//! nearest): `core`'s float formatting and parsing, with their tables, were a fifth of such a
+//! module. The main module keeps `core`'s (its JavaScript words the errors; it prints no float).
 
 use alloc::string::String;
 use core::fmt;

@@ -30,13 +30,24 @@
  * ```
  * @packageDocumentation
  */
-// The entries (`breakwater`, `breakwater/shared`) load the core's wasm modules for the runtime;
-// `breakwater/internal` and `breakwater/shared/internal` are the same code without the loaders.
+// The entries (`breakwater`, `breakwater/coordinator`) load the core's wasm modules for the
+// runtime: the main one, and the coordinator's, which runs the store's steps and, a superset of
+// breakwater/shared's, the lease client too. So `SharedCircuitBreaker` comes from the code-only
+// `breakwater/shared/internal` (the same class breakwater/shared exports: its entries re-export
+// that code), and the lease client's own module is never loaded; `breakwater/internal` is the
+// main entry's code without the loader.
 import 'breakwater';
 import type { BreakerSettings, CircuitBreaker, ConsecutiveTrip, FailureRateTrip } from 'breakwater';
+import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import { breakerConfig } from 'breakwater/internal';
-import { SharedCircuitBreaker, type SharedBreakerOptions } from 'breakwater/shared';
-import { localConfig, sharedGlue, type Answer, type RawTransport } from 'breakwater/shared/internal';
+import {
+  SharedCircuitBreaker,
+  localConfig,
+  sharedGlue,
+  type Answer,
+  type RawTransport,
+  type SharedBreakerOptions,
+} from 'breakwater/shared/internal';
 
 export {
   SharedCircuitOpenError,
@@ -47,7 +58,7 @@ export {
   type ExecuteOptions,
   type LocalBreakerLike,
   type Unsubscribe,
-} from 'breakwater/shared';
+} from 'breakwater/shared/internal';
 
 // ----- the store -----
 
@@ -264,7 +275,7 @@ interface Setup {
   clock: () => number;
 }
 
-type Step = (co: ReturnType<ReturnType<typeof sharedGlue>['WasmCoordinator']['create']> & object, now: number) => string;
+type Step = (co: WasmCoordinator, now: number) => string;
 
 /** Runs the coordinator's steps against the store: read → one step → compare-and-set. */
 class StoreTransport {
@@ -305,7 +316,7 @@ class StoreTransport {
     let cur = await this.#call(store.read(key));
     for (let attempt = 1; ; attempt++) {
       const now = cur?.now ?? this.#s.clock();
-      const co = sharedGlue().WasmCoordinator.create(name, spec, cur?.value || undefined, true);
+      const co = coordinatorGlue().WasmCoordinator.create(name, spec, cur?.value || undefined, true);
       if (co === undefined) throw new Error('store: the settings were refused by the core');
       let answer: string;
       let record: string | undefined;

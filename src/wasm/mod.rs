@@ -32,8 +32,14 @@
     allow(dead_code, unused_imports)
 )]
 
-// The shared breaker's module (feature `wasm-shared`) leaves them out: its JavaScript imports the
-// main module for everything but the lease client and the coordinator.
+// Three modules, one crate: the main one (feature `wasm`: `exports`), the lease client's
+// (`wasm-shared`: `shared`) and the coordinator's (`wasm-coordinator`, which enables
+// `wasm-shared`: `shared` and `coordinator`), so that a host of the coordinator, which runs
+// clients too, loads one shared module. The features only choose which `#[wasm_bindgen]` exports
+// a module compiles; what they call is the core's, once. The shared modules leave the main
+// exports out: their JavaScript imports the main module for everything else.
+#[cfg(feature = "wasm-coordinator")]
+mod coordinator;
 #[cfg(all(target_arch = "wasm32", not(feature = "wasm-shared")))]
 mod exports;
 #[cfg(all(target_arch = "wasm32", not(feature = "std")))]
@@ -74,6 +80,15 @@ fn state_num(s: State) -> u32 {
         State::Closed => 0,
         State::Open => 1,
         State::HalfOpen => 2,
+    }
+}
+
+// A state for the lease client's and the coordinator's modules, -1 when unknown.
+#[cfg(feature = "wasm-shared")]
+fn state_code(s: Option<State>) -> f64 {
+    match s {
+        None => -1.0,
+        Some(s) => state_num(s) as f64,
     }
 }
 

@@ -8,10 +8,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import parsePrometheus from 'parse-prometheus-text-format';
 import { isCircuitOpenError } from 'breakwater';
-import { SharedCircuitBreaker } from 'breakwater/shared';
+import { SharedCircuitBreaker, SharedCircuitOpenError } from 'breakwater/shared';
 import './workerd-module.mjs';
 
-const { BreakerObject, breakerRoutes } = await import('breakwater/cloudflare');
+const cloudflare = await import('breakwater/cloudflare');
+const { BreakerObject, breakerRoutes } = cloudflare;
 
 // The object reads Date.now(), as in workerd: the tests move it.
 const T0 = 1_800_000_000_000;
@@ -71,6 +72,14 @@ const upstreamDown = () => Promise.reject(Object.assign(new Error('overloaded'),
 async function fail(b, n) {
   for (let i = 0; i < n; i++) await assert.rejects(b.execute(upstreamDown));
 }
+
+test('breakwater/cloudflare exports breakwater/shared’s SharedCircuitBreaker: one class, whichever entry it comes from', () => {
+  assert.equal(cloudflare.SharedCircuitBreaker, SharedCircuitBreaker);
+  assert.equal(cloudflare.SharedCircuitOpenError, SharedCircuitOpenError);
+  const ns = namespace();
+  assert.ok(new cloudflare.SharedCircuitBreaker('either', { shared: ns }) instanceof SharedCircuitBreaker);
+  assert.ok(new SharedCircuitBreaker('either', { shared: ns }) instanceof cloudflare.SharedCircuitBreaker);
+});
 
 test('a client sends its name and settings; the object runs them, and every client obeys one breaker', async () => {
   now += 3_600_000;

@@ -1,12 +1,14 @@
 // The shared breaker's conformance file (tests/conformance/shared.json) against the installed
-// package: the coordinator in `breakwater/shared`'s wasm answers every exchange as the core does
-// natively (tests/conformance.rs), and the package's lease client speaks to it.
+// package: the coordinator in the package's coordinator module (breakwater/coordinator) answers
+// every exchange as the core does natively (tests/conformance.rs), and the package's lease client
+// (breakwater/shared's module) speaks to it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { SharedCircuitBreaker } from 'breakwater/shared';
-// The core's coordinator in this process, from the package's hidden subpath (what breakwater/store uses).
-import { sharedGlue } from 'breakwater/shared/internal';
+// The core's coordinator in this process, from the package's hidden subpath (what breakwater/store
+// and breakwater/cloudflare use), which loads its wasm module.
+import { coordinatorGlue } from 'breakwater/coordinator';
 import { isCircuitOpenError } from 'breakwater';
 
 const file = JSON.parse(fs.readFileSync(new URL('../conformance/shared.json', import.meta.url), 'utf8'));
@@ -20,7 +22,7 @@ function matches(actual, expected, path) {
 }
 
 test('the wasm coordinator answers every exchange of the conformance file', () => {
-  const co = sharedGlue().WasmCoordinator.create(file.name, JSON.stringify(file.spec), undefined, false);
+  const co = coordinatorGlue().WasmCoordinator.create(file.name, JSON.stringify(file.spec), undefined, false);
   assert.ok(co);
   for (const step of file.steps) {
     let text;
@@ -42,7 +44,7 @@ test('the wasm coordinator answers every exchange of the conformance file', () =
 
 test('the lease client and the coordinator, both in the package, keep one breaker for two clients', async () => {
   let now = 1_800_000_000_000;
-  const co = sharedGlue().WasmCoordinator.create(file.name, JSON.stringify(file.spec), undefined, false);
+  const co = coordinatorGlue().WasmCoordinator.create(file.name, JSON.stringify(file.spec), undefined, false);
   const exchanges = [];
   const transport = {
     async exchange(op, body) {

@@ -121,11 +121,12 @@ export const cases = [
 
   ['breakwater/shared loads its wasm: a shared breaker opens against an in-process coordinator', async () => {
     const { SharedCircuitBreaker, LocalFallbackBreaker } = await import('breakwater/shared');
-    // The core's coordinator in this process, from the package's hidden subpath.
-    const { sharedGlue } = await import('breakwater/shared/internal');
+    // The core's coordinator in this process, from the package's hidden subpath (which loads the
+    // coordinator's module, as breakwater/store does).
+    const { coordinatorGlue } = await import('breakwater/coordinator');
     let now = T0;
     const spec = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 2 }, open_duration_ms: 1000 } });
-    const co = sharedGlue().WasmCoordinator.create('llm', spec, undefined, false);
+    const co = coordinatorGlue().WasmCoordinator.create('llm', spec, undefined, false);
     const fetch = async (url, init) =>
       new Response(co.exchange(now, init.body, url.includes('/v1/acquire')), { status: 200 });
     const b = new SharedCircuitBreaker('llm', {

@@ -17,14 +17,15 @@ import http from 'node:http';
 import { once } from 'node:events';
 import { isCircuitOpenError } from 'breakwater';
 import { SharedCircuitBreaker } from 'breakwater/shared';
-// The core's coordinator in this process, from the package's hidden subpath (what breakwater/store uses).
-import { sharedGlue } from 'breakwater/shared/internal';
+// The core's coordinator in this process, from the package's hidden subpath (what breakwater/store
+// and breakwater/cloudflare use), which loads its wasm module.
+import { coordinatorGlue } from 'breakwater/coordinator';
 
 const SPEC = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 }, open_duration_ms: 1000 } });
 
 /** The breaker service on 127.0.0.1: the coordinator behind `Bearer <token>`, 401 otherwise. */
 async function startService(clock) {
-  const co = sharedGlue().WasmCoordinator.create('llm', SPEC, undefined, false);
+  const co = coordinatorGlue().WasmCoordinator.create('llm', SPEC, undefined, false);
   const s = { token: 't', requests: 0, refused: 0, byOp: { acquire: 0, report: 0 } };
   const server = http.createServer(async (req, res) => {
     let body = '';

@@ -1,4 +1,4 @@
-// The shared module's JSON against texts serde_json wrote (tests/conformance/wire.json): records
+// The shared modules' JSON against texts serde_json wrote (tests/conformance/wire.json): records
 // and settings outlive deploys, so the packaged wasm (whose floats go through the JavaScript
 // host's String() and Number()) must read each and write it back byte for byte: floats such as
 // 0.1, 2.0, 33.333333333333336, 1e-7, 0.00001 and 1e+21, and integers past 2^53 (the jitter
@@ -6,14 +6,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-// Importing breakwater/shared loads its wasm; the core's functions come from its hidden subpath.
+// The core's functions from the hidden subpath breakwater/coordinator, which loads the coordinator's
+// module (the lease client's, breakwater/shared's, reads and writes the same JSON with the same
+// code, src/shared/json.rs).
+import { coordinatorGlue } from 'breakwater/coordinator';
+// The lease client's module, loaded by breakwater/shared, writes the settings its clients send.
 import 'breakwater/shared';
-import { sharedGlue } from 'breakwater/shared/internal';
+import { settingsJson } from 'breakwater/shared/internal';
 
 const file = JSON.parse(fs.readFileSync(new URL('../conformance/wire.json', import.meta.url), 'utf8'));
 
 test('settings come back as serde_json wrote them', () => {
-  const g = sharedGlue();
+  const g = coordinatorGlue();
   for (const text of file.specs) {
     assert.equal(g.check_spec(text), '', text);
     assert.equal(g.breakers(`{"a":${text}}`, 'a'), text);
@@ -21,7 +25,7 @@ test('settings come back as serde_json wrote them', () => {
 });
 
 test('records come back as serde_json wrote them, and so do the settings they hold', () => {
-  const g = sharedGlue();
+  const g = coordinatorGlue();
   for (const { spec, record } of file.records) {
     assert.equal(g.stored_spec(record), spec);
     const co = g.WasmCoordinator.create('upstream', spec, record, false);
@@ -33,7 +37,7 @@ test('records come back as serde_json wrote them, and so do the settings they ho
 });
 
 test('floats are written as serde_json writes them, and read back to the same number', () => {
-  const g = sharedGlue();
+  const g = coordinatorGlue();
   const cases = [
     [0.1, '0.1'],
     [0.5, '0.5'],
@@ -56,5 +60,20 @@ test('floats are written as serde_json writes them, and read back to the same nu
     assert.equal(JSON.parse(back).breaker[field], x);
     // The same number as JavaScript writes it reads back the same.
     assert.equal(g.breakers(`{"a":{"breaker":{"${field}":${x}}}}`, 'a'), back);
+  }
+});
+
+test("the settings the lease client's module writes, the coordinator's module reads back byte for byte", () => {
+  const g = coordinatorGlue();
+  for (const [breaker, leaseMs] of [
+    [{ failureThreshold: 5, resetTimeout: 30_000 }, 1000],
+    [{ failureThreshold: 3, monitoringWindow: 60_000, openJitter: 0.1, openBackoffFactor: 2.5, maxResetTimeout: 600_000 }, 2500],
+    [{ failureRate: { threshold: 33.333333333333336, minimumCalls: 7, windowMs: 10_000 }, halfOpenMaxProbes: 3 }, 1000],
+    [{ failureRate: { threshold: 0.5, windowCalls: 50 }, openJitter: 1e-7, resetTimeout: 1500 }, 1000],
+  ]) {
+    const text = settingsJson(breaker, leaseMs, 'test');
+    assert.equal(g.check_spec(text), '', text);
+    assert.equal(g.breakers(`{"a":${text}}`, 'a'), text);
+    assert.equal(JSON.parse(text).lease_ms, leaseMs);
   }
 });

@@ -5,14 +5,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
 import { SharedCircuitBreaker, LocalFallbackBreaker, classifyOutcome } from 'breakwater/shared';
-// The core's coordinator in this process, from the package's hidden subpath (what breakwater/store uses).
-import { sharedGlue } from 'breakwater/shared/internal';
+// The core's coordinator in this process, from the package's hidden subpath (what breakwater/store
+// and breakwater/cloudflare use), which loads its wasm module.
+import { coordinatorGlue } from 'breakwater/coordinator';
 
 const SPEC = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 }, open_duration_ms: 1000 } });
 
 /** A coordinator in this process behind a `service` fetch; `hook(op, body)` may answer instead. */
 function service(clock, hook = () => undefined) {
-  const co = sharedGlue().WasmCoordinator.create('llm', SPEC, undefined, false);
+  const co = coordinatorGlue().WasmCoordinator.create('llm', SPEC, undefined, false);
   const seen = [];
   const fetch = async (url, init) => {
     const op = url.includes('/v1/acquire') ? 'acquire' : 'report';

@@ -41,7 +41,9 @@ for (const [name, project, flags] of [
   });
 }
 
-const ENTRIES = ['breakwater', 'breakwater/shared', 'breakwater/store', 'breakwater/ai', 'breakwater/prometheus', 'breakwater/otel', 'breakwater/cloudflare'];
+// The public entries, and the hidden breakwater/coordinator (it loads a wasm module of its own and
+// is imported by breakwater/store from CommonJS too).
+const ENTRIES = ['breakwater', 'breakwater/shared', 'breakwater/store', 'breakwater/ai', 'breakwater/prometheus', 'breakwater/otel', 'breakwater/cloudflare', 'breakwater/coordinator'];
 const ESM_ONLY = new Set(['breakwater/cloudflare']);
 
 /** The value names `entry`'s declarations export, as TypeScript resolves them from a `kind` module. */

@@ -1,16 +1,32 @@
 // `breakwater/cloudflare` in a JavaScript developer's own Worker (apps/user-worker.ts, the packed
-// package): BreakerObject exported by the Worker itself, module-level SharedCircuitBreakers in
+// package; apps/user-worker-shared.ts, the same with its clients from breakwater/shared):
+// BreakerObject exported by the Worker itself, module-level SharedCircuitBreakers in
 // several isolates sharing it, a restart on persisted storage, a rolling deploy with other
 // settings, and settings pinned by BREAKERS. Real workerd through Miniflare, on 127.0.0.1.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startUpstream, userWorker, start, call, admin, drive, sleep, until, tmpDir, captureLogs, ADMIN_TOKEN } from './harness.mjs';
+import { startUpstream, userWorker, USER_WORKER, USER_WORKER_SHARED, start, call, admin, drive, sleep, until, tmpDir, captureLogs, ADMIN_TOKEN } from './harness.mjs';
 
 const stats = async (f) => (await call(f, '/app/stats', { method: 'GET' })).body;
 const flush = async (f) => (await call(f, '/app/flush')).body;
 
-describe('several isolates share one breaker held by the Worker’s own BreakerObject', () => {
+// The Worker of the README (its SharedCircuitBreaker from breakwater/cloudflare: one shared wasm
+// module, the coordinator's, serves the object and the clients), and the same Worker with its
+// clients from breakwater/shared (both shared modules: the lease client's serves the clients).
+const ENTRIES = [
+  ['breakwater/cloudflare', USER_WORKER, { clients_from: 'breakwater/cloudflare' }],
+  ['breakwater/shared', USER_WORKER_SHARED, { clients_from: 'breakwater/shared', same_class: true, instance_of: true }],
+];
+
+test('the Worker with its clients from breakwater/cloudflare bundles one shared wasm module; from breakwater/shared, both', () => {
+  const wasm = (file) => [...fs.readFileSync(file, 'utf8').matchAll(/["'][^"']*?(breakwater(?:_shared|_coordinator)?)_bg-?[^"']*\.wasm["']/g)].map((m) => m[1]).sort();
+  assert.deepEqual([...new Set(wasm(USER_WORKER))], ['breakwater', 'breakwater_coordinator']);
+  assert.deepEqual([...new Set(wasm(USER_WORKER_SHARED))], ['breakwater', 'breakwater_coordinator', 'breakwater_shared']);
+});
+
+for (const [clientsFrom, script, entry] of ENTRIES)
+describe(`several isolates share one breaker held by the Worker’s own BreakerObject (clients from ${clientsFrom})`, () => {
   const OPEN_MS = 1000;
   const LEASE_MS = 300;
   const NAME = 'shared-llm';
@@ -34,10 +50,15 @@ describe('several isolates share one breaker held by the Worker’s own BreakerO
           settings: { failureThreshold: 3, resetTimeout: OPEN_MS },
           leaseMs: LEASE_MS,
           bindings: n === 'host' ? { ADMIN_TOKEN, NAMES: NAME } : {},
+          script,
         }),
       ),
     );
     apps = await Promise.all(NAMES.map(async (n) => [n, await env.app(n)]));
+  });
+
+  test(`the clients are breakwater's one SharedCircuitBreaker class, imported from ${clientsFrom}`, async () => {
+    for (const [name, f] of apps) assert.deepEqual((await call(f, '/app/entry', { method: 'GET' })).body, entry, name);
   });
   after(async () => {
     await env?.mf.dispose();

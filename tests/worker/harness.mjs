@@ -126,6 +126,8 @@ export async function drive(apps, { concurrency = 2, stopApp = () => false, dead
 }
 
 export const USER_WORKER = path.join(HERE, '.build/user-worker.mjs');
+/** The same Worker with its SharedCircuitBreaker from breakwater/shared (apps/user-worker-shared.ts). */
+export const USER_WORKER_SHARED = path.join(HERE, '.build/user-worker-shared.mjs');
 
 /**
  * The Worker a JavaScript developer writes (apps/user-worker.ts, bundled by
@@ -133,14 +135,15 @@ export const USER_WORKER = path.join(HERE, '.build/user-worker.mjs');
  * itself, a module-level SharedCircuitBreaker named `breaker` with `settings` (its `breaker`
  * option) and `leaseMs`, the routes under /breakwater. The Worker named `host` holds the
  * objects; the others bind to its class (`scriptName`). `bindings` adds vars and secrets
- * (ADMIN_TOKEN, SERVICE_TOKEN, BREAKERS, NAMES).
+ * (ADMIN_TOKEN, SERVICE_TOKEN, BREAKERS, NAMES). `script`: the bundle (USER_WORKER_SHARED for
+ * the clients from breakwater/shared).
  */
-export function userWorker(name, { upstream = 'http://127.0.0.1:9/unused', breaker = 'anthropic', settings, leaseMs, host = 'host', bindings = {} } = {}) {
+export function userWorker(name, { upstream = 'http://127.0.0.1:9/unused', breaker = 'anthropic', settings, leaseMs, host = 'host', bindings = {}, script = USER_WORKER } = {}) {
   const vars = { UPSTREAM: upstream, BREAKER_NAME: breaker, ...bindings };
   if (settings !== undefined) vars.SETTINGS = JSON.stringify(settings);
   if (leaseMs !== undefined) vars.LEASE_MS = String(leaseMs);
   const BREAKER = name === host ? { className: 'BreakerObject', useSQLite: true } : { className: 'BreakerObject', scriptName: host };
-  return moduleWorker(name, USER_WORKER, { bindings: vars, durableObjects: { BREAKER } });
+  return moduleWorker(name, script, { bindings: vars, durableObjects: { BREAKER } });
 }
 
 /** Calls `fn` every `everyMs` until it returns a truthy value (returned) or `deadlineMs` pass (then the last value). */

@@ -349,8 +349,8 @@ async function dryRun(dir, source, withObject) {
 
 test("a minimal user Worker's size with BreakerObject (wrangler deploy --dry-run)", async () => {
   const dir = tmpDir('size-');
-  const client = `import { env } from 'cloudflare:workers';
-import { SharedCircuitBreaker, type NamespaceLike } from 'breakwater/shared';
+  const client = (from) => `import { env } from 'cloudflare:workers';
+import { SharedCircuitBreaker, type NamespaceLike } from '${from}';
 `;
   const body = `
 const breaker = new SharedCircuitBreaker('anthropic', {
@@ -364,17 +364,29 @@ export default {
   },
 };
 `;
-  const withObject = await dryRun(path.join(dir, 'with-object'), `${client}export { BreakerObject } from 'breakwater/cloudflare';\n${body}`, true);
-  const clientOnly = await dryRun(path.join(dir, 'client-only'), `${client}${body}`, false);
-  results.user_worker_size = { with_object: withObject, client_only: clientOnly };
+  const object = `export { BreakerObject } from 'breakwater/cloudflare';\n`;
+  // The object's Worker with its clients from breakwater/cloudflare (as the README has it), and
+  // from breakwater/shared; a Worker with clients only, bound to another's object.
+  const withObject = await dryRun(path.join(dir, 'with-object'), `${client('breakwater/cloudflare')}${object}${body}`, true);
+  const withObjectShared = await dryRun(path.join(dir, 'with-object-shared'), `${client('breakwater/shared')}${object}${body}`, true);
+  const clientOnly = await dryRun(path.join(dir, 'client-only'), `${client('breakwater/shared')}${body}`, false);
+  results.user_worker_size = { with_object: withObject, with_object_clients_from_shared: withObjectShared, client_only: clientOnly };
   const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
   const list = (x) => Object.entries(x.modules).map(([f, s]) => `${f} ${kib(s.bytes)} (gzip ${kib(s.gzip)})`).join(', ');
-  console.log(`# measure: user Worker with BreakerObject: ${list(withObject)}; total ${kib(withObject.total.bytes)}, gzip ${kib(withObject.total.gzip)} (wrangler: ${withObject.wrangler_reports.kib} KiB / gzip ${withObject.wrangler_reports.gzip_kib} KiB)`);
+  console.log(`# measure: user Worker with BreakerObject, clients from breakwater/cloudflare: ${list(withObject)}; total ${kib(withObject.total.bytes)}, gzip ${kib(withObject.total.gzip)} (wrangler: ${withObject.wrangler_reports.kib} KiB / gzip ${withObject.wrangler_reports.gzip_kib} KiB)`);
+  console.log(`# measure: the same, clients from breakwater/shared: ${list(withObjectShared)}; total ${kib(withObjectShared.total.bytes)}, gzip ${kib(withObjectShared.total.gzip)}`);
   console.log(`# measure: the same Worker without the object (bound to another's): ${list(clientOnly)}; total gzip ${kib(clientOnly.total.gzip)}`);
-  // Sanity only: the JS and both .wasm are there, and far under the Workers limit (3 MiB gzip on the free plan).
-  assert.equal(Object.keys(withObject.modules).length, 3, JSON.stringify(withObject.modules));
-  assert.ok(withObject.modules['breakwater_shared_bg.wasm'] && withObject.modules['breakwater_bg.wasm'], JSON.stringify(withObject.modules));
-  assert.ok(withObject.total.gzip < 1024 * 1024, JSON.stringify(withObject.total));
+  // Sanity only: the JS and the .wasm modules are there, and far under the Workers limit (3 MiB
+  // gzip on the free plan). With the object and its clients from breakwater/cloudflare: the main
+  // module and the coordinator's (which carries the lease client); from breakwater/shared, the
+  // lease client's as well; the client alone has the main and the lease client's, no coordinator.
+  const names = (x) => Object.keys(x.modules).filter((f) => f.endsWith('.wasm')).sort();
+  assert.deepEqual(names(withObject), ['breakwater_bg.wasm', 'breakwater_coordinator_bg.wasm'], JSON.stringify(withObject.modules));
+  assert.deepEqual(names(withObjectShared), ['breakwater_bg.wasm', 'breakwater_coordinator_bg.wasm', 'breakwater_shared_bg.wasm'], JSON.stringify(withObjectShared.modules));
+  assert.deepEqual(names(clientOnly), ['breakwater_bg.wasm', 'breakwater_shared_bg.wasm'], JSON.stringify(clientOnly.modules));
+  for (const x of [withObject, withObjectShared, clientOnly]) assert.equal(Object.keys(x.modules).length, names(x).length + 1, JSON.stringify(x.modules));
+  assert.ok(withObjectShared.total.gzip < 1024 * 1024, JSON.stringify(withObjectShared.total));
   assert.ok(Math.abs(withObject.total.bytes / 1024 - withObject.wrangler_reports.kib) < 1, 'our sum is not what wrangler counts');
+  assert.ok(withObjectShared.total.bytes > withObject.total.bytes);
   assert.ok(withObject.total.bytes > clientOnly.total.bytes);
 });

@@ -1,7 +1,7 @@
 // The shared breaker under real `wrangler dev` (tests/worker's pinned wrangler, local mode), set
 // up as a user sets it up: wrangler.toml files written into temporary directories, wrangler
 // bundling the Workers' TypeScript sources and node_modules/breakwater itself (workerd condition,
-// the two .wasm imports by wrangler's default CompiledWasm rule: no `rules` needed).
+// the .wasm imports by wrangler's default CompiledWasm rule: no `rules` needed).
 //
 //   1. One process: the user's Worker (apps/user-worker.ts) hosts BreakerObject itself; a second
 //      process runs the same Worker as a client of the first one's object (`script_name`).
@@ -284,13 +284,18 @@ test('one wrangler dev: the user Worker exports BreakerObject itself and shares 
   const name = 'anthropic';
   const host = await wranglerDev(t, { name: 'user-app', main: USER_WORKER, object: true, vars: userVars(name) });
   const peer = await wranglerDev(t, { name: 'user-app-peer', main: USER_WORKER, scriptName: 'user-app', vars: userVars(name) });
-  // wrangler bundled the package itself, by the workerd condition, with both .wasm modules.
+  // wrangler bundled the package itself, by the workerd condition, with two .wasm modules: the
+  // main one and the coordinator's, which serves the object and the app's SharedCircuitBreaker
+  // (from breakwater/cloudflare); not the lease client's own.
   const bundle = fs.readdirSync(path.join(host.dir, '.wrangler/tmp'), { recursive: true }).map(String);
-  assert.ok(bundle.some((f) => f.endsWith('breakwater_shared_bg.wasm')), bundle.join(' '));
+  assert.ok(!bundle.some((f) => f.endsWith('breakwater_shared_bg.wasm')), bundle.join(' '));
+  assert.ok(bundle.some((f) => f.endsWith('breakwater_coordinator_bg.wasm')), bundle.join(' '));
   assert.ok(bundle.some((f) => f.endsWith('breakwater_bg.wasm')), bundle.join(' '));
   const js = bundle.find((f) => f.endsWith('user-worker.js'));
   assert.ok(js, bundle.join(' '));
-  assert.match(fs.readFileSync(path.join(host.dir, '.wrangler/tmp', js), 'utf8'), /node_modules\/breakwater\/dist\/shared-workerd\.mjs/);
+  const source = fs.readFileSync(path.join(host.dir, '.wrangler/tmp', js), 'utf8');
+  assert.match(source, /node_modules\/breakwater\/dist\/coordinator-workerd\.mjs/);
+  assert.doesNotMatch(source, /node_modules\/breakwater\/dist\/shared-workerd\.mjs/);
 
   await untilObjectAnswers(host);
   await untilObjectAnswers(peer);

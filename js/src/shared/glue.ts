@@ -1,7 +1,21 @@
-// The one module that touches the shared breaker's wasm-bindgen glue (`breakwater_shared.wasm`:
-// the core's lease client and coordinator, src/wasm/shared.rs). Each runtime's entry point
-// (js/entry/shared-*) loads the module its own way and hands the glue to `setSharedGlue`.
-
+// The one module that touches the shared breaker's wasm-bindgen glue, of its two modules:
+// - `breakwater_shared.wasm` (src/wasm/shared.rs): the core's lease client, which every app that
+//   shares a breaker loads (breakwater/shared). Its entries (js/entry/shared-*) load it their
+//   runtime's way and hand the glue to `setSharedGlue`.
+// - `breakwater_coordinator.wasm` (src/wasm/coordinator.rs and src/wasm/shared.rs): the core's
+//   coordinator and the object's helpers, and the lease client as well: a superset of the first.
+//   Only breakwater/store and breakwater/cloudflare load it, through the hidden
+//   breakwater/coordinator, whose entries (js/entry/coordinator-*) hand its glue to
+//   `setCoordinatorGlue` and to `setSharedGlue` both. A store, or a Worker hosting the object
+//   and its clients (with `SharedCircuitBreaker` from breakwater/cloudflare), then loads this one
+//   module, and a client elsewhere the first alone, without the coordinator's code.
+// When an app loads both (a Worker that imports breakwater/shared too), breakwater/shared's
+// module serves the lease client: its entries replace the glue, the coordinator's sets it only
+// when none is set, so which serves does not depend on the order of the imports. Either would be
+// correct: the two modules run the same core code, and nothing passes between them but strings
+// and numbers (a `WasmLeaseClient` keeps the module it was made in for its life; the JSON and the
+// arrays are copied in and out), so a client made in one and a settings text checked by the other
+// agree, and clients made before the switch go on in their own module.
 /** The core's lease client. Encodings: see src/wasm/shared.rs. */
 export interface WasmLeaseClient {
   /** A ticket handle (≥ 0), -1 acquire, -2 refresh, -3 try again, ≤ -4 a rejection. */
@@ -24,7 +38,7 @@ export interface WasmLeaseClient {
   free(): void;
 }
 
-/** The core's coordinator, for stores that hold the shared state themselves (Redis). */
+/** The core's coordinator, for stores that hold the shared state themselves (Redis) and the object. */
 export interface WasmCoordinator {
   exchange(now: number, req: string, acquire: boolean): string;
   isolate(now: number): void;
@@ -40,17 +54,22 @@ export interface WasmCoordinator {
   free(): void;
 }
 
+/** The lease client's exports: breakwater/shared's module, or the coordinator's (which has them too). */
 export interface SharedGlue {
   WasmLeaseClient: {
     create(id: string, session: number, opts: Float64Array, fallback: Float64Array): WasmLeaseClient | undefined;
-  };
-  WasmCoordinator: {
-    create(name: string, spec: string, record: string | undefined, adopt: boolean): WasmCoordinator | undefined;
   };
   /** "" or "field|expected". */
   check_lease(opts: Float64Array, fallback: Float64Array): string;
   /** The settings JSON, or "!field|expected". */
   spec_json(cfg: Float64Array, leaseMs: number): string;
+}
+
+/** The coordinator's module (breakwater/coordinator, for breakwater/store and breakwater/cloudflare); its glue is a `SharedGlue` too. */
+export interface CoordinatorGlue extends SharedGlue {
+  WasmCoordinator: {
+    create(name: string, spec: string, record: string | undefined, adopt: boolean): WasmCoordinator | undefined;
+  };
   /** "" or why. */
   check_spec(spec: string): string;
   /** A `BREAKERS` document: with `name` "", its names (one per line); else that breaker's settings JSON, or "" if absent. "!why" when invalid. */
@@ -65,18 +84,40 @@ export interface SharedGlue {
 
 let current: SharedGlue | undefined;
 
-/** Called once by the runtime's entry point with the initialised glue. */
-export function setSharedGlue(g: SharedGlue): void {
-  current = g;
+/**
+ * Called once by each module's runtime entry point with its initialised glue: breakwater/shared's
+ * replaces (`replace`, the default), the coordinator's (`replace` false) only fills an empty slot.
+ */
+export function setSharedGlue(g: SharedGlue, replace = true): void {
+  if (replace || current === undefined) current = g;
 }
 
 export function sharedGlue(): SharedGlue {
   if (current === undefined) {
     throw new Error(
       'breakwater: the shared breaker\'s WebAssembly module was never initialised. Import ' +
-        '"breakwater/shared" or "breakwater/store" through the package (not a file inside it), ' +
-        'so that your runtime loads its .wasm.',
+        '"breakwater/shared", "breakwater/store" or "breakwater/cloudflare" through the package ' +
+        '(not a file inside it), so that your runtime loads its .wasm.',
     );
   }
   return current;
+}
+
+let coordinator: CoordinatorGlue | undefined;
+
+/** Called once by the coordinator module's entry point with the initialised glue. */
+export function setCoordinatorGlue(g: CoordinatorGlue): void {
+  coordinator = g;
+}
+
+export function coordinatorGlue(): CoordinatorGlue {
+  if (coordinator === undefined) {
+    throw new Error(
+      'breakwater: the shared breaker\'s coordinator WebAssembly module was never initialised. ' +
+        'Import "breakwater/store" or "breakwater/cloudflare" (which load it through ' +
+        '"breakwater/coordinator") through the package (not a file inside it), so that your ' +
+        'runtime loads its .wasm.',
+    );
+  }
+  return coordinator;
 }

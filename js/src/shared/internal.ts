@@ -1,7 +1,8 @@
 // `breakwater/shared/internal`: the code of breakwater/shared, with the glue hooks (`setSharedGlue`
-// for the entries, `sharedGlue` and the raw transport for breakwater/store and /cloudflare). Not
+// for the entries, `sharedGlue` and the raw transport for breakwater/store, the name check and
+// the settings header for /cloudflare; the coordinator is breakwater/coordinator's). Not
 // documented for apps: `breakwater/shared` re-exports the public part (./index.ts) after its
 // runtime's entry has loaded the shared module; this subpath is the same module without the loader.
 export * from './index.js';
-export { setSharedGlue, sharedGlue, type WasmCoordinator } from './glue.js';
+export { setSharedGlue, sharedGlue } from './glue.js';
 export { localConfig, settingsJson, isBreakerName, SETTINGS_HEADER, type Answer, type RawTransport } from './client.js';

@@ -11,6 +11,7 @@ test('Bun loads the package through its "node" entry', () => {
   assert.equal(entryOf('breakwater'), 'node.mjs');
   assert.equal(entryOf('breakwater/shared'), 'shared-node.mjs');
   assert.equal(entryOf('breakwater/store'), 'store.mjs');
+  assert.equal(entryOf('breakwater/coordinator'), 'coordinator-node.mjs');
 });
 
 for (const [name, fn] of cases) test(`${name} (Bun)`, fn);

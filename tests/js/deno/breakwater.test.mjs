@@ -7,6 +7,7 @@ Deno.test('Deno loads the package through its "deno" entry', () => {
   assert.equal(entryOf('breakwater'), 'browser.mjs');
   assert.equal(entryOf('breakwater/shared'), 'shared-browser.mjs');
   assert.equal(entryOf('breakwater/store'), 'store.mjs');
+  assert.equal(entryOf('breakwater/coordinator'), 'coordinator-browser.mjs');
 });
 
 for (const [name, fn] of cases) Deno.test(`${name} (Deno)`, fn);
