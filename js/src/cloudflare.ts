@@ -128,6 +128,8 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
   #co: WasmCoordinator | undefined;
   /** The settings JSON `#co` was made with, and whether they were pinned by `BREAKERS`. */
   #settings = '';
+  /** The last `BREAKERS` lookup: the text, the name and what the core found for it. */
+  #pinned: { text: string; name: string; found: string } | undefined;
 
   constructor(ctx: DurableObjectState, env: BreakerObjectEnv) {
     super(ctx, env);
@@ -160,7 +162,11 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     const pinned = breakersText(this.env);
     let settings: string | undefined;
     if (pinned !== undefined) {
-      const found = g.breakers(pinned, name);
+      // `BREAKERS` is the same text on every request of a deploy: read once per name.
+      if (this.#pinned?.text !== pinned || this.#pinned.name !== name) {
+        this.#pinned = { text: pinned, name, found: g.breakers(pinned, name) };
+      }
+      const found = this.#pinned.found;
       if (found.startsWith('!')) {
         console.error(`breakwater: ${found.slice(1)}`);
         return error(500, 'misconfigured', found.slice(1));
@@ -169,7 +175,8 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
       settings = found;
     } else {
       const sent = req.headers.get(SETTINGS_HEADER);
-      if (sent !== null) {
+      // Settings the running coordinator was made with were accepted then: checked once.
+      if (sent !== null && !(this.#co !== undefined && sent === this.#settings)) {
         const why = g.check_spec(sent);
         if (why !== '') return error(400, 'bad_request', `invalid ${SETTINGS_HEADER}: ${why}`);
       }
