@@ -76,8 +76,15 @@ impl<C: Clock + ?Sized> Clock for alloc::rc::Rc<C> {
     }
 }
 
+impl<C: Clock + ?Sized> Clock for alloc::sync::Arc<C> {
+    fn now(&self) -> Timestamp {
+        (**self).now()
+    }
+}
+
 /// A clock that only moves when told to. Clones share the same time, so a test can keep one
-/// handle and give another to the breaker.
+/// handle and give another to the breaker. `Send + Sync` on every target with 64-bit atomics
+/// (every `std` target, wasm32), so that tasks on several threads can share a breaker under it.
 ///
 /// ```
 /// use breakwater::{Clock, ManualClock, Timestamp};
@@ -88,32 +95,74 @@ impl<C: Clock + ?Sized> Clock for alloc::rc::Rc<C> {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ManualClock {
-    now: alloc::rc::Rc<core::cell::Cell<u64>>,
+    now: Shared,
+}
+
+#[cfg(target_has_atomic = "64")]
+type Shared = alloc::sync::Arc<core::sync::atomic::AtomicU64>;
+#[cfg(not(target_has_atomic = "64"))]
+type Shared = alloc::rc::Rc<core::cell::Cell<u64>>;
+
+#[cfg(target_has_atomic = "64")]
+mod reading {
+    use core::sync::atomic::{AtomicU64, Ordering};
+    pub(super) fn new(ms: u64) -> super::Shared {
+        alloc::sync::Arc::new(AtomicU64::new(ms))
+    }
+    pub(super) fn get(v: &AtomicU64) -> u64 {
+        v.load(Ordering::Acquire)
+    }
+    pub(super) fn set(v: &AtomicU64, ms: u64) {
+        v.store(ms, Ordering::Release);
+    }
+    pub(super) fn advance(v: &AtomicU64, ms: u64) {
+        // `fetch_update` cannot fail with a closure that always returns `Some`.
+        let _ = v.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+            Some(t.saturating_add(ms))
+        });
+    }
+}
+
+#[cfg(not(target_has_atomic = "64"))]
+mod reading {
+    use core::cell::Cell;
+    pub(super) fn new(ms: u64) -> super::Shared {
+        alloc::rc::Rc::new(Cell::new(ms))
+    }
+    pub(super) fn get(v: &Cell<u64>) -> u64 {
+        v.get()
+    }
+    pub(super) fn set(v: &Cell<u64>, ms: u64) {
+        v.set(ms);
+    }
+    pub(super) fn advance(v: &Cell<u64>, ms: u64) {
+        v.set(v.get().saturating_add(ms));
+    }
 }
 
 impl ManualClock {
     /// A clock reading `start`.
     pub fn new(start: Timestamp) -> Self {
         ManualClock {
-            now: alloc::rc::Rc::new(core::cell::Cell::new(start.0)),
+            now: reading::new(start.0),
         }
     }
 
     /// Moves the clock forward by `ms` (saturating).
     pub fn advance(&self, ms: u64) {
-        self.now.set(self.now.get().saturating_add(ms));
+        reading::advance(&self.now, ms);
     }
 
     /// Sets the clock to `t`, which may be earlier than the current reading (to test clocks that
     /// jump backwards).
     pub fn set(&self, t: Timestamp) {
-        self.now.set(t.0);
+        reading::set(&self.now, t.0);
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
-        Timestamp(self.now.get())
+        Timestamp(reading::get(&self.now))
     }
 }
 

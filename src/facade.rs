@@ -4,10 +4,11 @@
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
+use alloc::sync::Arc;
 use core::fmt;
 use core::future::Future;
 
-use crate::breaker::{Breaker, BreakerConfig, Outcome, State, Transition};
+use crate::breaker::{Breaker, BreakerConfig, Outcome, Permit, Rejected, State, Stats, Transition};
 use crate::clock::Clock;
 use crate::error::{ConfigError, Error};
 use crate::retry::{AttemptFailure, RetryDecision, RetryPolicy};
@@ -62,25 +63,35 @@ pub fn validate_name(name: &str) -> Result<(), InvalidName> {
     Ok(())
 }
 
-type Listener = Box<dyn FnMut(&str, Transition)>;
+type Listener = Box<dyn Fn(&str, Transition) + Send + Sync>;
 
 /// A named breaker that reads its own clock and runs the guarded call.
+///
+/// Every method takes `&self`: share one breaker between threads and tasks with an `Arc` (it is
+/// `Send + Sync` when its clock is, under `std`). The state machine sits behind a short critical
+/// section, a `std::sync::Mutex` (a `RefCell` without `std`), taken twice per call, to admit and
+/// to settle, and never held while the call runs, across an `.await`, or while a listener or the
+/// clock runs.
 ///
 /// ```
 /// use breakwater::{BreakerConfig, CircuitBreaker, Error, ManualClock, Timestamp, TripRule};
 ///
 /// let clock = ManualClock::new(Timestamp(0));
 /// let config = BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 1 });
-/// let mut breaker = CircuitBreaker::new("anthropic", config, clock.clone()).unwrap();
+/// let breaker = CircuitBreaker::new("anthropic", config, clock.clone()).unwrap();
 ///
 /// let first: Result<(), _> = breaker.call(|| Err::<(), _>("529 overloaded"));
 /// assert!(matches!(first, Err(Error::Inner("529 overloaded"))));
 /// let second = breaker.call(|| Ok::<_, &str>("never runs"));
 /// assert!(matches!(second, Err(Error::Rejected(r)) if r.retry_after_ms == 30_000));
 /// ```
+///
+/// A call cancelled half-way (its future dropped by a time-out, `select!`, or a client that went
+/// away) settles as [`Outcome::Ignored`]: a half-open probe slot is free at once, and nothing is
+/// counted. See [`CallGuard`].
 pub struct CircuitBreaker<C: Clock> {
     name: String,
-    core: Breaker,
+    core: Lock<Breaker>,
     clock: C,
     listener: Option<Listener>,
 }
@@ -89,7 +100,7 @@ impl<C: Clock> fmt::Debug for CircuitBreaker<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CircuitBreaker")
             .field("name", &self.name)
-            .field("core", &self.core)
+            .field("core", &self.core())
             .finish_non_exhaustive()
     }
 }
@@ -101,7 +112,7 @@ impl<C: Clock> CircuitBreaker<C> {
         let core = Breaker::new(config).map_err(BuildError::Config)?;
         Ok(CircuitBreaker {
             name: name.to_string(),
-            core,
+            core: Lock::new(core),
             clock,
             listener: None,
         })
@@ -114,89 +125,271 @@ impl<C: Clock> CircuitBreaker<C> {
 
     /// The state a call now would find.
     pub fn state(&self) -> State {
-        self.core.state_at(self.clock.now())
+        let now = self.clock.now();
+        self.core.with(|core| core.state_at(now))
     }
 
-    /// The state machine (for snapshots and statistics).
-    pub fn core(&self) -> &Breaker {
-        &self.core
+    /// A copy of the state machine as it is now (for snapshots and inspection).
+    pub fn core(&self) -> Breaker {
+        self.core.with(|core| core.clone())
     }
 
-    /// Calls `listener(name, transition)` after every state change.
-    pub fn on_transition(&mut self, listener: impl FnMut(&str, Transition) + 'static) {
+    /// The running totals.
+    pub fn stats(&self) -> Stats {
+        self.core.with(|core| *core.stats())
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> BreakerConfig {
+        self.core.with(|core| *core.config())
+    }
+
+    /// Calls `listener(name, transition)` after every state change, outside the critical
+    /// section (a listener may call the breaker). It runs on whichever thread made the change.
+    pub fn on_transition(&mut self, listener: impl Fn(&str, Transition) + Send + Sync + 'static) {
         self.listener = Some(Box::new(listener));
     }
 
     /// Runs `f` if the breaker admits it; `Err` counts as a failure, `Ok` as a success.
-    pub fn call<T, E>(&mut self, f: impl FnOnce() -> Result<T, E>) -> Result<T, Error<E>> {
-        self.call_classified(f, |r| match r {
-            Ok(_) => Outcome::Success,
-            Err(_) => Outcome::Failure,
-        })
+    pub fn call<T, E>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, Error<E>> {
+        self.call_classified(f, count_errors)
     }
 
     /// Runs `f` if admitted, counting its result as `classify` says (so that, say, a 400 is
     /// [`Outcome::Ignored`]).
     pub fn call_classified<T, E>(
-        &mut self,
+        &self,
         f: impl FnOnce() -> Result<T, E>,
         classify: impl FnOnce(&Result<T, E>) -> Outcome,
     ) -> Result<T, Error<E>> {
-        let permit = self.admit()?;
+        let guard = self.admit().map_err(Error::Rejected)?;
         let result = f();
-        let outcome = classify(&result);
-        self.settle(permit, outcome);
+        guard.settle(classify(&result));
         result.map_err(Error::Inner)
     }
 
-    /// The async form of [`call`](Self::call): awaits `fut` if admitted.
-    pub async fn call_async<T, E, F>(&mut self, fut: F) -> Result<T, Error<E>>
+    /// The async form of [`call`](Self::call): awaits `fut` if admitted. The breaker is not
+    /// locked while `fut` runs, so any number of calls run at once; if this future is dropped
+    /// before `fut` ends, the call settles as [`Outcome::Ignored`].
+    pub async fn call_async<T, E, F>(&self, fut: F) -> Result<T, Error<E>>
     where
         F: Future<Output = Result<T, E>>,
     {
-        let permit = self.admit()?;
+        self.call_async_classified(fut, count_errors).await
+    }
+
+    /// [`call_async`](Self::call_async), counting the result as `classify` says (an HTTP
+    /// response is an `Ok` whatever its status: see
+    /// [`Classifier::classify_response`](crate::Classifier::classify_response)).
+    pub async fn call_async_classified<T, E, F>(
+        &self,
+        fut: F,
+        classify: impl FnOnce(&Result<T, E>) -> Outcome,
+    ) -> Result<T, Error<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let guard = self.admit().map_err(Error::Rejected)?;
         let result = fut.await;
-        let outcome = if result.is_ok() {
-            Outcome::Success
-        } else {
-            Outcome::Failure
-        };
-        self.settle(permit, outcome);
+        guard.settle(classify(&result));
         result.map_err(Error::Inner)
     }
 
+    /// Asks to run one call now. The guard reports its outcome with
+    /// [`settle`](CallGuard::settle); dropped unsettled, it settles as [`Outcome::Ignored`].
+    pub fn admit(&self) -> Result<CallGuard<'_, C>, Rejected> {
+        Ok(CallGuard {
+            breaker: self,
+            permit: Some(self.acquire()?),
+        })
+    }
+
+    /// [`admit`](Self::admit) for a breaker in an `Arc`, with a guard that owns a handle to it
+    /// (to move into a spawned task).
+    pub fn admit_owned(self: &Arc<Self>) -> Result<OwnedCallGuard<C>, Rejected> {
+        Ok(OwnedCallGuard {
+            permit: Some(self.acquire()?),
+            breaker: Arc::clone(self),
+        })
+    }
+
+    /// What a call now would be answered, taking nothing (no probe slot, no count): see
+    /// [`Breaker::peek`].
+    pub fn peek(&self) -> Result<(), Rejected> {
+        let now = self.clock.now();
+        self.core.with(|core| core.peek(now))
+    }
+
     /// Forces OPEN until [`reset`](Self::reset).
-    pub fn isolate(&mut self) {
-        let t = self.core.isolate(self.clock.now());
+    pub fn isolate(&self) {
+        let now = self.clock.now();
+        let t = self.core.with(|core| core.isolate(now));
         self.emit(t);
     }
 
     /// Back to CLOSED with clean counters.
-    pub fn reset(&mut self) {
-        let t = self.core.reset(self.clock.now());
+    pub fn reset(&self) {
+        let now = self.clock.now();
+        let t = self.core.with(|core| core.reset(now));
         self.emit(t);
     }
 
     /// Admit everything (true) or resume (false).
-    pub fn set_disabled(&mut self, disabled: bool) {
-        self.core.set_disabled(self.clock.now(), disabled);
+    pub fn set_disabled(&self, disabled: bool) {
+        let now = self.clock.now();
+        self.core.with(|core| core.set_disabled(now, disabled));
     }
 
-    fn admit<E>(&mut self) -> Result<crate::Permit, Error<E>> {
-        let admission = self.core.acquire(self.clock.now());
+    /// The time on the breaker's clock.
+    pub fn now(&self) -> crate::clock::Timestamp {
+        self.clock.now()
+    }
+
+    fn acquire(&self) -> Result<Permit, Rejected> {
+        let now = self.clock.now();
+        let admission = self.core.with(|core| core.acquire(now));
         self.emit(admission.transition);
-        admission.result.map_err(Error::Rejected)
+        admission.result
     }
 
-    fn settle(&mut self, permit: crate::Permit, outcome: Outcome) {
-        let t = self.core.report(self.clock.now(), permit, outcome);
+    fn settle(&self, permit: Permit, outcome: Outcome) {
+        let now = self.clock.now();
+        let t = self.core.with(|core| core.report(now, permit, outcome));
         self.emit(t);
     }
 
-    fn emit(&mut self, t: Option<Transition>) {
-        if let (Some(t), Some(listener)) = (t, self.listener.as_mut()) {
+    fn emit(&self, t: Option<Transition>) {
+        if let (Some(t), Some(listener)) = (t, self.listener.as_ref()) {
             listener(&self.name, t);
         }
+    }
+}
+
+fn count_errors<T, E>(result: &Result<T, E>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Success,
+        Err(_) => Outcome::Failure,
+    }
+}
+
+/// An admitted call of a [`CircuitBreaker`], not yet settled.
+///
+/// Report how the call ended with [`settle`](Self::settle). Dropped without it (a future
+/// cancelled by a time-out or `select!`, an early `?`, a panic unwinding), the guard settles the
+/// call as [`Outcome::Ignored`]: a half-open probe slot is freed at once rather than when its
+/// lease runs out (`probe_timeout_ms`, 30 s by default, with every other call refused meanwhile),
+/// and nothing is counted for or against the upstream.
+#[must_use = "dropping the guard settles the call as Ignored at once"]
+pub struct CallGuard<'a, C: Clock> {
+    breaker: &'a CircuitBreaker<C>,
+    permit: Option<Permit>,
+}
+
+impl<C: Clock> CallGuard<'_, C> {
+    /// The permit the call was admitted with.
+    pub fn permit(&self) -> Option<Permit> {
+        self.permit
+    }
+
+    /// Reports how the call ended.
+    pub fn settle(mut self, outcome: Outcome) {
+        if let Some(permit) = self.permit.take() {
+            self.breaker.settle(permit, outcome);
+        }
+    }
+}
+
+impl<C: Clock> Drop for CallGuard<'_, C> {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            self.breaker.settle(permit, Outcome::Ignored);
+        }
+    }
+}
+
+impl<C: Clock> fmt::Debug for CallGuard<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallGuard")
+            .field("breaker", &self.breaker.name)
+            .field("permit", &self.permit)
+            .finish()
+    }
+}
+
+/// [`CallGuard`] holding an `Arc` of its breaker, from [`CircuitBreaker::admit_owned`].
+#[must_use = "dropping the guard settles the call as Ignored at once"]
+pub struct OwnedCallGuard<C: Clock> {
+    breaker: Arc<CircuitBreaker<C>>,
+    permit: Option<Permit>,
+}
+
+impl<C: Clock> OwnedCallGuard<C> {
+    /// The breaker that admitted the call.
+    pub fn breaker(&self) -> &Arc<CircuitBreaker<C>> {
+        &self.breaker
+    }
+
+    /// The permit the call was admitted with.
+    pub fn permit(&self) -> Option<Permit> {
+        self.permit
+    }
+
+    /// Reports how the call ended.
+    pub fn settle(mut self, outcome: Outcome) {
+        if let Some(permit) = self.permit.take() {
+            self.breaker.settle(permit, outcome);
+        }
+    }
+}
+
+impl<C: Clock> Drop for OwnedCallGuard<C> {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            self.breaker.settle(permit, Outcome::Ignored);
+        }
+    }
+}
+
+impl<C: Clock> fmt::Debug for OwnedCallGuard<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedCallGuard")
+            .field("breaker", &self.breaker.name)
+            .field("permit", &self.permit)
+            .finish()
+    }
+}
+
+/// The breaker's state behind a short critical section: a `Mutex` under `std`, so that the
+/// breaker is `Sync`; a `RefCell` without it (single-threaded hosts). Only the core's own code
+/// runs inside (no clock, no listener, no user code), so the section never re-enters and never
+/// panics; a poisoned mutex (impossible for that reason) is used as it is.
+struct Lock<T> {
+    #[cfg(feature = "std")]
+    cell: std::sync::Mutex<T>,
+    #[cfg(not(feature = "std"))]
+    cell: core::cell::RefCell<T>,
+}
+
+impl<T> Lock<T> {
+    fn new(value: T) -> Self {
+        Lock {
+            #[cfg(feature = "std")]
+            cell: std::sync::Mutex::new(value),
+            #[cfg(not(feature = "std"))]
+            cell: core::cell::RefCell::new(value),
+        }
+    }
+
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        #[cfg(feature = "std")]
+        let mut guard = self
+            .cell
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        #[cfg(not(feature = "std"))]
+        let mut guard = self.cell.borrow_mut();
+        f(&mut guard)
     }
 }
 
@@ -298,6 +491,66 @@ pub fn retry_blocking<T, E, R: Random + ?Sized, C: Clock>(
             Ok(v) => return (Ok(v), state.attempts),
             Err(e) => match policy.decide(&mut state, clock.now(), judge(&e), rng, None) {
                 RetryDecision::Retry { delay_ms, .. } => sleep(delay_ms),
+                RetryDecision::GiveUp(_) => return (Err(e), state.attempts),
+            },
+        }
+    }
+}
+
+/// The async form of [`retry_blocking`]: runs `op(attempt)` under `policy`, and between
+/// attempts awaits `sleep(ms)`, the runtime's timer (`tokio::time::sleep`, say), so the crate
+/// depends on no runtime. `judge` reads each error into an [`AttemptFailure`], whose
+/// `retry_after_ms` (the server's Retry-After, as
+/// [`Classifier::classify_response`](crate::Classifier::classify_response) reads it) the policy
+/// honours up to its `max_retry_after_ms`. Returns the last result and the number of attempts.
+///
+/// Dropping the returned future cancels the attempt or the wait in progress; nothing is left
+/// behind (pass breaker calls as `op`, and their guards settle as ignored).
+///
+/// ```
+/// # fn block_on<F: core::future::Future>(f: F) -> F::Output {
+/// #     let mut f = core::pin::pin!(f);
+/// #     let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+/// #     loop { if let core::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
+/// # }
+/// use breakwater::{retry_async, AttemptFailure, ManualClock, RetryPolicy, SplitMix64, Timestamp};
+///
+/// let clock = ManualClock::new(Timestamp(0));
+/// let mut slept = Vec::new();
+/// let (result, attempts) = block_on(retry_async(
+///     &RetryPolicy::new(),
+///     &clock,
+///     &mut SplitMix64::new(7),
+///     |ms| { slept.push(ms); async {} },
+///     |_: &u16| AttemptFailure { retryable: true, retry_after_ms: Some(2_000) },
+///     |attempt| async move { if attempt < 2 { Err(529) } else { Ok("answer") } },
+/// ));
+/// assert_eq!((result, attempts), (Ok("answer"), 3));
+/// assert_eq!(slept, [2_000, 2_000]);
+/// ```
+pub async fn retry_async<T, E, R, C, S, W, J, O, F>(
+    policy: &RetryPolicy,
+    clock: &C,
+    rng: &mut R,
+    mut sleep: S,
+    judge: J,
+    mut op: O,
+) -> (Result<T, E>, u32)
+where
+    R: Random + ?Sized,
+    C: Clock,
+    S: FnMut(u64) -> W,
+    W: Future<Output = ()>,
+    J: Fn(&E) -> AttemptFailure,
+    O: FnMut(u32) -> F,
+    F: Future<Output = Result<T, E>>,
+{
+    let mut state = policy.start(clock.now());
+    loop {
+        match op(state.attempts).await {
+            Ok(v) => return (Ok(v), state.attempts),
+            Err(e) => match policy.decide(&mut state, clock.now(), judge(&e), rng, None) {
+                RetryDecision::Retry { delay_ms, .. } => sleep(delay_ms).await,
                 RetryDecision::GiveUp(_) => return (Err(e), state.attempts),
             },
         }

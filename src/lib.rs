@@ -55,13 +55,19 @@ pub mod clock;
 mod error;
 mod facade;
 mod float;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+mod http;
 pub mod metrics;
+#[cfg(feature = "reqwest-middleware")]
+pub mod reqwest;
 pub mod retry;
 pub mod rng;
 pub mod shared;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod snapshot;
+#[cfg(feature = "tower")]
+pub mod tower;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 #[cfg(feature = "worker")]
@@ -76,12 +82,14 @@ pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock, Timestamp};
 pub use error::{ConfigError, Error, SnapshotError};
 pub use facade::{
-    retry_blocking, validate_name, BuildError, CircuitBreaker, InvalidName, Registry, MAX_NAME_LEN,
+    retry_async, retry_blocking, validate_name, BuildError, CallGuard, CircuitBreaker, InvalidName,
+    OwnedCallGuard, Registry, MAX_NAME_LEN,
 };
 pub use metrics::{render_prometheus, BreakerMetrics};
 pub use retry::{
     parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier, Code, Ending,
-    GiveUpReason, Jitter, RetryBudget, RetryDecision, RetryPolicy, RetryState, Signal, Verdict,
+    GiveUpReason, Jitter, ResponseVerdict, RetryBudget, RetryDecision, RetryPolicy, RetryState,
+    Signal, Verdict,
 };
 pub use rng::{Random, SplitMix64};
 pub use snapshot::{RestoreError, Snapshot, SNAPSHOT_VERSION};
@@ -155,7 +163,7 @@ mod error_tests {
         let one_strike =
             BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 1 });
         let clock = ManualClock::new(Timestamp(0));
-        let mut breaker = CircuitBreaker::new("upstream", one_strike, clock).unwrap();
+        let breaker = CircuitBreaker::new("upstream", one_strike, clock).unwrap();
         let _ = breaker.call(|| Err::<(), _>(config_error()));
         let rejected = breaker.call(|| Ok::<_, ConfigError>(())).unwrap_err();
         assert!(rejected.is_rejected());

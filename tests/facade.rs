@@ -1,9 +1,8 @@
 //! The Rust host: `CircuitBreaker::call`, the registry, names and errors.
 
-use std::cell::RefCell;
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::pin::pin;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use breakwater::{
@@ -30,7 +29,7 @@ fn one_strike() -> BreakerConfig {
 #[test]
 fn call_runs_the_closure_only_when_admitted() {
     let clock = ManualClock::new(Timestamp(0));
-    let mut b = CircuitBreaker::new("tool", one_strike(), clock.clone()).unwrap();
+    let b = CircuitBreaker::new("tool", one_strike(), clock.clone()).unwrap();
     let mut ran = 0;
     let r: Result<u32, Error<&str>> = b.call(|| {
         ran += 1;
@@ -52,7 +51,7 @@ fn call_runs_the_closure_only_when_admitted() {
 #[test]
 fn call_classified_lets_client_errors_pass_without_counting() {
     let clock = ManualClock::new(Timestamp(0));
-    let mut b = CircuitBreaker::new("llm", one_strike(), clock).unwrap();
+    let b = CircuitBreaker::new("llm", one_strike(), clock).unwrap();
     for _ in 0..10 {
         let r = b.call_classified(
             || Err::<(), u16>(400),
@@ -70,7 +69,7 @@ fn call_classified_lets_client_errors_pass_without_counting() {
 #[test]
 fn call_async_awaits_the_future() {
     let clock = ManualClock::new(Timestamp(0));
-    let mut b = CircuitBreaker::new("llm", one_strike(), clock).unwrap();
+    let b = CircuitBreaker::new("llm", one_strike(), clock).unwrap();
     assert_eq!(block_on(b.call_async(async { Ok::<_, ()>(5) })), Ok(5));
     assert_eq!(
         block_on(b.call_async(async { Err::<(), _>("529") })),
@@ -85,15 +84,20 @@ fn call_async_awaits_the_future() {
 fn listeners_hear_every_transition_after_it_happened() {
     let clock = ManualClock::new(Timestamp(0));
     let mut b = CircuitBreaker::new("llm", one_strike(), clock.clone()).unwrap();
-    let heard = Rc::new(RefCell::new(Vec::new()));
+    let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = heard.clone();
-    b.on_transition(move |name, t| sink.borrow_mut().push((name.to_string(), t.from, t.to)));
+    b.on_transition(move |name, t| sink.lock().unwrap().push((name.to_string(), t.from, t.to)));
     let _ = b.call(|| Err::<(), _>(()));
     clock.advance(1_000);
     let _ = b.call(|| Ok::<_, ()>(()));
     b.isolate();
     b.reset();
-    let names: Vec<_> = heard.borrow().iter().map(|(_, f, t)| (*f, *t)).collect();
+    let names: Vec<_> = heard
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, f, t)| (*f, *t))
+        .collect();
     assert_eq!(
         names,
         [
@@ -104,7 +108,7 @@ fn listeners_hear_every_transition_after_it_happened() {
             (State::Open, State::Closed),
         ]
     );
-    assert!(heard.borrow().iter().all(|(n, _, _)| n == "llm"));
+    assert!(heard.lock().unwrap().iter().all(|(n, _, _)| n == "llm"));
 }
 
 #[test]
@@ -116,7 +120,7 @@ fn the_registry_keeps_one_breaker_per_name() {
     assert_eq!(reg.get("openai").unwrap().state(), State::Closed);
     let custom = BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 9 });
     let b = reg.get_with("tool:search", custom).unwrap();
-    assert_eq!(b.core().config().trip, custom.trip);
+    assert_eq!(b.config().trip, custom.trip);
     assert_eq!(reg.names().count(), 3);
     assert!(matches!(reg.get("no spaces"), Err(BuildError::Name(_))));
     assert!(matches!(
@@ -168,7 +172,7 @@ fn errors_display_and_chain() {
     assert_eq!(inner.to_string(), "upstream said 529");
     assert!(inner.source().is_some());
     let clock = ManualClock::new(Timestamp(0));
-    let mut b = CircuitBreaker::new("x", one_strike(), clock).unwrap();
+    let b = CircuitBreaker::new("x", one_strike(), clock).unwrap();
     let _ = b.call(|| Err::<(), _>(Upstream));
     let rejected = b.call(|| Ok::<_, Upstream>(())).unwrap_err();
     assert_eq!(rejected.to_string(), "circuit open; retry after 1000 ms");
@@ -181,4 +185,187 @@ fn errors_display_and_chain() {
         e.to_string(),
         "invalid `open_jitter`: 2 (expected a fraction in [0, 1))"
     );
+}
+
+// --- Shared between threads and tasks ---
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+#[test]
+fn the_breaker_is_send_and_sync_and_so_are_its_calls() {
+    assert_send_sync::<CircuitBreaker<breakwater::SystemClock>>();
+    assert_send_sync::<CircuitBreaker<ManualClock>>();
+    assert_send_sync::<breakwater::OwnedCallGuard<ManualClock>>();
+    fn assert_send<T: Send>(_: &T) {}
+    let b = CircuitBreaker::new("llm", one_strike(), ManualClock::new(Timestamp(0))).unwrap();
+    // The future of a call is `Send` when the guarded future is: a tokio task can hold it.
+    assert_send(&b.call_async(async { Ok::<_, ()>(()) }));
+}
+
+#[test]
+fn threads_share_one_breaker_through_an_arc() {
+    let clock = ManualClock::new(Timestamp(0));
+    let config = BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 1000 });
+    let b = Arc::new(CircuitBreaker::new("llm", config, clock).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let b = Arc::clone(&b);
+            std::thread::spawn(move || {
+                for i in 0..1_000u32 {
+                    let _ = b.call(|| if (i + t) % 10 == 0 { Err(i) } else { Ok(i) });
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let stats = b.stats();
+    assert_eq!(stats.admitted, 4_000);
+    assert_eq!(stats.successes + stats.failures, 4_000);
+    assert_eq!(stats.failures, 400);
+}
+
+/// A future that never finishes: the upstream hangs.
+fn hang() -> impl Future<Output = Result<(), &'static str>> {
+    poll_fn(|_| Poll::Pending)
+}
+
+/// Polls `fut` once, then drops it: what `tokio::time::timeout` or `select!` do to the loser.
+fn poll_once_then_drop<F: Future>(fut: F) {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+}
+
+#[test]
+fn a_cancelled_probe_frees_its_slot_at_once_and_counts_nothing() {
+    let clock = ManualClock::new(Timestamp(0));
+    let b = CircuitBreaker::new("llm", one_strike(), clock.clone()).unwrap();
+    let _ = b.call(|| Err::<(), _>("529"));
+    clock.advance(1_000);
+    let before = b.stats();
+
+    // The probe's caller gives up half-way: its future is dropped while the upstream hangs.
+    poll_once_then_drop(b.call_async(hang()));
+    assert_eq!(b.state(), State::HalfOpen);
+    assert_eq!(
+        b.core().probes_in_flight(),
+        0,
+        "the slot is free, not leased for 30 s"
+    );
+    let after = b.stats();
+    assert_eq!(after.ignored, before.ignored + 1);
+    assert_eq!(
+        (after.failures, after.successes),
+        (before.failures, before.successes)
+    );
+
+    // So the next caller probes at once, and closes the circuit.
+    assert_eq!(block_on(b.call_async(async { Ok::<_, ()>(1) })), Ok(1));
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn guards_settle_once_and_an_unsettled_one_is_ignored() {
+    let clock = ManualClock::new(Timestamp(0));
+    let b = Arc::new(CircuitBreaker::new("llm", one_strike(), clock.clone()).unwrap());
+    let guard = b.admit().unwrap();
+    assert!(guard.permit().is_some());
+    drop(guard);
+    assert_eq!(b.stats().ignored, 1);
+    assert_eq!(b.state(), State::Closed);
+
+    // An owned guard moves into another thread and settles there.
+    let owned = b.admit_owned().unwrap();
+    std::thread::spawn(move || owned.settle(Outcome::Failure))
+        .join()
+        .unwrap();
+    assert_eq!(b.state(), State::Open);
+    let refused = b.admit().unwrap_err();
+    assert_eq!(refused.retry_after_ms, 1_000);
+    assert_eq!(b.stats().failures, 1);
+}
+
+#[test]
+fn a_listener_may_call_the_breaker_it_listens_to() {
+    use std::sync::{OnceLock, Weak};
+    type Handle = OnceLock<Weak<CircuitBreaker<ManualClock>>>;
+    let clock = ManualClock::new(Timestamp(0));
+    let mut b = CircuitBreaker::new("llm", one_strike(), clock).unwrap();
+    let handle: Arc<Handle> = Arc::default();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (sink, own) = (Arc::clone(&seen), Arc::clone(&handle));
+    // Inside the listener, the breaker is asked again: were the listener run inside the critical
+    // section, this would deadlock (std's mutex) or panic (the RefCell of no_std).
+    b.on_transition(move |_, t| {
+        let me = own.get().and_then(Weak::upgrade).expect("the breaker");
+        sink.lock()
+            .unwrap()
+            .push((t.to, me.state(), me.stats().failures));
+    });
+    let b = Arc::new(b);
+    handle.set(Arc::downgrade(&b)).unwrap();
+    let _ = b.call(|| Err::<(), _>(()));
+    assert_eq!(*seen.lock().unwrap(), [(State::Open, State::Open, 1)]);
+}
+
+#[test]
+fn retry_async_waits_what_the_server_asks_and_gives_up_on_a_spent_quota() {
+    use breakwater::{retry_async, Classifier, Code, RetryPolicy, SplitMix64};
+    let clock = ManualClock::new(Timestamp(0));
+    let policy = RetryPolicy::new().with_base_delay_ms(100);
+    let classifier = Classifier::new();
+    // (status, body, retry-after) as the provider answered each attempt.
+    let answers = [
+        (
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            Some("7"),
+        ),
+        (
+            429,
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
+            None,
+        ),
+        (
+            429,
+            r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#,
+            None,
+        ),
+        (200, "{}", None),
+    ];
+    let slept = Mutex::new(Vec::new());
+    let (result, attempts) = block_on(retry_async(
+        &policy,
+        &clock,
+        &mut SplitMix64::new(1),
+        |ms| {
+            slept.lock().unwrap().push(ms);
+            async {}
+        },
+        |&(status, body, retry_after): &(u16, &str, Option<&str>)| {
+            classifier
+                .classify_response(status, Code::in_body(body.as_bytes()), Timestamp(0), |h| {
+                    (h == "retry-after").then_some(retry_after).flatten()
+                })
+                .failure()
+        },
+        |attempt| {
+            let answer = answers[attempt as usize - 1];
+            async move {
+                if answer.0 >= 400 {
+                    Err(answer)
+                } else {
+                    Ok(answer)
+                }
+            }
+        },
+    ));
+    assert_eq!(attempts, 3, "the spent quota ends it");
+    assert_eq!(result.unwrap_err().0, 429);
+    let slept = slept.into_inner().unwrap();
+    assert_eq!(slept.len(), 2);
+    assert_eq!(slept[0], 7_000, "Retry-After: 7");
+    assert!(slept[1] <= 200, "backoff alone: {}", slept[1]);
 }

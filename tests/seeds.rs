@@ -17,7 +17,7 @@ fn seed_003_seven_runs_cost_eleven_real_calls() {
     let config = BreakerConfig::new()
         .with_trip(TripRule::ConsecutiveFailures { threshold: 3 })
         .with_open_duration_ms(25_000);
-    let mut breaker = CircuitBreaker::new("book_room", config, clock.clone()).unwrap();
+    let breaker = CircuitBreaker::new("book_room", config, clock.clone()).unwrap();
     let policy = RetryPolicy::new()
         .with_max_attempts(3)
         .with_base_delay_ms(100)
@@ -89,7 +89,7 @@ fn seed_000_five_failures_in_a_minute_then_one_probe_then_two_successes() {
         })
         .with_open_duration_ms(30_000)
         .with_half_open_success_threshold(2);
-    let mut b = CircuitBreaker::new("anthropic", config, clock.clone()).unwrap();
+    let b = CircuitBreaker::new("anthropic", config, clock.clone()).unwrap();
 
     // Failures at 0, 10, 20, 30 and 61 s: never five within 60 s.
     for at in [0, 10_000, 20_000, 30_000, 61_000] {
@@ -114,7 +114,7 @@ fn seed_000_five_failures_in_a_minute_then_one_probe_then_two_successes() {
 
     // At 30 s: 50 callers arrive together; exactly one becomes the probe.
     clock.advance(1);
-    let mut core = b.core().clone();
+    let mut core = b.core();
     let now = clock.now();
     let admitted: Vec<_> = (0..50)
         .filter_map(|_| core.acquire(now).result.ok())

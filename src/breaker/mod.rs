@@ -149,6 +149,8 @@ impl fmt::Display for Rejected {
     }
 }
 
+impl core::error::Error for Rejected {}
+
 /// What [`Breaker::acquire`] decided, and the transition that deciding caused (OPEN → HALF_OPEN
 /// when the open period has elapsed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,10 @@
 //! Provider codes are read by [`Code::of`](super::Code::of) (src/retry/ending.rs).
 
 use super::ending::Code;
+use super::retry_after::{parse_retry_after, parse_retry_after_ms};
+use super::AttemptFailure;
 use crate::breaker::Outcome;
+use crate::clock::Timestamp;
 
 /// A set of HTTP status codes in `0..640`, as a bitset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -211,6 +214,46 @@ impl Classifier {
         self.classify_status_code(status, code)
     }
 
+    /// Classifies an HTTP response as the official SDKs read one: the status with the provider's
+    /// `code` (from [`Code::in_body`], say), then its headers, looked up by lower-case name with
+    /// `header`. `retry-after-ms` (OpenAI, Anthropic) or else `retry-after` (seconds or an
+    /// HTTP-date, from `now`) gives the server's wait; `x-should-retry: true|false` overrides
+    /// whether it is worth retrying, as those SDKs let it. How the breaker counts it follows the
+    /// status and code only.
+    ///
+    /// ```
+    /// use breakwater::{Class, Classifier, Outcome, Timestamp};
+    /// let headers = [("retry-after", "20"), ("x-should-retry", "true")];
+    /// let lookup = |name: &str| headers.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    /// let r = Classifier::new().classify_response(529, None, Timestamp(0), lookup);
+    /// assert_eq!(r.verdict.class, Class::Overloaded);
+    /// assert_eq!(r.verdict.outcome, Outcome::Failure);
+    /// assert_eq!(r.failure().retry_after_ms, Some(20_000));
+    /// ```
+    pub fn classify_response<'h>(
+        &self,
+        status: u16,
+        code: Option<Code>,
+        now: Timestamp,
+        header: impl Fn(&str) -> Option<&'h str>,
+    ) -> ResponseVerdict {
+        let mut verdict = self.classify_status_code(status, code);
+        let retry_after_ms = header("retry-after-ms")
+            .and_then(parse_retry_after_ms)
+            .or_else(|| header("retry-after").and_then(|v| parse_retry_after(v, now)));
+        if status >= 400 {
+            match header("x-should-retry").map(str::trim) {
+                Some(v) if v.eq_ignore_ascii_case("true") => verdict.retryable = true,
+                Some(v) if v.eq_ignore_ascii_case("false") => verdict.retryable = false,
+                _ => {}
+            }
+        }
+        ResponseVerdict {
+            verdict,
+            retry_after_ms,
+        }
+    }
+
     fn classify_status_code(&self, status: u16, code: Option<Code>) -> Verdict {
         if status < 400 {
             return verdict(Class::Success, false, Outcome::Success);
@@ -256,5 +299,30 @@ const fn verdict(class: Class, retryable: bool, outcome: Outcome) -> Verdict {
         class,
         retryable,
         outcome,
+    }
+}
+
+/// What [`Classifier::classify_response`] read from a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseVerdict {
+    /// The status and code's verdict, `retryable` as `x-should-retry` had it.
+    pub verdict: Verdict,
+    /// The server's wait, in ms from now, if it sent one.
+    pub retry_after_ms: Option<u64>,
+}
+
+impl ResponseVerdict {
+    /// Whether the response is a failure for the retry policy: a status of 400 or more. (A
+    /// response that failed while it streamed is the caller's to judge.)
+    pub fn is_error(&self) -> bool {
+        self.verdict.class != Class::Success
+    }
+
+    /// The response as the retry policy takes it.
+    pub fn failure(&self) -> AttemptFailure {
+        AttemptFailure {
+            retryable: self.verdict.retryable,
+            retry_after_ms: self.retry_after_ms,
+        }
     }
 }

@@ -153,6 +153,40 @@ impl Code {
         Code::in_text(texts).or(found)
     }
 
+    /// What a provider's JSON error body says, read without parsing it: the string values of its
+    /// `code`, `type` and `status` fields at any depth (OpenAI's `error.code` and `error.type`,
+    /// Anthropic's `error.type`, Gemini's `error.status`) and the whole text for a spent quota,
+    /// weighed as in [`Code::read`]. Only the first [`Code::BODY_LIMIT`] bytes are read.
+    ///
+    /// ```
+    /// use breakwater::Code;
+    /// // OpenAI's API reference, "Error codes": a 429 for a spent quota.
+    /// let openai = br#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+    /// assert_eq!(Code::in_body(openai), Some(Code::QuotaExhausted));
+    /// // Anthropic's API reference, "Errors": 529.
+    /// let anthropic = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    /// assert_eq!(Code::in_body(anthropic), Some(Code::Overloaded));
+    /// assert_eq!(Code::in_body(b"<html>502 Bad Gateway</html>"), None);
+    /// ```
+    pub fn in_body(body: &[u8]) -> Option<Code> {
+        let body = body.get(..Self::BODY_LIMIT).unwrap_or(body);
+        let mut found = None;
+        let mut at = 0;
+        while let Some((value, next)) = next_code_field(body, at) {
+            match Code::of(value) {
+                Some(Code::QuotaExhausted) => return Some(Code::QuotaExhausted),
+                Some(Code::Declined) => found = Some(Code::Declined),
+                c => found = found.or(c),
+            }
+            at = next;
+        }
+        Code::in_text(body).or(found)
+    }
+
+    /// How much of a body [`Code::in_body`] reads: error bodies are short, and a longer one is
+    /// not an API's error.
+    pub const BODY_LIMIT: usize = 16 * 1024;
+
     /// [`Code::QuotaExhausted`] if `text` (an error message, a quota id) says a quota is spent.
     pub fn in_text(text: &[u8]) -> Option<Code> {
         contains_any(text, QUOTA_PHRASES).then_some(Code::QuotaExhausted)
@@ -286,6 +320,43 @@ impl<const N: usize, const G: usize> Names<N, G> {
 }
 
 /// Whether `text` holds one of the `|`-separated phrases.
+/// The next `"code"`, `"type"` or `"status"` key at or after `from` whose value is a string:
+/// the value (up to its closing quote; codes hold no escapes) and where to go on from.
+fn next_code_field(body: &[u8], from: usize) -> Option<(&[u8], usize)> {
+    let mut i = from;
+    while i < body.len() {
+        let rest = body.get(i..)?;
+        let key = [&b"\"code\""[..], b"\"type\"", b"\"status\""]
+            .into_iter()
+            .find(|k| rest.starts_with(k));
+        let Some(key) = key else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + key.len();
+        let skip = |j: &mut usize| {
+            while body.get(*j).is_some_and(|b| b.is_ascii_whitespace()) {
+                *j += 1;
+            }
+        };
+        skip(&mut j);
+        if body.get(j) != Some(&b':') {
+            i += 1;
+            continue;
+        }
+        j += 1;
+        skip(&mut j);
+        if body.get(j) != Some(&b'"') {
+            i = j;
+            continue;
+        }
+        let start = j + 1;
+        let len = body.get(start..)?.iter().position(|&b| b == b'"')?;
+        return Some((body.get(start..start + len)?, start + len + 1));
+    }
+    None
+}
+
 fn contains_any(text: &[u8], phrases: &[u8]) -> bool {
     (0..text.len()).any(|from| {
         let mut at = 0;

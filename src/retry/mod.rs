@@ -15,7 +15,7 @@ mod ending;
 mod retry_after;
 
 pub use budget::RetryBudget;
-pub use classify::{Class, Classifier, Signal, StatusSet, Verdict};
+pub use classify::{Class, Classifier, ResponseVerdict, Signal, StatusSet, Verdict};
 pub use ending::{Code, Ending};
 pub use retry_after::{parse_http_date, parse_retry_after, parse_retry_after_ms};
 
