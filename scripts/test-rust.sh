@@ -15,6 +15,11 @@ cargo fmt --all -- --check
 # the tests compiled only with it.
 cargo clippy --all-targets -- -D warnings
 cargo clippy --all-targets --features json -- -D warnings
+# The Rust services (tests/services.rs, examples/llm_gateway.rs, benches/services.rs need both),
+# and each feature alone.
+cargo clippy --all-targets --features json,tower,reqwest-middleware -- -D warnings
+cargo clippy --lib --features tower -- -D warnings
+cargo clippy --lib --features reqwest-middleware -- -D warnings
 # no_std, alone and with `serde`.
 cargo clippy --lib --no-default-features --target thumbv7em-none-eabihf -- -D warnings
 cargo clippy --lib --no-default-features --features serde --target thumbv7em-none-eabihf -- -D warnings
@@ -36,9 +41,13 @@ for target in wasm32-unknown-unknown "$host" thumbv7em-none-eabihf; do
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/dependent" \
     cargo check --quiet --manifest-path tests/dependent/Cargo.toml --target "$target"
 done
-cargo test --features json --all-targets
+cargo test --features json,tower,reqwest-middleware --all-targets
 cargo test --features wasm --test layout
-cargo test --features json --doc
+cargo test --features json,tower,reqwest-middleware --doc
+# The example an axum gateway user starts from: it drives its gateway through an outage against a
+# fake provider on 127.0.0.1, and fails unless the breaker failed fast, served the fallback,
+# spared the provider and recovered by itself.
+cargo run --quiet --example llm_gateway --features tower,reqwest-middleware
 # The unit tests again without `std` (e.g. every error type is a `core::error::Error` there too).
 cargo test --lib --no-default-features
 # `terse` (the npm wasm build) drops only the words.
@@ -51,17 +60,17 @@ took() { log "$1: $((SECONDS - step_start)) s"; step_start=$SECONDS; }
 # --- Rust 1.85, the declared rust-version ---
 # tests/rust_version.rs (run above) checks that no dependency declares more than each feature's
 # Rust; this compiles the crate itself with that Rust: every feature but worker and demo, which
-# need 1.91 (Cargo.toml). Debian's rustc-web 1.85 (scripts/setup.sh msrv), natively only: Debian
+# need 1.91, and reqwest-middleware, which needs 1.88 (Cargo.toml). Debian's rustc-web 1.85 (scripts/setup.sh msrv), natively only: Debian
 # ships no wasm32 or thumbv7em standard library for it.
 msrv_cargo=.tools/rust-1.85/cargo
 if [ -x "$msrv_cargo" ]; then
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/msrv" \
-    "$msrv_cargo" check --quiet --locked --lib --bins --features sim,worker-config,wasm-shared,wasm-coordinator,terse
+    "$msrv_cargo" check --quiet --locked --lib --bins --features sim,worker-config,wasm-shared,wasm-coordinator,terse,tower
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/msrv" \
     "$msrv_cargo" check --quiet --locked --lib --no-default-features
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/dependent-msrv" \
     "$msrv_cargo" check --quiet --manifest-path tests/dependent/Cargo.toml
-  took "Rust 1.85: the crate with every feature but worker, and the no_std dependent, compile"
+  took "Rust 1.85: the crate with every feature but worker and reqwest-middleware, and the no_std dependent, compile"
 else
   log "Rust 1.85: SKIPPED (no $msrv_cargo: scripts/setup.sh msrv needs Debian 12's amd64 packages)"
 fi
@@ -73,9 +82,9 @@ list=$(cargo package --list --allow-dirty --quiet)
 for f in Cargo.toml Cargo.lock README.md LICENSE-MIT LICENSE-APACHE src/lib.rs wrangler.toml; do
   grep -qx "$f" <<<"$list" || { log "the crate lacks $f"; exit 1; }
 done
-stray=$(grep -vE '^(\.cargo_vcs_info\.json|Cargo\.toml(\.orig)?|Cargo\.lock|README\.md|LICENSE-(MIT|APACHE)|wrangler\.toml|src/.+\.rs|tests/[^/]+\.rs|tests/conformance/[^/]+\.json|tests/shared_protocol\.proptest-regressions|benches/[^/]+\.rs|scenarios/[^/]+\.(toml|json|md))$' <<<"$list" || true)
+stray=$(grep -vE '^(\.cargo_vcs_info\.json|Cargo\.toml(\.orig)?|Cargo\.lock|README\.md|LICENSE-(MIT|APACHE)|wrangler\.toml|src/.+\.rs|tests/[^/]+\.rs|tests/conformance/[^/]+\.json|tests/shared_protocol\.proptest-regressions|benches/[^/]+\.rs|examples/[^/]+\.rs|scenarios/[^/]+\.(toml|json|md))$' <<<"$list" || true)
 [ -z "$stray" ] || { log "files the crate should not hold:"; echo "$stray" >&2; exit 1; }
-! grep -qE '^(js|pkg|demo|scripts|examples|bench|build|worker|node_modules)/|^tests/(js|worker|ai|nextjs|redis|fixtures|dependent)/|node_modules' <<<"$list" ||
+! grep -qE '^(js|pkg|demo|scripts|examples/nextjs|bench|build|worker|node_modules)/|^tests/(js|worker|ai|nextjs|redis|fixtures|dependent)/|node_modules' <<<"$list" ||
   { log "the crate holds JavaScript, scripts or build output"; exit 1; }
 log "the crate: $(wc -l <<<"$list") files"
 
@@ -96,7 +105,8 @@ out=$(cargo package --quiet --allow-dirty --no-verify 2>&1) || { echo "$out" >&2
 log "cargo publish --dry-run: ok; $crate_file: $(wc -c <"$crate_file") bytes"
 took "the crate's files and cargo publish --dry-run"
 
-# `cargo test` on the crate as published, with the features of the tests above (json, and sim for
+# `cargo test` on the crate as published, with the features of the tests above (json, tower and
+# reqwest-middleware for the README's examples, and sim for
 # tests/sim.rs). Unpacked (with fresh file times, so nothing stale is taken for built) as the one
 # member of a scratch workspace: the member's path then keeps its build apart from this
 # checkout's in the same target directory, whose dependencies it reuses. The three long property
@@ -109,7 +119,7 @@ cp "$scratch/$member/Cargo.lock" "$scratch/Cargo.lock"
 printf '[workspace]\nmembers = ["%s"]\nresolver = "2"\n' "$member" >"$scratch/Cargo.toml"
 target_abs=${CARGO_TARGET_DIR:-target}
 case $target_abs in /*) ;; *) target_abs=$PWD/$target_abs ;; esac
-if ! (cd "$scratch" && CARGO_TARGET_DIR="$target_abs" cargo test --locked --features json,sim -- \
+if ! (cd "$scratch" && CARGO_TARGET_DIR="$target_abs" cargo test --locked --features json,sim,tower,reqwest-middleware -- \
   --skip the_shared_breaker_holds_under_loss_duplication_delay_and_restarts \
   --skip millions_of_outcomes_stay_bounded_and_counted_once \
   --skip breaker_matches_the_reference_model) >"$target_abs/package-test.log" 2>&1; then

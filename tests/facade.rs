@@ -369,3 +369,73 @@ fn retry_async_waits_what_the_server_asks_and_gives_up_on_a_spent_quota() {
     assert_eq!(slept[0], 7_000, "Retry-After: 7");
     assert!(slept[1] <= 200, "backoff alone: {}", slept[1]);
 }
+
+/// A clock that counts its readings.
+#[derive(Clone, Default)]
+struct CountingClock {
+    now: Arc<std::sync::atomic::AtomicU64>,
+    reads: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl breakwater::Clock for CountingClock {
+    fn now(&self) -> Timestamp {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.reads.fetch_add(1, SeqCst);
+        Timestamp(self.now.load(SeqCst))
+    }
+}
+
+#[test]
+fn a_closed_breaker_reads_the_clock_only_where_the_rule_needs_the_time() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let clock = CountingClock::default();
+    clock.now.store(1_000_000, SeqCst);
+    let config = BreakerConfig::new()
+        .with_trip(TripRule::ConsecutiveFailures { threshold: 3 })
+        .with_open_duration_ms(5_000);
+    let b = CircuitBreaker::new("llm", config, clock.clone()).unwrap();
+    for _ in 0..100 {
+        b.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    assert_eq!(
+        clock.reads.load(SeqCst),
+        0,
+        "successes under consecutive failures"
+    );
+
+    // The failure that trips reads the clock: the open period starts at the real time.
+    clock.now.store(2_000_000, SeqCst);
+    for _ in 0..3 {
+        let _ = b.call(|| Err::<(), _>(()));
+    }
+    assert_eq!(clock.reads.load(SeqCst), 3);
+    assert_eq!(b.core().open_until(), Some(Timestamp(2_005_000)));
+    // OPEN: every admission reads the clock, so that the breaker sees its period end.
+    clock.now.store(2_005_000, SeqCst);
+    assert_eq!(b.call(|| Ok::<_, ()>(1)), Ok(1), "the probe");
+    assert_eq!(b.state(), State::Closed);
+
+    // A rate rule can trip on a success: every call reads the clock.
+    let clock = CountingClock::default();
+    clock.now.store(1_000_000, SeqCst);
+    let rate = BreakerConfig::new()
+        .with_trip(TripRule::FailureRate {
+            threshold_percent: 50.0,
+            minimum_calls: 4,
+            window: breakwater::Window::Calls(10),
+        })
+        .with_open_duration_ms(5_000);
+    let b = CircuitBreaker::new("llm", rate, clock.clone()).unwrap();
+    for _ in 0..3 {
+        let _ = b.call(|| Err::<(), _>(()));
+    }
+    clock.now.store(3_000_000, SeqCst);
+    b.call(|| Ok::<_, ()>(())).unwrap();
+    assert_eq!(b.state(), State::Open, "3 failures in 4 calls");
+    assert_eq!(
+        b.core().open_until(),
+        Some(Timestamp(3_005_000)),
+        "opened at the real time"
+    );
+    assert_eq!(clock.reads.load(SeqCst), 8 + 1);
+}

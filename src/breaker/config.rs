@@ -77,6 +77,23 @@ pub enum TripRule {
 }
 
 impl TripRule {
+    /// Whether a CLOSED breaker under this rule needs the time to admit a call (`outcome`
+    /// `None`) or to count one that ended so. Only [`TripRule::ConsecutiveFailures`] can do
+    /// without: its admissions and its successes and ignored calls read no time, and only a
+    /// failure may trip (the open period starts then). Rate rules can trip on a success (the one
+    /// that brings the window to its minimum), and time windows and slow calls need the time of
+    /// every call. A host whose clock is costly may pass the last time the breaker saw
+    /// ([`Breaker::latest`](super::Breaker::latest)) where this says `false`; the Rust facade
+    /// does.
+    pub const fn needs_time_while_closed(&self, outcome: Option<super::Outcome>) -> bool {
+        match *self {
+            TripRule::ConsecutiveFailures { .. } => {
+                matches!(outcome, Some(super::Outcome::Failure))
+            }
+            _ => true,
+        }
+    }
+
     /// The slow-call threshold, if this rule counts slow calls.
     pub const fn slow_call_ms(&self) -> Option<u64> {
         match *self {
