@@ -281,8 +281,6 @@ export class CircuitBreaker {
   #fast: boolean;
   /** The slow-call rule: the only one whose report needs the call's start time while CLOSED. */
   #slow: boolean;
-  /** A failure rate over the last N calls: while CLOSED, only a failure needs the time (it may open). */
-  #timeless: boolean;
   #admitted = 0;
   #succeeded = 0;
   #fallbacks = 0;
@@ -308,7 +306,6 @@ export class CircuitBreaker {
     this.#fast = this.#cfg[Cfg.Trip]! <= 1;
     this.#clean = this.#fast;
     this.#slow = this.#cfg[Cfg.Trip] === 3;
-    this.#timeless = this.#cfg[Cfg.Trip] === 2 && this.#cfg[Cfg.WindowKind] === 0;
   }
 
   /** Rebuilds a breaker from `toJSON()` output, under (possibly new) options. */
@@ -573,8 +570,10 @@ export class CircuitBreaker {
     if (outcome === SUCCESS && closed && this.#clean) {
       this.#succeeded++;
     } else {
-      // 0: the core keeps the latest time it saw.
-      const now = closed && this.#timeless && outcome !== FAILURE ? 0 : this.#now();
+      // Every report the core sees carries the time: under a rate rule a success can open the
+      // breaker too (the one that brings the window to its minimum of calls), and the open
+      // period must start then (the core's `TripRule::needs_time_while_closed`).
+      const now = this.#now();
       const t = this.#x.report(this.#h, now, issuedAt || now, h, outcome);
       if (t !== 0) {
         this.#closed = -1;

@@ -192,24 +192,31 @@ test('failureRate over a count window trips at the threshold share', async () =>
   assert.equal(over.state, 'OPEN');
 });
 
-test('failureRate over a count window: successes read no clock while CLOSED, and the open period starts at the failure that trips', async () => {
+test('failureRate over a count window: the open period starts at the call that trips, a failure or a success', async () => {
+  // A success can trip a rate rule: the one that brings the window to its minimum of calls while
+  // the failures already make up the threshold. It once reached the core without the time (read
+  // as a clock stepped back to 1970), so the breaker "opened" with its open period long over and
+  // let the next call through as a probe: no open period at all.
   const clock = manualClock();
-  let reads = 0;
-  const counted = Object.assign(() => (reads++, clock()), clock);
-  const b = new CircuitBreaker('count', { failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 4 }, resetTimeout: 10_000, clock: counted });
-  await b.execute(ok); // the first admission asks the core (and reads the clock)
-  reads = 0;
-  await b.execute(ok);
-  assert.equal(reads, 0, 'a success under a count window needs no time');
-  clock.advance(60_000);
-  await b.execute(fail()).catch(() => {});
-  assert.ok(reads > 0, 'a failure reads the clock');
-  assert.equal(b.state, 'CLOSED');
+  const b = new CircuitBreaker('count', { failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 10 }, resetTimeout: 30_000, clock });
+  for (let i = 0; i < 3; i++) await b.execute(fail()).catch(() => {});
   clock.advance(5_000);
-  await b.execute(fail()).catch(() => {});
+  await b.execute(ok);
   assert.equal(b.state, 'OPEN');
-  assert.equal(b.openUntil, clock() + 10_000, 'opened at the tripping failure, not at an older time');
-  assert.deepEqual([b.stats.successes, b.stats.failures], [2, 2]);
+  assert.equal(b.openUntil, clock() + 30_000, 'opened at the success that brought the window to its minimum');
+  clock.advance(1_000);
+  const err = await b.execute(ok).catch((e) => e);
+  assert.ok(isCircuitOpenError(err), 'still open a second later');
+  assert.equal(err.retryAfterMs, 29_000);
+  // And at a failure that trips, later on.
+  clock.advance(29_000);
+  await b.execute(ok); // the probe closes it
+  assert.equal(b.state, 'CLOSED');
+  for (let i = 0; i < 4; i++) await b.execute(ok);
+  clock.advance(60_000);
+  for (let i = 0; i < 4; i++) await b.execute(fail()).catch(() => {});
+  assert.equal(b.state, 'OPEN');
+  assert.equal(b.openUntil, clock() + 30_000, 'opened at the tripping failure');
 });
 
 test('failureRate over a time window', () => {

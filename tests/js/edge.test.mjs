@@ -82,4 +82,6 @@ test('the edge-light entry runs a route handler in the edge runtime', async () =
   const streamed = async (q) => (await runtime.dispatchFetch(`http://edge.test/api/stream${q}`)).json();
   assert.deepEqual(await streamed(''), { text: 'Hello', successes: 1, failures: 0 });
   assert.deepEqual(await streamed('?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
+  const trip = await (await runtime.dispatchFetch('http://edge.test/api/count-trip')).json();
+  assert.deepEqual(trip, { state: 'OPEN', openFor: 30_000, refused: true });
 });

@@ -20,6 +20,19 @@ export function entryOf(specifier) {
 }
 
 export const cases = [
+  ['a success that brings a count window to its minimum opens the breaker then, for the whole open period', async () => {
+    let t = T0;
+    const b = new CircuitBreaker('runtime-count-trip', { failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 10 }, resetTimeout: 30_000, clock: () => t });
+    for (let i = 0; i < 3; i++) await assert.rejects(b.execute(boom), { status: 529 });
+    t += 5_000;
+    assert.equal(await b.execute(async () => 'ok'), 'ok');
+    assert.equal(b.state, 'OPEN');
+    assert.equal(b.openUntil, t + 30_000);
+    t += 1_000;
+    const err = await b.execute(async () => 'probe?').catch((e) => e);
+    assert.ok(isCircuitOpenError(err), String(err));
+  }],
+
   ['a breaker opens after failures and rejects with CircuitOpenError', async () => {
     let t = T0;
     const b = new CircuitBreaker('runtime-open', { failureThreshold: 2, resetTimeout: 1_000, clock: () => t });

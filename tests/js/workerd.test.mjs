@@ -81,6 +81,8 @@ test('breaker.stream under workerd: a whole answer is a success, a cut one ends 
   assert.ok(mf, 'the worker of the first test is running');
   const get = async (p) => (await mf.dispatchFetch(`http://worker.test${p}`)).json();
   assert.deepEqual(await get('/stream'), { text: 'Hello', successes: 1, failures: 0 });
+  // A success that brings a count window to its minimum opens the breaker for the whole period.
+  assert.deepEqual(await get('/count-trip'), { state: 'OPEN', openFor: 30_000, refused: true });
   assert.deepEqual(await get('/stream?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
   const before = hits;
   assert.deepEqual(await get('/stream-upstream'), { name: 'StreamError', status: 529, failures: 2 });

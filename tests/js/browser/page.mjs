@@ -28,6 +28,14 @@ try {
   const res = await withRetry(() => fetch('/flaky'), { sleep: async (ms) => { sleeps.push(ms); }, jitter: 'none', baseDelayMs: 10 });
   check('withRetry over fetch Responses', res.status === 200 && (await res.text()) === 'ok' && sleeps.join() === '250', sleeps);
 
+  // A success that brings a count window to its minimum opens it then, for the whole period.
+  const w = new CircuitBreaker('count-trip', { failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 10 }, resetTimeout: 30_000, clock: () => t });
+  for (let i = 0; i < 3; i++) await w.execute(boom).catch(() => {});
+  await w.execute(async () => 'ok');
+  t += 1_000;
+  const still = await w.execute(async () => 'probe?').catch((e) => e);
+  check('a success that trips a count window opens it for the whole period', w.state === 'OPEN' && isCircuitOpenError(still), `${w.state} ${still}`);
+
   const reg = new BreakerRegistry({ failureThreshold: 1 });
   check('registry', reg.get('a') === reg.get('a'));
   const json = JSON.stringify(b);
