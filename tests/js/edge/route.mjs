@@ -1,5 +1,6 @@
 // A route handler as it would run on Vercel Edge: a module-level breaker shared by requests.
 import { CircuitBreaker, isCircuitOpenError, withRetry } from 'breakwater';
+import { countTrip } from '../count-trip.mjs';
 
 const breaker = new CircuitBreaker('edge-upstream', { failureThreshold: 2, resetTimeout: 60_000 });
 
@@ -25,24 +26,9 @@ async function stream(cut) {
   return Response.json({ text, successes: streams.stats.successes, failures: streams.stats.failures });
 }
 
-/** A success that brings a count window to its minimum opens the breaker then. */
-async function countTrip() {
-  let t = 1_700_000_000_000;
-  const w = new CircuitBreaker('count-trip', { failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 10 }, resetTimeout: 30_000, clock: () => t });
-  const boom = async () => {
-    throw Object.assign(new Error('overloaded'), { status: 529 });
-  };
-  for (let i = 0; i < 3; i++) await w.execute(boom).catch(() => {});
-  await w.execute(async () => 'ok');
-  const openFor = w.openUntil - t;
-  t += 1_000;
-  const still = await w.execute(async () => 'probe?').catch((e) => e);
-  return Response.json({ state: w.state, openFor, refused: isCircuitOpenError(still) });
-}
-
 async function handle(request) {
   const path = new URL(request.url).pathname;
-  if (path === '/api/count-trip') return countTrip();
+  if (path === '/api/count-trip') return Response.json(await countTrip());
   if (path === '/api/stream') return stream(new URL(request.url).searchParams.has('cut'));
   const upstream = new URL(request.url).searchParams.get('upstream');
   try {

@@ -1,5 +1,6 @@
 // A Cloudflare Worker: one breaker per isolate (module scope), guarding an upstream fetch.
 import { CircuitBreaker, isCircuitOpenError, BreakerRegistry } from 'breakwater';
+import { countTrip } from '../count-trip.mjs';
 
 const registry = new BreakerRegistry({ failureThreshold: 2, resetTimeout: 60_000 });
 const streams = new CircuitBreaker('stream', { failureThreshold: 5, resetTimeout: 60_000 });
@@ -21,20 +22,7 @@ function answer(cut) {
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
-    if (url.pathname === '/count-trip') {
-      // A success that brings a count window to its minimum opens the breaker then.
-      let t = 1_700_000_000_000;
-      const w = new CircuitBreaker('count-trip', { failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 10 }, resetTimeout: 30_000, clock: () => t });
-      const boom = async () => {
-        throw Object.assign(new Error('overloaded'), { status: 529 });
-      };
-      for (let i = 0; i < 3; i++) await w.execute(boom).catch(() => {});
-      await w.execute(async () => 'ok');
-      const openFor = w.openUntil - t;
-      t += 1_000;
-      const still = await w.execute(async () => 'probe?').catch((e) => e);
-      return Response.json({ state: w.state, openFor, refused: isCircuitOpenError(still) });
-    }
+    if (url.pathname === '/count-trip') return Response.json(await countTrip());
     if (url.pathname === '/snapshot') {
       return Response.json(registry.toJSON());
     }
