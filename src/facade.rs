@@ -96,8 +96,8 @@ pub struct CircuitBreaker<C: Clock> {
     core: Lock<Breaker>,
     clock: C,
     listener: Option<Listener>,
-    /// The trip rule, for [`TripRule::needs_time_while_closed`](crate::TripRule::needs_time_while_closed).
-    trip: crate::breaker::TripRule,
+    /// The configuration, for [`BreakerConfig::needs_time_while_closed`].
+    settings: BreakerConfig,
 }
 
 impl<C: Clock> fmt::Debug for CircuitBreaker<C> {
@@ -119,7 +119,7 @@ impl<C: Clock> CircuitBreaker<C> {
             core: Lock::new(core),
             clock,
             listener: None,
-            trip: config.trip,
+            settings: config,
         })
     }
 
@@ -253,7 +253,7 @@ impl<C: Clock> CircuitBreaker<C> {
     /// Admits a call. While CLOSED under a rule that needs no time for it, without reading the
     /// clock (the clock is most of a call's cost: `SystemTime::now` is some 35 ns here).
     fn acquire(&self) -> Result<Permit, Rejected> {
-        let timeless = !self.trip.needs_time_while_closed(None);
+        let timeless = !self.settings.needs_time_while_closed(None);
         let fast = timeless
             .then(|| {
                 self.core.with(|core| {
@@ -277,8 +277,8 @@ impl<C: Clock> CircuitBreaker<C> {
     /// consecutive failures) is counted at the last time the breaker saw; a probe's or a
     /// failure's reads the clock.
     fn settle(&self, permit: Permit, outcome: Outcome) {
-        let timeless =
-            permit.kind == PermitKind::Normal && !self.trip.needs_time_while_closed(Some(outcome));
+        let timeless = permit.kind == PermitKind::Normal
+            && !self.settings.needs_time_while_closed(Some(outcome));
         let now = (!timeless).then(|| self.clock.now());
         let t = self
             .core

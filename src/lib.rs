@@ -51,6 +51,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod breaker;
+pub mod bulkhead;
 pub mod clock;
 mod error;
 mod facade;
@@ -74,8 +75,9 @@ pub mod wasm;
 pub mod worker;
 
 pub use breaker::{
-    Admission, Breaker, BreakerConfig, Mode, Outcome, Permit, PermitKind, RejectReason, Rejected,
-    State, Stats, Transition, TripRule, Window,
+    throttle_probability, Admission, Breaker, BreakerConfig, Mode, Outcome, Permit, PermitKind,
+    RejectReason, Rejected, State, Stats, Throttle, ThrottleBucket, ThrottleWindow, Transition,
+    TripRule, Window,
 };
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
@@ -128,6 +130,26 @@ mod error_tests {
         let (message, source) = describe(&config_error());
         assert!(message.contains("half_open_max_probes"), "{message}");
         assert_eq!(source, None);
+    }
+
+    /// The throttle is behind the `throttle` feature (default on): a build without it refuses
+    /// one by name rather than ignore it, and one with it applies it. Both builds run this.
+    #[test]
+    fn a_throttle_needs_the_throttle_feature() {
+        let config = BreakerConfig::new().with_throttle(crate::Throttle::new());
+        let built = cfg!(feature = "throttle");
+        match config.validate() {
+            Ok(()) => assert!(built),
+            Err(e) => {
+                assert!(!built);
+                assert!(describe(&e).0.contains("throttle"), "{e}");
+                assert!(Breaker::new(config).is_err());
+            }
+        }
+        assert_eq!(
+            config.needs_time_while_closed(None),
+            cfg!(feature = "throttle")
+        );
     }
 
     #[test]

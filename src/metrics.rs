@@ -13,7 +13,7 @@
 //! | `breakwater_state{state}` | gauge | 1 for the current state (`closed`, `open`, `half_open`) |
 //! | `breakwater_opened_total` | counter | times the breaker opened |
 //! | `breakwater_incident_seconds` | histogram | from opening to closing again: the upstream's incident as the breaker saw it |
-//! | `breakwater_calls_total{result}` | counter | `success`, `failure`, `ignored`, `rejected` |
+//! | `breakwater_calls_total{result}` | counter | `success`, `failure`, `ignored`, `rejected` (by the state: open, half-open full, isolated), `throttled` (shed by the adaptive throttle), `full` (refused by a concurrency limit) |
 //! | `breakwater_fallbacks_total` | counter | calls answered by a fallback (alert when above ~5 % of calls) |
 //! | `breakwater_retries` | histogram | retries per guarded call (a p50 above 0: the provider is degraded) |
 //! | `breakwater_retry_delay_seconds` | histogram | waiting that retries added to a call |
@@ -159,6 +159,7 @@ pub struct BreakerMetrics {
     failures: u64,
     ignored: u64,
     rejected: u64,
+    throttled: u64,
     fallbacks: u64,
     /// Retries per guarded call.
     pub retries: Histogram<6>,
@@ -186,6 +187,7 @@ impl BreakerMetrics {
             failures: 0,
             ignored: 0,
             rejected: 0,
+            throttled: 0,
             fallbacks: 0,
             retries: Histogram::new([0.0, 1.0, 2.0, 3.0, 5.0, 8.0]),
             retry_delay: Histogram::new([0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
@@ -195,8 +197,13 @@ impl BreakerMetrics {
     /// Counts what an [`Admission`] decided (and the transition it carried).
     #[inline]
     pub fn on_admission(&mut self, admission: &Admission) {
-        if admission.result.is_err() {
-            self.rejected = self.rejected.saturating_add(1);
+        if let Err(r) = admission.result {
+            let n = if r.reason == crate::breaker::RejectReason::Throttled {
+                &mut self.throttled
+            } else {
+                &mut self.rejected
+            };
+            *n = n.saturating_add(1);
         }
         if let Some(t) = admission.transition {
             self.on_transition(&t);
@@ -258,9 +265,15 @@ impl BreakerMetrics {
         self.opened
     }
 
-    /// `(successes, failures, ignored, rejected)`.
+    /// `(successes, failures, ignored, rejected)`; `rejected` leaves out the calls the adaptive
+    /// throttle shed ([`throttled`](Self::throttled)).
     pub fn calls(&self) -> (u64, u64, u64, u64) {
         (self.successes, self.failures, self.ignored, self.rejected)
+    }
+
+    /// Calls the adaptive throttle shed.
+    pub fn throttled(&self) -> u64 {
+        self.throttled
     }
 
     /// Fallbacks served.
@@ -298,6 +311,8 @@ impl BreakerMetrics {
             failures: self.failures,
             ignored: self.ignored,
             rejected: self.rejected,
+            throttled: self.throttled,
+            full: 0,
             fallbacks: Some(self.fallbacks),
             incidents: self.incidents.buckets(),
             retries: Some(self.retries.buckets()),
@@ -322,8 +337,13 @@ pub struct Series<'a> {
     pub failures: u64,
     /// `breakwater_calls_total{result="ignored"}`.
     pub ignored: u64,
-    /// `breakwater_calls_total{result="rejected"}`.
+    /// `breakwater_calls_total{result="rejected"}`: refused by the state.
     pub rejected: u64,
+    /// `breakwater_calls_total{result="throttled"}`: shed by the adaptive throttle.
+    pub throttled: u64,
+    /// `breakwater_calls_total{result="full"}`: refused by a concurrency limit
+    /// ([`Bulkhead`](crate::bulkhead::Bulkhead)), which the host counts.
+    pub full: u64,
     /// `breakwater_fallbacks_total`, where the renderer's host serves fallbacks.
     pub fallbacks: Option<u64>,
     /// `breakwater_incident_seconds`.
@@ -347,7 +367,9 @@ impl<'a> Series<'a> {
             successes: stats.successes,
             failures: stats.failures,
             ignored: stats.ignored,
-            rejected: stats.rejected,
+            rejected: stats.rejected.saturating_sub(stats.throttled),
+            throttled: stats.throttled,
+            full: 0,
             fallbacks: None,
             incidents,
             retries: None,
@@ -430,6 +452,8 @@ where
             ("failure", m.failures),
             ("ignored", m.ignored),
             ("rejected", m.rejected),
+            ("throttled", m.throttled),
+            ("full", m.full),
         ] {
             writeln!(
                 out,
@@ -515,7 +539,8 @@ mod tests {
             successes: 7,
             failures: 3,
             ignored: 2,
-            rejected: 4,
+            rejected: 6,
+            throttled: 2,
             opened: 1,
             ..Stats::default()
         };
@@ -548,6 +573,7 @@ mod tests {
             "breakwater_state{breaker=\"a/b\",state=\"half_open\"} 1",
             "breakwater_opened_total{breaker=\"a/b\"} 1",
             "breakwater_calls_total{breaker=\"a/b\",result=\"rejected\"} 4",
+            "breakwater_calls_total{breaker=\"a/b\",result=\"throttled\"} 2",
             "breakwater_incident_seconds_bucket{breaker=\"a/b\",le=\"5\"} 2",
             "breakwater_incident_seconds_bucket{breaker=\"a/b\",le=\"+Inf\"} 3",
             "breakwater_incident_seconds_sum{breaker=\"a/b\"} 12.5",

@@ -2,7 +2,9 @@
 
 use alloc::vec::Vec;
 
-use crate::breaker::{Breaker, BreakerConfig, Counter, Mode, ProbeLease, State, Stats};
+use crate::breaker::{
+    Breaker, BreakerConfig, Counter, Mode, ProbeLease, State, Stats, ThrottleWindow,
+};
 use crate::error::{terse, SnapshotError};
 use crate::rng::SplitMix64;
 
@@ -42,6 +44,12 @@ pub struct Snapshot {
     pub rng: u64,
     /// Running totals.
     pub stats: Stats,
+    /// The adaptive throttle's window (empty without a throttle, and then left out).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "ThrottleWindow::is_empty")
+    )]
+    pub throttle: ThrottleWindow,
 }
 
 impl Breaker {
@@ -62,6 +70,7 @@ impl Breaker {
             counter: self.counter.clone(),
             rng: self.rng.state(),
             stats: self.stats,
+            throttle: self.throttle,
         }
     }
 
@@ -89,6 +98,11 @@ impl Breaker {
             next_probe_id: snapshot.next_probe_id,
             counter,
             bucket_cache: Default::default(),
+            // A throttle switched off by a redeploy forgets its window.
+            throttle: match config.throttle_rule() {
+                Some(_) => snapshot.throttle,
+                None => ThrottleWindow::default(),
+            },
             rng: SplitMix64::new(snapshot.rng),
             stats: snapshot.stats,
         })
@@ -138,6 +152,11 @@ impl Snapshot {
         }
         if self.state == State::Open && self.open_until < self.opened_at {
             return Err(Corrupt(terse("open period ends before it starts")));
+        }
+        if config.throttle_rule().is_some() && !self.throttle.fits() {
+            return Err(Corrupt(terse(
+                "a throttle bucket out of its slot or with more accepts than requests",
+            )));
         }
         self.counter.check(&config.trip)
     }

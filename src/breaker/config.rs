@@ -9,6 +9,85 @@ pub const MAX_HALF_OPEN_PROBES: u32 = 1_024;
 /// How many buckets a time-based rate window is divided into.
 pub const TIME_WINDOW_BUCKETS: usize = 10;
 
+/// How many buckets the adaptive throttle's window is divided into.
+pub const THROTTLE_BUCKETS: usize = 12;
+
+/// Adaptive throttling while CLOSED (see [`Breaker`](crate::Breaker)'s module docs and
+/// `src/breaker/throttle.rs`): each call is refused locally with probability
+/// `max(0, (requests − multiplier × accepts) / (requests + 1))` over the last `window_ms`, once
+/// the window holds `minimum_requests` requests, and never more than
+/// `max_rejection_probability`. In configuration files:
+/// `throttle = { multiplier = 2, window_ms = 120000, minimum_requests = 20,
+/// max_rejection_probability = 0.8 }` (every field optional, unknown fields refused).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct Throttle {
+    /// `K`: how many requests per accepted one the upstream is allowed before calls are shed.
+    /// Lower sheds earlier. At least 1 (below, a healthy upstream would be throttled). Default 2.
+    pub multiplier: f64,
+    /// The window's span, counted in [`THROTTLE_BUCKETS`] buckets of `max(window_ms / 12, 1)` ms.
+    /// Default 120 000 (two minutes).
+    pub window_ms: u64,
+    /// Requests the window must hold before anything is shed. At least 1. Default 20.
+    pub minimum_requests: u32,
+    /// The most a call may be refused with, in `(0, 1]`. Default 0.8, as Envoy's admission
+    /// control. Refused calls count as requests, so with no cap an upstream that failed every
+    /// call drives `p` so close to 1 that almost nothing is let through to see it recover, and
+    /// the throttle sheds a healthy upstream for as long as traffic keeps coming. With the cap,
+    /// a fifth of the calls still reach it, and their successes bring `p` down within a window.
+    pub max_rejection_probability: f64,
+}
+
+impl Default for Throttle {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Throttle {
+    /// The defaults listed on each field: `K = 2` over two minutes, from 20 requests.
+    pub const fn new() -> Self {
+        Throttle {
+            multiplier: 2.0,
+            window_ms: 120_000,
+            minimum_requests: 20,
+            max_rejection_probability: 0.8,
+        }
+    }
+
+    /// The width of one bucket of the window, in milliseconds.
+    pub const fn bucket_ms(&self) -> u64 {
+        let ms = self.window_ms / THROTTLE_BUCKETS as u64;
+        if ms == 0 {
+            1
+        } else {
+            ms
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.multiplier.is_finite() && self.multiplier >= 1.0) {
+            return Err(ConfigError::new(
+                "throttle.multiplier",
+                self.multiplier,
+                "a finite number >= 1",
+            ));
+        }
+        validate_span("throttle.window_ms", self.window_ms)?;
+        validate_count("throttle.minimum_requests", self.minimum_requests, u32::MAX)?;
+        let max = self.max_rejection_probability;
+        if !(max.is_finite() && max > 0.0 && max <= 1.0) {
+            return Err(ConfigError::new(
+                "throttle.max_rejection_probability",
+                max,
+                "a probability in (0, 1]",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The window a rate rule looks at: `{ calls = 100 }` or `{ millis = 60000 }` in configuration
 /// files.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,9 +211,13 @@ pub struct BreakerConfig {
     /// A probe that has not reported after this many milliseconds frees its slot, so a lost probe
     /// cannot wedge the breaker half-open. At least 1. Default: 30 000 ms.
     pub probe_timeout_ms: u64,
-    /// Seed of the generator that draws the open-period jitter. Default: a fixed constant; hosts
-    /// seed it from real entropy so that instances do not jitter alike.
+    /// Seed of the generator that draws the open-period jitter and the throttle's refusals.
+    /// Default: a fixed constant; hosts seed it from real entropy so that instances do not
+    /// jitter alike.
     pub seed: u64,
+    /// Adaptive throttling while CLOSED, on top of the trip rule. Default: none.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub throttle: Option<Throttle>,
 }
 
 impl Default for BreakerConfig {
@@ -156,6 +239,7 @@ impl BreakerConfig {
             half_open_success_threshold: 1,
             probe_timeout_ms: 30_000,
             seed: 0x6272_6561_6b77_6174, // "breakwat"
+            throttle: None,
         }
     }
 
@@ -202,9 +286,45 @@ impl BreakerConfig {
         self
     }
 
+    /// Sets [`throttle`](Self::throttle).
+    pub const fn with_throttle(mut self, throttle: Throttle) -> Self {
+        self.throttle = Some(throttle);
+        self
+    }
+
+    /// Whether a CLOSED breaker under this configuration needs the time to admit a call
+    /// (`outcome` `None`) or to count one that ended so: the trip rule's answer
+    /// ([`TripRule::needs_time_while_closed`]), and always under a throttle (its window is
+    /// counted in time).
+    pub const fn needs_time_while_closed(&self, outcome: Option<super::Outcome>) -> bool {
+        self.throttle_rule().is_some() || self.trip.needs_time_while_closed(outcome)
+    }
+
+    /// The throttle the breaker applies: [`throttle`](Self::throttle), or none in a build
+    /// without the `throttle` feature (where `validate` refuses one), so that the compiler
+    /// leaves its code out.
+    #[inline(always)]
+    pub(crate) const fn throttle_rule(&self) -> Option<Throttle> {
+        if cfg!(feature = "throttle") {
+            self.throttle
+        } else {
+            None
+        }
+    }
+
     /// Checks every field; the first one out of range is named in the error.
     pub fn validate(&self) -> Result<(), ConfigError> {
         validate_trip(&self.trip)?;
+        if let Some(throttle) = &self.throttle {
+            if !cfg!(feature = "throttle") {
+                return Err(ConfigError::new(
+                    "throttle",
+                    throttle.multiplier,
+                    "no throttle: this build of the crate leaves out its `throttle` feature",
+                ));
+            }
+            throttle.validate()?;
+        }
         if !(self.open_jitter.is_finite() && (0.0..1.0).contains(&self.open_jitter)) {
             return Err(ConfigError::new(
                 "open_jitter",

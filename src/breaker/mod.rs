@@ -13,14 +13,22 @@
 //! new state. A call is admitted with a [`Permit`], and reports its outcome with that permit:
 //! a permit from before a transition (an older *generation*) is ignored, and a half-open probe
 //! permit is a lease that frees its slot after `probe_timeout_ms` even if it never reports.
+//!
+//! With a [`Throttle`] configured, a CLOSED breaker also sheds a degraded upstream's excess: each
+//! call is refused ([`RejectReason::Throttled`]) with the probability of Google SRE's
+//! client-side throttling over a window of requests and accepts (`throttle.rs`), drawn from the
+//! breaker's seeded generator. The state does not change; the trip rule still opens the breaker
+//! on a hard outage, and entering CLOSED or OPEN empties the window.
 
 mod config;
+mod throttle;
 pub(crate) mod window;
 
 pub use config::{
-    BreakerConfig, TripRule, Window, CLOCK_STEP_MS, MAX_DURATION_MS, MAX_HALF_OPEN_PROBES,
-    MAX_WINDOW_CALLS, TIME_WINDOW_BUCKETS,
+    BreakerConfig, Throttle, TripRule, Window, CLOCK_STEP_MS, MAX_DURATION_MS,
+    MAX_HALF_OPEN_PROBES, MAX_WINDOW_CALLS, THROTTLE_BUCKETS, TIME_WINDOW_BUCKETS,
 };
+pub use throttle::{throttle_probability, ThrottleBucket, ThrottleWindow};
 pub use window::{Bucket, Counter};
 
 use alloc::vec::Vec;
@@ -125,6 +133,11 @@ pub enum RejectReason {
     HalfOpenFull,
     /// Isolated by hand.
     Isolated,
+    /// CLOSED, but shed by the adaptive throttle (see [`Throttle`]).
+    Throttled,
+    /// Every slot of a concurrency limit taken, and no room (or no time left) in its queue
+    /// (see [`Bulkhead`](crate::bulkhead::Bulkhead)).
+    Full,
 }
 
 /// A refusal, saying when asking again may succeed.
@@ -134,7 +147,8 @@ pub struct Rejected {
     pub reason: RejectReason,
     /// Milliseconds until asking again may be admitted: the rest of the open period, the time
     /// until the oldest probe's lease runs out, or (isolated) the configured open duration as a
-    /// hint. Never zero: at least 1.
+    /// hint; throttled, the time until the throttle's window moves on by one bucket (when the
+    /// odds change). Never zero: at least 1.
     pub retry_after_ms: u64,
 }
 
@@ -144,6 +158,8 @@ impl fmt::Display for Rejected {
             RejectReason::Open => "circuit open",
             RejectReason::HalfOpenFull => "circuit half-open and every probe slot is taken",
             RejectReason::Isolated => "circuit isolated",
+            RejectReason::Throttled => "circuit throttled: shedding a degraded upstream's excess",
+            RejectReason::Full => "too many calls in flight and no room to wait",
         };
         write!(f, "{why}; retry after {} ms", self.retry_after_ms)
     }
@@ -195,6 +211,14 @@ pub struct Stats {
     pub slow: u64,
     /// Times the breaker opened (from CLOSED or HALF_OPEN, or by isolation).
     pub opened: u64,
+    /// Of the rejected calls, those the adaptive throttle shed.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_zero"))]
+    pub throttled: u64,
+}
+
+#[cfg(feature = "serde")]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// An in-flight half-open probe.
@@ -248,6 +272,7 @@ pub struct Breaker {
     pub(crate) next_probe_id: u32,
     pub(crate) counter: Counter,
     pub(crate) bucket_cache: window::WindowCache,
+    pub(crate) throttle: ThrottleWindow,
     pub(crate) rng: SplitMix64,
     pub(crate) stats: Stats,
 }
@@ -274,6 +299,7 @@ impl Clone for Breaker {
             next_probe_id: self.next_probe_id,
             counter,
             bucket_cache: window::WindowCache::default(),
+            throttle: self.throttle,
             rng: self.rng,
             stats: self.stats,
         }
@@ -287,6 +313,7 @@ impl Breaker {
         Ok(Breaker {
             counter: Counter::for_rule(&config.trip),
             bucket_cache: window::WindowCache::default(),
+            throttle: ThrottleWindow::default(),
             probes: Vec::with_capacity(config.half_open_max_probes as usize),
             rng: SplitMix64::new(config.seed),
             config,
@@ -386,6 +413,14 @@ impl Breaker {
         let now = self.observe(now);
         // The common case first: a healthy, automatic breaker admits at once.
         if self.state == State::Closed && self.mode == Mode::Automatic {
+            if let Some(throttle) = self.config.throttle_rule() {
+                if let Some(rejected) = self.shed(now, &throttle) {
+                    return Admission {
+                        result: Err(rejected),
+                        transition: None,
+                    };
+                }
+            }
             self.stats.admitted = self.stats.admitted.saturating_add(1);
             return Admission {
                 result: Ok(self.permit(now, PermitKind::Normal)),
@@ -395,8 +430,44 @@ impl Breaker {
         self.acquire_slow(now)
     }
 
+    /// The adaptive throttle's refusal probability at `now`: 0 without a [`Throttle`], outside
+    /// CLOSED, or below its minimum of requests.
+    pub fn throttle_probability(&self, now: Timestamp) -> f64 {
+        match self.config.throttle_rule() {
+            Some(t) if self.state == State::Closed && self.mode == Mode::Automatic => {
+                let (requests, accepts) = self
+                    .throttle
+                    .totals(now.0.max(self.last_now), t.bucket_ms());
+                throttle_probability(requests, accepts, &t)
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Counts `n` calls shed elsewhere under this breaker's throttle (a shared breaker's clients
+    /// shed locally, with the probability their lease carries): requests of the window, and
+    /// throttled refusals in the statistics. Nothing without a throttle, or outside CLOSED.
+    pub fn record_throttled(&mut self, now: Timestamp, n: u32) {
+        let now = self.observe(now);
+        let Some(throttle) = self.config.throttle_rule() else {
+            return;
+        };
+        if n == 0 || self.state != State::Closed || self.mode != Mode::Automatic {
+            return;
+        }
+        self.throttle.add(now, throttle.bucket_ms(), n, 0);
+        self.stats.throttled = self.stats.throttled.saturating_add(n.into());
+        self.stats.rejected = self.stats.rejected.saturating_add(n.into());
+    }
+
+    /// The throttle's memory (requests and accepts per bucket).
+    pub fn throttle_window(&self) -> &ThrottleWindow {
+        &self.throttle
+    }
+
     /// What [`acquire`](Self::acquire) would answer at `now`, taking nothing: `Ok(())` when a
-    /// call would be admitted, the refusal otherwise. For gatekeeping (a proxy that answers 503
+    /// call would be admitted, the refusal otherwise. A throttled breaker reads as admitting
+    /// (whether a call is shed is a draw). For gatekeeping (a proxy that answers 503
     /// while the upstream is known to be down) without spending a half-open probe or counting a
     /// rejection. An OPEN breaker whose period has elapsed reads as admitting (a probe is free).
     pub fn peek(&self, now: Timestamp) -> Result<(), Rejected> {
@@ -589,8 +660,8 @@ impl Breaker {
     /// The clock was stepped back (an NTP correction, a failover to a host whose clock is
     /// behind): every time the breaker holds moves back with it, so an open period, a probe's
     /// lease and a failure window keep the length they had left instead of lasting as long as
-    /// the step. A time-bucketed rate window starts empty (its buckets are indexed by absolute
-    /// time).
+    /// the step. A time-bucketed rate window and the throttle's window start empty (their
+    /// buckets are indexed by absolute time).
     #[cold]
     fn step_back(&mut self, now: u64) {
         let back = self.last_now - now;
@@ -609,6 +680,7 @@ impl Breaker {
             Counter::Consecutive { .. } | Counter::Calls { .. } => {}
         }
         self.bucket_cache = window::WindowCache::default();
+        self.throttle.clear();
         self.last_now = now;
     }
 
@@ -617,6 +689,20 @@ impl Breaker {
     fn expire_leases(&mut self) {
         let now = self.last_now;
         self.probes.retain(|p| p.expires_at > now);
+    }
+
+    /// The throttle's draw for one CLOSED call: the refusal, counted as a request, or `None` to
+    /// admit it.
+    fn shed(&mut self, now: u64, throttle: &Throttle) -> Option<Rejected> {
+        let bucket_ms = throttle.bucket_ms();
+        let (requests, accepts) = self.throttle.totals(now, bucket_ms);
+        let p = throttle_probability(requests, accepts, throttle);
+        if p == 0.0 || self.rng.next_unit() >= p {
+            return None;
+        }
+        self.throttle.add(now, bucket_ms, 1, 0);
+        self.stats.throttled = self.stats.throttled.saturating_add(1);
+        Some(self.reject(RejectReason::Throttled, bucket_ms - now % bucket_ms))
     }
 
     #[inline]
@@ -657,6 +743,10 @@ impl Breaker {
             Outcome::Failure => true,
             Outcome::Ignored => return None,
         };
+        if let Some(throttle) = &self.config.throttle_rule() {
+            self.throttle
+                .add(now, throttle.bucket_ms(), 1, u32::from(!failure));
+        }
         if self.counter.record(
             &self.config.trip,
             now,
@@ -761,6 +851,7 @@ impl Breaker {
         if to == State::Closed || to == State::Open {
             self.counter.clear();
             self.bucket_cache.invalidate();
+            self.throttle.clear();
         }
         Transition {
             from,
