@@ -55,6 +55,7 @@ fn counts(generation: u32, successes: u32, failures: u32) -> Counts {
         successes,
         failures,
         ignored: 0,
+        throttled: 0,
     }
 }
 
@@ -180,6 +181,7 @@ fn outcomes_of_another_generation_count_as_stale_and_never_move_the_state() {
         successes: 0,
         failures: 4,
         ignored: 0,
+        throttled: 0,
     };
     let _ = exchange(
         &mut co,
@@ -201,6 +203,7 @@ fn what_follows_a_trip_in_the_same_batch_is_stale() {
         successes: 2,
         failures: 5,
         ignored: 1,
+        throttled: 0,
     };
     let _ = exchange(
         &mut co,

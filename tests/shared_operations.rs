@@ -563,3 +563,105 @@ fn only_refusals_that_mean_a_configuration_mistake_are_called_one() {
     }
     assert_eq!(ClientEvent::Recovered.misconfiguration(), None);
 }
+
+/// Eight small instances, each too quiet for a throttle of its own (12 calls per two-minute
+/// window, under `minimum_requests`), against an upstream that fails 80 % of the calls for three
+/// minutes, then recovers. Shared, the coordinator counts the fleet's requests and accepts from
+/// the batches it already receives and every lease carries the fleet's probability: each
+/// instance sheds its share locally. Object requests per call stay what they were without the
+/// throttle, and (liveness) the shedding stops by itself after the recovery.
+#[test]
+fn a_degraded_upstream_is_shed_across_the_fleet_and_the_shedding_stops_by_itself() {
+    use breakwater::{Breaker, Throttle, Window};
+
+    let rule = TripRule::FailureRate {
+        threshold_percent: 100.0,
+        minimum_calls: 1_000,
+        window: Window::Calls(1_000),
+    };
+    let base = BreakerConfig::new().with_trip(rule);
+    let throttled = base.with_throttle(Throttle::new());
+    let degraded_until = T0 + 180_000;
+    let end = T0 + 600_000;
+    // The upstream's answer to call `n` at `now`: 80 % failures while degraded.
+    let outcome = |n: u64, now: u64| {
+        if now < degraded_until && n % 5 != 0 {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        }
+    };
+
+    // Shared: one store, eight lease clients.
+    let run_shared = |config: BreakerConfig| {
+        let spec = SharedSpec::new(config).with_lease_ms(1_000);
+        let mut store = Store::new();
+        let mut clients: Vec<LeaseClient> = (0..8)
+            .map(|i| client(&format!("app-{i}"), 1 + i as u64))
+            .collect();
+        let (mut shed, mut calls, mut last_shed) = (vec![0u32; 8], 0u64, 0u64);
+        let mut n = 0u64;
+        let mut now = T0;
+        while now < end {
+            for (i, c) in clients.iter_mut().enumerate() {
+                // Each instance calls once every 10 s, the eight spread over the 10 s.
+                if (now - T0) % 10_000 != i as u64 * 1_250 {
+                    continue;
+                }
+                n += 1;
+                calls += 1;
+                let mut send =
+                    |req: &Exchange, acquire: bool| store.exchange(spec, now, req, acquire);
+                match call(c, now, outcome(n, now), &mut send) {
+                    Err(r) if r.reason == RejectReason::Throttled => {
+                        shed[i] += 1;
+                        last_shed = now;
+                    }
+                    Err(r) => panic!("refused {r:?}"),
+                    Ok(()) => {}
+                }
+                report(c, now, false, &mut send);
+            }
+            now += 250;
+        }
+        (shed, calls, store.requests, last_shed)
+    };
+    let (shed, calls, requests, last_shed) = run_shared(throttled);
+    let (none, calls_without, requests_without, _) = run_shared(base);
+    assert_eq!(calls, calls_without);
+    assert!(none.iter().all(|&s| s == 0));
+    // Every instance shed its share of the doomed calls, though none alone saw enough of them.
+    assert!(shed.iter().all(|&s| s >= 3), "shed per instance {shed:?}");
+    // No extra round trip: the probability rides on the leases and batches there already.
+    assert!(
+        requests <= requests_without,
+        "object requests {requests} with the throttle, {requests_without} without ({calls} calls)"
+    );
+    // Liveness: nothing shed two windows after the recovery.
+    assert!(
+        last_shed < degraded_until + 240_000,
+        "last shed {} s after the recovery",
+        (last_shed - degraded_until) / 1_000
+    );
+
+    // Alone, each instance's own throttle never reaches its minimum of requests: nothing shed.
+    let mut alone = Breaker::new(throttled).unwrap();
+    let mut n = 0u64;
+    let mut local_shed = 0;
+    for k in 0..(end - T0) / 10_000 {
+        let now = Timestamp(T0 + k * 10_000);
+        n += 1;
+        match alone.acquire(now).result {
+            Ok(p) => {
+                let _ = alone.report(now, p, outcome(n * 8, now.0));
+            }
+            Err(_) => local_shed += 1,
+        }
+    }
+    assert_eq!(local_shed, 0);
+    println!(
+        "fleet of 8: shed {shed:?} of {calls} calls; object requests {requests} (without the \
+         throttle {requests_without}); last shed {} s after the recovery",
+        (last_shed - degraded_until) / 1_000
+    );
+}

@@ -23,7 +23,9 @@ use breakwater::shared::{
     SharedSpec, WireOutcome,
 };
 use breakwater::snapshot::Snapshot;
-use breakwater::{BreakerConfig, Mode, State, Stats, TripRule, Window};
+use breakwater::{
+    BreakerConfig, Mode, State, Stats, Throttle, ThrottleBucket, ThrottleWindow, TripRule, Window,
+};
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -89,14 +91,22 @@ fn outcome() -> impl Strategy<Value = WireOutcome> {
 }
 
 fn exchange() -> BoxedStrategy<Exchange> {
-    let counts = (proptest::option::of(small()), small(), small(), small()).prop_map(
-        |(generation, successes, failures, ignored)| Counts {
-            generation,
-            successes,
-            failures,
-            ignored,
-        },
-    );
+    let counts = (
+        proptest::option::of(small()),
+        small(),
+        small(),
+        small(),
+        prop_oneof![Just(0u32), small()],
+    )
+        .prop_map(
+            |(generation, successes, failures, ignored, throttled)| Counts {
+                generation,
+                successes,
+                failures,
+                ignored,
+                throttled,
+            },
+        );
     let probe =
         (small(), small(), int(), outcome()).prop_map(|(generation, id, issued_at, outcome)| {
             ProbeReport {
@@ -126,16 +136,21 @@ fn exchange() -> BoxedStrategy<Exchange> {
 }
 
 fn lease() -> impl Strategy<Value = Lease> {
-    (state(), mode(), small(), int(), int(), int()).prop_map(
-        |(state, mode, generation, lease_ms, retry_after_ms, now)| Lease {
-            state,
-            mode,
-            generation,
-            lease_ms,
-            retry_after_ms,
-            now,
-        },
+    (
+        (state(), mode(), small(), int(), int(), int()),
+        prop_oneof![Just(0u32), small()],
     )
+        .prop_map(
+            |((state, mode, generation, lease_ms, retry_after_ms, now), throttle_ppm)| Lease {
+                state,
+                mode,
+                generation,
+                lease_ms,
+                retry_after_ms,
+                now,
+                throttle_ppm,
+            },
+        )
 }
 
 fn reply() -> BoxedStrategy<ExchangeReply> {
@@ -181,7 +196,7 @@ fn reply() -> BoxedStrategy<ExchangeReply> {
 }
 
 fn stats() -> BoxedStrategy<Stats> {
-    proptest::array::uniform8(int())
+    proptest::array::uniform9(int())
         .prop_map(|v| Stats {
             admitted: v[0],
             rejected: v[1],
@@ -191,6 +206,7 @@ fn stats() -> BoxedStrategy<Stats> {
             stale: v[5],
             slow: v[6],
             opened: v[7],
+            throttled: v[8],
         })
         .boxed()
 }
@@ -307,11 +323,13 @@ fn spec() -> BoxedStrategy<SharedSpec> {
     (
         (trip(), int(), float(), float(), int()),
         (small(), small(), int(), int(), int()),
+        proptest::option::of((float(), int(), small(), float())),
     )
         .prop_map(
             |(
                 (trip, open_duration_ms, open_jitter, open_backoff_factor, max_open_duration_ms),
                 (half_open_max_probes, half_open_success_threshold, probe_timeout_ms, seed, lease),
+                throttle,
             )| {
                 let mut c = BreakerConfig::new();
                 c.trip = trip;
@@ -323,6 +341,16 @@ fn spec() -> BoxedStrategy<SharedSpec> {
                 c.half_open_success_threshold = half_open_success_threshold;
                 c.probe_timeout_ms = probe_timeout_ms;
                 c.seed = seed;
+                c.throttle = throttle.map(
+                    |(multiplier, window_ms, minimum_requests, max_rejection_probability)| {
+                        Throttle {
+                            multiplier,
+                            window_ms,
+                            minimum_requests,
+                            max_rejection_probability,
+                        }
+                    },
+                );
                 SharedSpec::new(c).with_lease_ms(lease)
             },
         )
@@ -377,6 +405,23 @@ fn snapshot() -> BoxedStrategy<Snapshot> {
             int(),
             stats(),
         ),
+        proptest::collection::vec(
+            // A bucket that holds no call is the default one (the breaker never writes an
+            // index without a count): a window of such buckets is empty and left out.
+            (int(), small(), small()).prop_map(|(index, requests, accepts)| ThrottleBucket {
+                index: if (requests | accepts) == 0 { 0 } else { index },
+                requests,
+                accepts,
+            }),
+            0..3,
+        )
+        .prop_map(|bs| {
+            let mut w = ThrottleWindow::default();
+            for (slot, b) in bs.into_iter().enumerate() {
+                w.buckets[slot * 5] = b;
+            }
+            w
+        }),
     )
         .prop_map(
             |(
@@ -390,6 +435,7 @@ fn snapshot() -> BoxedStrategy<Snapshot> {
                     rng,
                     stats,
                 ),
+                throttle,
             )| Snapshot {
                 version,
                 state,
@@ -405,6 +451,7 @@ fn snapshot() -> BoxedStrategy<Snapshot> {
                 counter,
                 rng,
                 stats,
+                throttle,
             },
         )
         .boxed()
@@ -484,12 +531,19 @@ fn near_specs(a: &SharedSpec, b: &SharedSpec) -> bool {
             } => threshold_percent,
             _ => 0.0,
         };
-        [c.open_jitter, c.open_backoff_factor, t]
+        let (k, max) = c
+            .throttle
+            .map_or((0.0, 0.0), |t| (t.multiplier, t.max_rejection_probability));
+        [c.open_jitter, c.open_backoff_factor, t, k, max]
     };
     let blank = |s: &SharedSpec| {
         let mut s = *s;
         s.breaker.open_jitter = 0.0;
         s.breaker.open_backoff_factor = 0.0;
+        if let Some(t) = &mut s.breaker.throttle {
+            t.multiplier = 0.0;
+            t.max_rejection_probability = 0.0;
+        }
         if let TripRule::FailureRate {
             threshold_percent, ..
         }

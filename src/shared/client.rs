@@ -46,6 +46,7 @@ use crate::breaker::{
 };
 use crate::clock::Timestamp;
 use crate::error::ConfigError;
+use crate::rng::{Random, SplitMix64};
 
 /// A reading of this process's own clock, in ms since the Unix epoch: the time a lease client
 /// runs on (its leases, kept refusals, fallback, resend window and local breaker). It is a type
@@ -275,6 +276,8 @@ struct Known {
     until: u64,
     /// While a refusal is kept: why, and the local time the coordinator said to come back at.
     refusal: Option<(RejectReason, u64)>,
+    /// The fleet's throttle probability while CLOSED, in millionths.
+    throttle_ppm: u32,
 }
 
 /// The report in flight.
@@ -312,6 +315,7 @@ pub struct LeaseClient {
     events: VecDeque<ClientEvent>,
     requests: u64,
     dropped: u64,
+    rng: SplitMix64,
 }
 
 impl LeaseClient {
@@ -355,6 +359,8 @@ impl LeaseClient {
             events: VecDeque::new(),
             requests: 0,
             dropped: 0,
+            // The throttle's draws: seeded by the session, itself drawn at random per process.
+            rng: SplitMix64::new(session),
         })
     }
 
@@ -485,6 +491,14 @@ impl LeaseClient {
             return Decision::Acquire;
         };
         match (k.state, k.mode) {
+            (State::Closed, Mode::Automatic) if now < k.until && self.shed(k.throttle_ppm) => {
+                // The fleet's throttle: shed here, counted as a request in the next report.
+                self.count_throttled(Some(k.generation));
+                Decision::Reject(Rejected {
+                    reason: RejectReason::Throttled,
+                    retry_after_ms: k.until.saturating_sub(now).max(1),
+                })
+            }
             (_, Mode::Disabled) | (State::Closed, _) if now < k.until => {
                 Decision::Admit(self.lease_ticket())
             }
@@ -796,6 +810,7 @@ impl LeaseClient {
             generation: lease.generation,
             until,
             refusal,
+            throttle_ppm: lease.throttle_ppm.min(1_000_000),
         });
         if self.fallback_until.take().is_some() {
             self.push_event(ClientEvent::Recovered);
@@ -885,6 +900,29 @@ impl LeaseClient {
         self.events.push_back(e);
     }
 
+    /// The throttle's draw for one call under a lease that carries `ppm`.
+    fn shed(&mut self, ppm: u32) -> bool {
+        ppm > 0 && self.rng.next_unit() * 1e6 < f64::from(ppm)
+    }
+
+    /// A call shed under the lease of `generation`: a request for the fleet's throttle window.
+    fn count_throttled(&mut self, generation: Option<u32>) {
+        let room = self.pending.len() < MAX_GENERATIONS_PER_BATCH;
+        match self.pending.iter_mut().find(|c| c.generation == generation) {
+            Some(c) if c.total() < MAX_OUTCOMES_PER_BATCH => {
+                c.throttled = c.throttled.saturating_add(1)
+            }
+            None if room => self.pending.push(Counts {
+                generation,
+                throttled: 1,
+                ..Counts::default()
+            }),
+            // A batch already full of outcomes: the shed call goes uncounted rather than
+            // sealing a batch of its own (it is only a hint for the window).
+            _ => {}
+        }
+    }
+
     fn count(&mut self, generation: Option<u32>, outcome: Outcome) {
         let idx = match self.pending.iter().position(|c| c.generation == generation) {
             Some(i) => i,
@@ -931,6 +969,7 @@ impl LeaseClient {
             none.successes = none.successes.saturating_add(c.successes);
             none.failures = none.failures.saturating_add(c.failures);
             none.ignored = none.ignored.saturating_add(c.ignored);
+            none.throttled = none.throttled.saturating_add(c.throttled);
         } else {
             self.pending.insert(
                 0,
@@ -977,6 +1016,7 @@ fn take_counts(pending: &mut Vec<Counts>, mut room: u64) -> Vec<Counts> {
             (&mut c.successes, &mut part.successes),
             (&mut c.ignored, &mut part.ignored),
             (&mut c.failures, &mut part.failures),
+            (&mut c.throttled, &mut part.throttled),
         ] {
             let n = u64::from(*from).min(room) as u32;
             *from -= n;

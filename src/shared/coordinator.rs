@@ -458,6 +458,7 @@ impl Coordinator {
             lease_ms: self.spec.lease_ms,
             retry_after_ms,
             now: now.0,
+            throttle_ppm: ppm(b.throttle_probability(now)),
         }
     }
 
@@ -715,6 +716,10 @@ impl Coordinator {
         }
         let [(s, _), (i, _), (f, _)] = left;
         self.breaker.count_stale(s, f, i);
+        if counts.generation == Some(self.breaker.generation()) {
+            // Calls the clients shed: requests of the fleet's throttle window.
+            self.breaker.record_throttled(now, counts.throttled);
+        }
     }
 
     fn apply_probe(&mut self, now: Timestamp, key: &SessionKey, p: &ProbeReport, step: &mut Step) {
@@ -873,4 +878,16 @@ fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, Stri
         b.generation = generation.wrapping_add(1);
         Ok(b)
     })
+}
+
+/// A probability in millionths, rounded up so that one above 0 is never sent as 0 (`no_std`:
+/// no `f64::ceil`).
+fn ppm(p: f64) -> u32 {
+    let x = p * 1e6;
+    let n = x as u32;
+    if f64::from(n) < x {
+        n.saturating_add(1)
+    } else {
+        n
+    }
 }

@@ -130,10 +130,14 @@ breakwater_calls_total{breaker=\"anthropic\",result=\"success\"} 7
 breakwater_calls_total{breaker=\"anthropic\",result=\"failure\"} 3
 breakwater_calls_total{breaker=\"anthropic\",result=\"ignored\"} 2
 breakwater_calls_total{breaker=\"anthropic\",result=\"rejected\"} 4
+breakwater_calls_total{breaker=\"anthropic\",result=\"throttled\"} 0
+breakwater_calls_total{breaker=\"anthropic\",result=\"full\"} 0
 breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"success\"} 7
 breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"failure\"} 3
 breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"ignored\"} 2
 breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"rejected\"} 4
+breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"throttled\"} 0
+breakwater_calls_total{breaker=\"openai:gpt-4.1/chat\",result=\"full\"} 0
 # TYPE breakwater_incident_seconds histogram
 breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"1\"} 0
 breakwater_incident_seconds_bucket{breaker=\"anthropic\",le=\"5\"} 1

@@ -114,12 +114,24 @@ pub struct Counts {
     /// Calls that say nothing about the upstream.
     #[cfg_attr(feature = "serde", serde(default))]
     pub ignored: u32,
+    /// Calls the client shed under the lease's `throttle` (requests without an outcome). Left
+    /// out when 0: only a coordinator that sends a throttle ever receives it.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_zero_u32"))]
+    pub throttled: u32,
+}
+
+#[cfg(feature = "serde")]
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Counts {
     /// Every outcome counted.
     pub fn total(&self) -> u64 {
-        u64::from(self.successes) + u64::from(self.failures) + u64::from(self.ignored)
+        u64::from(self.successes)
+            + u64::from(self.failures)
+            + u64::from(self.ignored)
+            + u64::from(self.throttled)
     }
 }
 
@@ -326,6 +338,11 @@ pub struct Lease {
     pub retry_after_ms: u64,
     /// The object's clock when it answered (ms since the epoch), for diagnostics.
     pub now: u64,
+    /// The fleet's adaptive-throttle probability while CLOSED, in millionths: shed each call
+    /// locally with this chance (and count it in `throttled`). Left out when 0; clients that
+    /// predate it ignore it.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_zero_u32"))]
+    pub throttle_ppm: u32,
 }
 
 /// A permit the object granted.
@@ -345,7 +362,7 @@ pub struct WirePermit {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct WireRejected {
-    /// `"open"`, `"half_open_full"` or `"isolated"`.
+    /// `"open"`, `"half_open_full"`, `"isolated"` or `"throttled"`.
     pub reason: WireReason,
     /// Milliseconds until asking again may succeed (at least 1).
     pub retry_after_ms: u64,
@@ -362,6 +379,10 @@ pub enum WireReason {
     HalfOpenFull,
     /// [`RejectReason::Isolated`].
     Isolated,
+    /// [`RejectReason::Throttled`].
+    Throttled,
+    /// [`RejectReason::Full`].
+    Full,
 }
 
 impl From<Rejected> for WireRejected {
@@ -371,6 +392,8 @@ impl From<Rejected> for WireRejected {
                 RejectReason::Open => WireReason::Open,
                 RejectReason::HalfOpenFull => WireReason::HalfOpenFull,
                 RejectReason::Isolated => WireReason::Isolated,
+                RejectReason::Throttled => WireReason::Throttled,
+                RejectReason::Full => WireReason::Full,
             },
             retry_after_ms: r.retry_after_ms,
         }
@@ -384,6 +407,8 @@ impl From<WireRejected> for Rejected {
                 WireReason::Open => RejectReason::Open,
                 WireReason::HalfOpenFull => RejectReason::HalfOpenFull,
                 WireReason::Isolated => RejectReason::Isolated,
+                WireReason::Throttled => RejectReason::Throttled,
+                WireReason::Full => RejectReason::Full,
             },
             retry_after_ms: r.retry_after_ms.max(1),
         }

@@ -8,7 +8,10 @@
 //! - `opt`: an `Option`, absent or `null` when `None`; always written (`null`).
 //! - `or(default)`: absent means `default`; always written.
 //! - `skip`: an `Option`, left out when `None`.
-//! - `skip_empty`: a `Vec`, left out when empty, absent means empty.
+//! - `skip_empty`: a `Vec` (or a type with `is_empty` and `Default`), left out when empty,
+//!   absent means empty.
+//! - `skip_zero`: a number, left out when 0, absent means 0 (a count added after records were
+//!   stored, so that a record without it is written back as it was).
 //! - `readable`: an `Option`, `None` when absent or not readable as one (see [`Record::spec`]).
 //!
 //! Types that refuse unknown fields say `deny_unknown`; the others pass over fields they do not
@@ -24,7 +27,8 @@ use super::protocol::{
 };
 use super::spec::{SharedSpec, DEFAULT_LEASE_MS};
 use crate::breaker::{
-    BreakerConfig, Bucket, Counter, Mode, ProbeLease, State, Stats, TripRule, Window,
+    BreakerConfig, Bucket, Counter, Mode, ProbeLease, State, Stats, Throttle, ThrottleBucket,
+    ThrottleWindow, TripRule, Window,
 };
 use crate::snapshot::Snapshot;
 
@@ -39,7 +43,10 @@ macro_rules! get {
         $f.opt($i)?
     };
     ($f:ident, $i:expr, skip_empty) => {
-        $f.or($i, Vec::new())?
+        $f.or($i, Default::default())?
+    };
+    ($f:ident, $i:expr, skip_zero) => {
+        $f.or($i, 0)?
     };
     ($f:ident, $i:expr, readable) => {
         $f.raw($i).and_then(|v| Wire::read(v).ok()).flatten()
@@ -57,6 +64,11 @@ macro_rules! put {
     };
     ($w:ident, $k:expr, $v:expr, skip_empty) => {
         if !$v.is_empty() {
+            $w.field($k, $v);
+        }
+    };
+    ($w:ident, $k:expr, $v:expr, skip_zero) => {
+        if *$v != 0 {
             $w.field($k, $v);
         }
     };
@@ -131,6 +143,8 @@ wire_names!(WireReason {
     Open = "open",
     HalfOpenFull = "half_open_full",
     Isolated = "isolated",
+    Throttled = "throttled",
+    Full = "full",
 });
 
 wire_struct!(Counts, DENY, {
@@ -138,6 +152,7 @@ wire_struct!(Counts, DENY, {
     successes: or(0),
     failures: or(0),
     ignored: or(0),
+    throttled: skip_zero,
 });
 wire_struct!(ProbeReport, DENY, { generation: req, id: req, issued_at: or(0), outcome: req });
 wire_struct!(Batch, DENY, { seq: req, counts: or(Vec::new()), probes: or(Vec::new()) });
@@ -149,6 +164,7 @@ wire_struct!(Lease, PASS, {
     lease_ms: req,
     retry_after_ms: req,
     now: req,
+    throttle_ppm: skip_zero,
 });
 wire_struct!(WirePermit, PASS, { generation: req, probe: opt, issued_at: req });
 wire_struct!(WireRejected, PASS, { reason: req, retry_after_ms: req });
@@ -263,6 +279,16 @@ wire_struct!(BreakerConfig, DENY, {
     half_open_success_threshold: or(CONFIG.half_open_success_threshold),
     probe_timeout_ms: or(CONFIG.probe_timeout_ms),
     seed: or(CONFIG.seed),
+    throttle: skip,
+});
+
+const THROTTLE: Throttle = Throttle::new();
+
+wire_struct!(Throttle, DENY, {
+    multiplier: or(THROTTLE.multiplier),
+    window_ms: or(THROTTLE.window_ms),
+    minimum_requests: or(THROTTLE.minimum_requests),
+    max_rejection_probability: or(THROTTLE.max_rejection_probability),
 });
 
 const TRIP_KINDS: &[&str] = &[
@@ -419,9 +445,12 @@ wire_struct!(Stats, PASS, {
     stale: or(0),
     slow: or(0),
     opened: or(0),
+    throttled: skip_zero,
 });
 wire_struct!(ProbeLease, PASS, { id: req, expires_at: req });
 wire_struct!(Bucket, PASS, { index: req, calls: req, failures: req, slow: req });
+wire_struct!(ThrottleBucket, PASS, { index: req, requests: req, accepts: req });
+wire_struct!(ThrottleWindow, PASS, { buckets: req });
 wire_struct!(Snapshot, PASS, {
     version: req,
     state: req,
@@ -437,6 +466,7 @@ wire_struct!(Snapshot, PASS, {
     counter: req,
     rng: req,
     stats: req,
+    throttle: skip_empty,
 });
 
 /// `{"consecutive": {…}}`, `{"failure_times": {…}}`, `{"calls": {…}}` or `{"buckets": {…}}`.
