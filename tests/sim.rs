@@ -1050,3 +1050,27 @@ fn rate_limited_retries_honouring_retry_after_send_fewer_calls_into_the_limit() 
     assert_eq!(shared.breaker_opened, 1);
     assert!(per.upstream_calls_during_outage >= 3 * shared.upstream_calls_during_outage);
 }
+
+#[test]
+fn a_capacity_belongs_to_an_overloaded_phase_only() {
+    for (phase, message) in [
+        ("kind = \"overloaded\"\nduration_ms = 1000", "at least 1"),
+        (
+            "kind = \"overloaded\"\nduration_ms = 1000\nconcurrency = 0",
+            "at least 1",
+        ),
+        (
+            "kind = \"error\"\nduration_ms = 1000\nconcurrency = 5",
+            "only an `overloaded` phase",
+        ),
+    ] {
+        let text = format!("{MINIMAL}\n[[upstream.phases]]\n{phase}\n");
+        let e = Scenario::parse(&text, Format::Toml).unwrap_err();
+        assert_names(&e, "upstream.phases[0].concurrency");
+        assert!(e.to_string().contains(message), "{e}");
+    }
+    let ok = format!(
+        "{MINIMAL}\n[[upstream.phases]]\nkind = \"overloaded\"\nduration_ms = 1000\nconcurrency = 3\n"
+    );
+    assert!(Scenario::parse(&ok, Format::Toml).is_ok());
+}

@@ -33,7 +33,7 @@ usage: breakwater-sim run <scenario> [--json] [--svg <out.svg>] [--seed <n>]
        breakwater-sim show <builtin>
        breakwater-sim plot <recording.json> --svg <out.svg>
 
-<scenario> is a built-in name (seed000, seed003, rate-limited) or a .toml / .json file.
+<scenario> is a built-in name (seed000, seed003, rate-limited, degraded, overloaded) or a .toml / .json file.
   --json        print the report as JSON instead of the table
   --svg <file>  also write the timeline (calls/s and breaker state per strategy) as SVG;
                 missing parent folders are created
@@ -244,6 +244,9 @@ fn recording(v: &Value) -> Result<Report, String> {
             peak_upstream_calls_per_s: timeline.peak_calls(),
             wasted_calls: 0,
             rejected_attempts,
+            throttled_attempts: 0,
+            upstream_failures: 0,
+            refused_healthy: 0,
             succeeded: 0,
             failed: 0,
             failed_fast,

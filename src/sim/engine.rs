@@ -185,6 +185,9 @@ struct Sim<'a> {
     calls_in_outage: u64,
     wasted: u64,
     rejected_attempts: u64,
+    throttled_attempts: u64,
+    upstream_failures: u64,
+    refused_healthy: f64,
 }
 
 /// Runs one strategy over the scenario.
@@ -236,6 +239,9 @@ pub(crate) fn run_strategy(
         calls_in_outage: 0,
         wasted: 0,
         rejected_attempts: 0,
+        throttled_attempts: 0,
+        upstream_failures: 0,
+        refused_healthy: 0.0,
     };
     for (i, a) in arrivals.iter().enumerate() {
         let instance = a.instance(s.instances);
@@ -398,7 +404,11 @@ impl Sim<'_> {
         {
             return;
         }
-        let limit = self.s.upstream.concurrency.unwrap_or(u32::MAX);
+        let limit = match self.current_phase() {
+            Some(p) if p.kind == PhaseKind::Overloaded => p.concurrency,
+            _ => self.s.upstream.concurrency,
+        }
+        .unwrap_or(u32::MAX);
         while self.busy < limit {
             let Some(c) = self.queue.pop_front() else {
                 break;
@@ -461,8 +471,14 @@ impl Sim<'_> {
             let admission = breaker.acquire(Timestamp(now));
             match admission.result {
                 Ok(p) => permit = Some(p),
-                Err(_) => {
+                Err(rejected) => {
                     self.rejected_attempts += 1;
+                    if rejected.reason == crate::breaker::RejectReason::Throttled {
+                        self.throttled_attempts += 1;
+                    }
+                    // The chance this attempt would have been served well.
+                    let p = self.current_phase().map_or(0.0, Phase::failure_probability);
+                    self.refused_healthy += 1.0 - p;
                     self.timeline.add_rejected(now);
                     let end = if first { End::FailedFast } else { End::Failed };
                     self.finish(now, r, end, Outcome::Ignored);
@@ -500,6 +516,9 @@ impl Sim<'_> {
             Answer::Success => Outcome::Success,
             Answer::Failure { outcome, .. } => outcome,
         };
+        if outcome == Outcome::Failure {
+            self.upstream_failures += 1;
+        }
         if let (Some(permit), Some(req)) = (permit, self.reqs.get(r as usize)) {
             if let Some(b) = self.breakers.get_mut(req.breaker) {
                 let _ = b.report(Timestamp(now), permit, outcome);
@@ -633,6 +652,9 @@ impl Sim<'_> {
             peak_upstream_calls_per_s: self.timeline.peak_calls(),
             wasted_calls: self.wasted,
             rejected_attempts: self.rejected_attempts,
+            throttled_attempts: self.throttled_attempts,
+            upstream_failures: self.upstream_failures,
+            refused_healthy: self.refused_healthy.round() as u64,
             succeeded: ok,
             failed,
             failed_fast: fast,

@@ -122,12 +122,17 @@ impl std::error::Error for SimError {
 }
 
 /// The built-in scenarios: name and TOML source (the files in `scenarios/`).
-pub const BUILTINS: [(&str, &str); 3] = [
+pub const BUILTINS: [(&str, &str); 5] = [
     ("seed000", include_str!("../../scenarios/seed000.toml")),
     ("seed003", include_str!("../../scenarios/seed003.toml")),
     (
         "rate-limited",
         include_str!("../../scenarios/rate-limited.toml"),
+    ),
+    ("degraded", include_str!("../../scenarios/degraded.toml")),
+    (
+        "overloaded",
+        include_str!("../../scenarios/overloaded.toml"),
     ),
 ];
 

@@ -101,6 +101,15 @@ pub struct StrategyReport {
     /// Attempts rejected by the breaker: a rejected first attempt makes its request fail fast,
     /// a rejected retry ends its request as failed.
     pub rejected_attempts: u64,
+    /// Of those, the attempts the adaptive throttle shed (the breaker CLOSED).
+    pub throttled_attempts: u64,
+    /// Calls that reached the upstream and failed (an error answer or a time-out): the doomed
+    /// calls a breaker or a throttle is there to spare it.
+    pub upstream_failures: u64,
+    /// Of the rejected attempts, how many the upstream would have served well: each counts the
+    /// chance its phase had of succeeding (1 while healthy, 0.7 in a 30 % error phase), summed
+    /// and rounded. What a breaker or throttle costs when it refuses too eagerly.
+    pub refused_healthy: u64,
     /// Requests that got an answer.
     pub succeeded: u64,
     /// Requests that failed after reaching the upstream at least once.

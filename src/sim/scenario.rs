@@ -244,6 +244,11 @@ pub enum PhaseKind {
     /// Accepts calls into its queue and serves none: clients wait until their timeout. When the
     /// phase ends, the queue (abandoned calls included) is served in order.
     Stalled,
+    /// Its capacity drops: it serves `concurrency` calls at once (required) instead of
+    /// `upstream.concurrency`, the others wait in the queue, and a call finding the queue full
+    /// (`upstream.queue_limit`) gets a 529 at once. Its errors come from the load: callers who
+    /// back off get fewer of them.
+    Overloaded,
 }
 
 impl PhaseKind {
@@ -254,6 +259,7 @@ impl PhaseKind {
             PhaseKind::Error => "error",
             PhaseKind::Flapping => "flapping",
             PhaseKind::Stalled => "stalled",
+            PhaseKind::Overloaded => "overloaded",
         }
     }
 }
@@ -276,6 +282,9 @@ pub struct Phase {
     /// long: an overloaded service that comes back only once its callers back off.
     #[serde(default)]
     pub until_quiet_ms: Option<u64>,
+    /// For `overloaded`: the calls served at once during the phase.
+    #[serde(default)]
+    pub concurrency: Option<u32>,
     /// For `error` / `flapping` with a retried status (429, 503, 529…): the `Retry-After` the
     /// upstream sends with its errors, in ms from the answer. The retry policy waits at least
     /// this long (and gives up if it exceeds `retry.max_retry_after_ms`). Default: none.
@@ -287,7 +296,7 @@ impl Phase {
     /// The failure probability this phase applies to received calls.
     pub fn failure_probability(&self) -> f64 {
         match self.kind {
-            PhaseKind::Healthy | PhaseKind::Stalled => 0.0,
+            PhaseKind::Healthy | PhaseKind::Stalled | PhaseKind::Overloaded => 0.0,
             PhaseKind::Error => self.probability.unwrap_or(1.0),
             PhaseKind::Flapping => self.probability.unwrap_or(0.5),
         }
@@ -302,7 +311,7 @@ impl Phase {
     pub fn is_outage(&self) -> bool {
         match self.kind {
             PhaseKind::Healthy => false,
-            PhaseKind::Stalled => true,
+            PhaseKind::Stalled | PhaseKind::Overloaded => true,
             PhaseKind::Error | PhaseKind::Flapping => self.failure_probability() > 0.0,
         }
     }
@@ -737,6 +746,19 @@ impl Scenario {
             let f = |name: &str| std::format!("upstream.phases[{i}].{name}");
             check_time(errors, &f("duration_ms"), p.duration_ms, 0);
             let erroring = matches!(p.kind, PhaseKind::Error | PhaseKind::Flapping);
+            match (p.kind, p.concurrency) {
+                (PhaseKind::Overloaded, None | Some(0)) => errors.push(FieldError::invalid(
+                    f("concurrency"),
+                    p.concurrency.unwrap_or(0),
+                    "at least 1 (the calls an `overloaded` phase serves at once)",
+                )),
+                (PhaseKind::Overloaded, _) | (_, None) => {}
+                (_, Some(c)) => errors.push(FieldError::invalid(
+                    f("concurrency"),
+                    c,
+                    "none: only an `overloaded` phase changes the capacity",
+                )),
+            }
             if let Some(prob) = p.probability {
                 if !erroring {
                     errors.push(FieldError::invalid(
