@@ -7,7 +7,7 @@
 
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
-use breakwater::wasm::layout::{cfg as c, info as i, refusal, retry as r};
+use breakwater::wasm::layout::{cfg as c, info as i, refusal, reject, retry as r};
 use breakwater::wasm::{
     acquire, breaker, budget_new, budget_op, classify, decide, info, io, peek, read_text, release,
     report, retry, snapshot,
@@ -67,9 +67,10 @@ fn permits_are_numbers_and_transitions_are_codes() {
     let h = acquire(b, NOW);
     assert_eq!(report(b, NOW, NOW, h, 1), 1 + 1, "CLOSED → OPEN");
     assert_eq!(state(b, NOW), 1.0);
-    // Rejected: -(retry_after_ms × 4 + reason), reason 0 = open.
-    assert_eq!(acquire(b, NOW + 1_000.0), -(29_000.0 * 4.0));
-    assert_eq!(peek(b, NOW + 1_000.0), -(29_000.0 * 4.0));
+    // Rejected: -(retry_after_ms × 8 + reason), reason 0 = open.
+    assert_eq!(reject::SCALE, 8);
+    assert_eq!(acquire(b, NOW + 1_000.0), -(29_000.0 * 8.0));
+    assert_eq!(peek(b, NOW + 1_000.0), -(29_000.0 * 8.0));
     let probe = acquire(b, NOW + 30_000.0);
     assert!(probe >= 2.0);
     assert_eq!(
@@ -78,7 +79,7 @@ fn permits_are_numbers_and_transitions_are_codes() {
         "OPEN → HALF_OPEN"
     );
     let full = acquire(b, NOW + 30_000.0);
-    assert_eq!(-full % 4.0, 1.0, "half-open full");
+    assert_eq!(-full % 8.0, reject::HALF_OPEN_FULL as f64, "half-open full");
     assert_eq!(
         report(b, NOW + 30_001.0, NOW + 30_000.0, probe, 0),
         1 + 6,

@@ -36,7 +36,14 @@ layouts! {
         PROBE_SUCCESSES = 11,
         PROBE_TIMEOUT = 12,
         SEED = 13,
-        LEN = 14,
+        THROTTLE_MULTIPLIER = 14, // 0: no adaptive throttle
+        THROTTLE_WINDOW = 15,
+        THROTTLE_MINIMUM = 16,
+        THROTTLE_MAX = 17,   // the most a call is refused with
+        MAX_CONCURRENT = 18, // 0: no concurrency limit
+        MAX_QUEUED = 19,
+        QUEUE_TIMEOUT = 20,
+        LEN = 21,
     }
     /// What `info` writes.
     info / "Info" {
@@ -53,7 +60,12 @@ layouts! {
         SLOW = 10,
         OPENED = 11,
         TRANSITION = 12,     // of the last acquire (OPEN → HALF_OPEN), else 0
-        LEN = 13,
+        THROTTLED = 13,      // of the rejected, those the throttle shed
+        THROTTLE = 14,       // the throttle's refusal probability at `now`
+        FULL = 15,           // calls the concurrency limit refused (at once or after waiting)
+        IN_FLIGHT = 16,      // calls holding a slot of it
+        QUEUED = 17,         // calls waiting for one
+        LEN = 18,
     }
     /// The positions of a snapshot's numbers that the TypeScript layer touches (it adds what its
     /// CLOSED fast path counted without the core). The whole layout is `encode_snapshot`'s.
@@ -100,6 +112,42 @@ layouts! {
         DROPPED = 5,
         LOCAL_STATE = 6,     // the local breaker's state at `now`
         LEN = 7,
+    }
+    /// A refusal as one number: `-(retry_after_ms × SCALE + reason)` from the main module's
+    /// `acquire` and `peek` and a bulkhead's `enter`. The lease client answers it less
+    /// [`decision::REJECTED`], below its other answers.
+    reject / "Reject" {
+        OPEN = 0,
+        HALF_OPEN_FULL = 1,
+        ISOLATED = 2,
+        THROTTLED = 3,
+        FULL = 4,
+        SCALE = 8,
+    }
+    /// What the lease client's `admit` and `on_acquire_reply` answer besides a ticket (≥ 0), as
+    /// negatives: `-ACQUIRE` ask the coordinator, `-REFRESH` renew the lease first, `-RETRY` try
+    /// again (an answer was unreadable), and from `-REJECTED` down a refusal.
+    decision / "Decision" {
+        ACQUIRE = 1,
+        REFRESH = 2,
+        RETRY = 3,
+        REJECTED = 4,
+    }
+    /// What a breaker's concurrency limit answers: ids below `MARK` (2^31). `enter`: a slot id,
+    /// `MARK + ticket` (wait for it), or a refusal (`reject`). `leave` and `poll_queue`: the
+    /// ticket now holding a slot (the slot has its ticket's id), `MARK + ticket` (its wait timed
+    /// out), or -1 (nothing).
+    bulkhead / "Bulkhead" {
+        MARK = 1 << 31,
+    }
+    /// The operations of `queue`, the concurrency limit's one export.
+    queue / "Queue" {
+        ENTER = 0,
+        LEAVE = 1,
+        POLL = 2,
+        CANCEL = 3,
+        DEADLINE = 4,
+        ADOPT = 5,
     }
     /// Why a constructor refused (the negative of what it returns).
     refusal / "Refusal" {

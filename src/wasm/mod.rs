@@ -19,7 +19,8 @@
 //! - Transition: 0 none, else `1 + from * 3 + to`.
 //! - Permit handle (`acquire`): `generation mod 2^20` × 2^33 + kind, where kind is 0 (normal),
 //!   1 (bypass) or `2 + probe id`. A negative result is a rejection:
-//!   `-(retry_after_ms × 4 + reason)` with reason 0 open, 1 half-open full, 2 isolated.
+//!   `-(retry_after_ms × 8 + reason)` with reason 0 open, 1 half-open full, 2 isolated,
+//!   3 throttled, 4 full ([`layout::reject`]).
 //!   The generation is recovered as the latest one with those low bits, which is exact unless a
 //!   million transitions happen while one call is in flight.
 
@@ -28,7 +29,11 @@
 #![allow(missing_docs)]
 // Natively only the layouts are used (by tests/layout.rs); the rest serves the wasm32 exports.
 #![cfg_attr(
-    any(not(target_arch = "wasm32"), feature = "wasm-shared"),
+    any(
+        not(target_arch = "wasm32"),
+        feature = "wasm-shared",
+        feature = "wasm-adaptive"
+    ),
     allow(dead_code, unused_imports)
 )]
 
@@ -53,7 +58,9 @@ pub use exports::*;
 
 use alloc::vec::Vec;
 
-use crate::breaker::{Bucket, Counter, ProbeLease};
+use crate::breaker::{Bucket, Counter, ProbeLease, Throttle, ThrottleBucket, ThrottleWindow};
+#[cfg(feature = "wasm-adaptive")]
+use crate::bulkhead::{Bulkhead, BulkheadConfig, Entry, Slot, Ticket, Wake};
 use crate::retry::StatusSet;
 use crate::{
     Breaker, BreakerConfig, ConfigError, Jitter, Mode, Outcome, Permit, PermitKind, RejectReason,
@@ -61,7 +68,9 @@ use crate::{
     Timestamp, Transition, TripRule, Window,
 };
 
-use layout::{budget as bg, cfg, refusal, retry as rt};
+#[cfg(feature = "wasm-adaptive")]
+use layout::bulkhead as bh;
+use layout::{budget as bg, cfg, refusal, reject, retry as rt};
 
 const GEN_BITS: u32 = 20;
 const GEN_MASK: u32 = (1 << GEN_BITS) - 1;
@@ -186,6 +195,20 @@ fn breaker_config(c: &[f64]) -> Result<BreakerConfig, Fault> {
         .with_half_open_success_threshold(int32(at(c, cfg::PROBE_SUCCESSES)))
         .with_probe_timeout_ms(int(at(c, cfg::PROBE_TIMEOUT)))
         .with_seed(int(at(c, cfg::SEED)));
+    let multiplier = at(c, cfg::THROTTLE_MULTIPLIER);
+    let config = if multiplier > 0.0 {
+        if !cfg!(feature = "throttle") {
+            return Err(("throttle", "a build with the throttle"));
+        }
+        config.with_throttle(Throttle {
+            multiplier,
+            window_ms: int(at(c, cfg::THROTTLE_WINDOW)),
+            minimum_requests: int32(at(c, cfg::THROTTLE_MINIMUM)),
+            max_rejection_probability: at(c, cfg::THROTTLE_MAX),
+        })
+    } else {
+        config
+    };
     config.validate().map_err(fault)?;
     Ok(config)
 }
@@ -201,13 +224,40 @@ fn new_breaker(io: &[f64]) -> Result<Held, usize> {
         }
         _ => Breaker::new(config).map_err(|_| refusal::CONFIG)?,
     };
-    Ok(Held { inner, pending: 0 })
+    let limit = int32(at(io, cfg::MAX_CONCURRENT));
+    // The concurrency limit is the adaptive module's (feature `wasm-adaptive`); the main module
+    // refuses one rather than run without it, and has no room for it.
+    #[cfg(not(feature = "wasm-adaptive"))]
+    if limit > 0 {
+        return Err(refusal::CONFIG);
+    }
+    #[cfg(feature = "wasm-adaptive")]
+    let bulkhead = if limit > 0 {
+        let config = BulkheadConfig::new(limit)
+            .with_queue(
+                int32(at(io, cfg::MAX_QUEUED)),
+                int(at(io, cfg::QUEUE_TIMEOUT)),
+            )
+            .with_lease_ms(inner.config().probe_timeout_ms);
+        Some(Bulkhead::new(config).map_err(|_| refusal::CONFIG)?)
+    } else {
+        None
+    };
+    Ok(Held {
+        inner,
+        pending: 0,
+        #[cfg(feature = "wasm-adaptive")]
+        bulkhead,
+    })
 }
 
-// A [`Breaker`] and the transition code of its last `acquire`.
+// A [`Breaker`], the transition code of its last `acquire`, and (the adaptive module's) its
+// concurrency limit.
 struct Held {
     inner: Breaker,
     pending: u32,
+    #[cfg(feature = "wasm-adaptive")]
+    bulkhead: Option<Bulkhead>,
 }
 
 impl Held {
@@ -241,6 +291,7 @@ impl Held {
     fn info(&self, now: f64) -> [f64; layout::info::LEN] {
         let b = &self.inner;
         let s = b.stats();
+        let (full, in_flight, queued) = self.limit_info();
         [
             state_num(b.state_at(ts(now))) as f64,
             mode_num(b.mode()) as f64,
@@ -255,7 +306,25 @@ impl Held {
             s.slow as f64,
             s.opened as f64,
             self.pending as f64,
+            s.throttled as f64,
+            b.throttle_probability(ts(now)),
+            full,
+            in_flight,
+            queued,
         ]
+    }
+
+    // The concurrency limit's refusals, calls in flight and calls waiting (0s without one).
+    fn limit_info(&self) -> (f64, f64, f64) {
+        #[cfg(feature = "wasm-adaptive")]
+        if let Some(k) = &self.bulkhead {
+            return (
+                k.stats().full as f64,
+                k.in_flight() as f64,
+                k.queued() as f64,
+            );
+        }
+        (0.0, 0.0, 0.0)
     }
 
     // 0 isolate, 1 reset, 2 disable, 3 enable.
@@ -294,15 +363,64 @@ impl Held {
     }
 }
 
-// A refusal as `acquire` returns it: `-(retry_after_ms × 4 + reason)`, ≤ -4.
-fn encode_rejected(r: Rejected) -> f64 {
+// The concurrency limit's operations, the adaptive module's only.
+#[cfg(feature = "wasm-adaptive")]
+impl Held {
+    // A slot of the concurrency limit, a place in line, or a refusal ([`layout::bulkhead`]); a
+    // breaker without a limit answers slot 0.
+    fn enter(&mut self, now: f64) -> f64 {
+        match self.bulkhead.as_mut().map(|b| b.enter(ts(now))) {
+            None => 0.0,
+            Some(Entry::Admitted(slot)) => slot.0 as f64,
+            Some(Entry::Queued { ticket, .. }) => (bh::MARK as u32 | ticket.0) as f64,
+            Some(Entry::Full(r)) => encode_rejected(r),
+        }
+    }
+
+    fn leave(&mut self, now: f64, slot: f64) -> f64 {
+        let slot = Slot(int32(slot));
+        wake_code(self.bulkhead.as_mut().and_then(|b| b.leave(ts(now), slot)))
+    }
+
+    fn poll_queue(&mut self, now: f64) -> f64 {
+        wake_code(self.bulkhead.as_mut().and_then(|b| b.poll(ts(now))))
+    }
+
+    fn cancel(&mut self, ticket: f64) -> u32 {
+        let ticket = Ticket(int32(ticket) & !(bh::MARK as u32));
+        self.bulkhead.as_mut().is_some_and(|b| b.cancel(ticket)) as u32
+    }
+
+    // When `poll_queue` next has something to do, or -1.
+    fn queue_deadline(&self) -> f64 {
+        self.bulkhead
+            .as_ref()
+            .and_then(Bulkhead::next_deadline)
+            .map_or(-1.0, |t| t as f64)
+    }
+}
+
+#[cfg(feature = "wasm-adaptive")]
+// A queued call's news as [`layout::bulkhead`] lays it out.
+fn wake_code(w: Option<Wake>) -> f64 {
+    match w {
+        None => -1.0,
+        Some(Wake::Admitted { ticket, .. }) => ticket.0 as f64,
+        Some(Wake::TimedOut { ticket, .. }) => (bh::MARK as u32 | ticket.0) as f64,
+    }
+}
+
+// A refusal as [`layout::reject`] lays it out: `-(retry_after_ms × SCALE + reason)`, ≤ -SCALE.
+pub(crate) fn encode_rejected(r: Rejected) -> f64 {
     let reason = match r.reason {
-        RejectReason::Open => 0.0,
-        RejectReason::HalfOpenFull => 1.0,
-        RejectReason::Isolated => 2.0,
+        RejectReason::Open => reject::OPEN,
+        RejectReason::HalfOpenFull => reject::HALF_OPEN_FULL,
+        RejectReason::Isolated => reject::ISOLATED,
+        RejectReason::Throttled => reject::THROTTLED,
+        RejectReason::Full => reject::FULL,
     };
-    // Capped at 2^50 ms (35 000 years) so that the sum stays an exact integer.
-    -((r.retry_after_ms.min(1 << 50) as f64) * 4.0 + reason)
+    // Capped at 2^49 ms (17 000 years) so that the sum stays an exact integer.
+    -((r.retry_after_ms.min(1 << 49) * reject::SCALE as u64 + reason as u64) as f64)
 }
 
 #[inline]
@@ -327,9 +445,11 @@ fn mode_num(m: Mode) -> u32 {
 //
 // [version, state, mode, generation, last_now, opened_at, open_until, failed_probe_rounds,
 //  half_open_successes, next_probe_id, rng_hi, rng_lo, 8 × stats, probes n, (id, expires_at) × n,
-//  counter tag, counter…] where the counter is
+//  counter tag, counter…, throttle…] where the counter is
 //  0: [failures] · 1: [head, n, times × n] · 2: [head, failures, slow, n, ring × n] ·
-//  3: [n, (index, calls, failures, slow) × n].
+//  3: [n, (index, calls, failures, slow) × n]
+// and the throttle, only when it has counted something (so that a breaker without one writes
+// what builds before it read), is [throttled, (index, requests, accepts) × 12].
 
 // Numbers written at a cursor, as far as `out` holds them: a first pass over an empty `out`
 // counts them, a second writes them. The snapshot goes straight into the scratch buffer, with
@@ -421,6 +541,13 @@ fn encode_snapshot(s: &Snapshot, v: &mut Out<'_>) {
             }
         }
     }
+    // A module without the throttle (the main one) has nothing to write here.
+    if cfg!(feature = "throttle") && (st.throttled != 0 || !s.throttle.is_empty()) {
+        v.put(st.throttled as f64);
+        for b in &s.throttle.buckets {
+            v.all(&[b.index as f64, b.requests as f64, b.accepts as f64]);
+        }
+    }
 }
 
 struct Reader<'a>(core::slice::Iter<'a, f64>);
@@ -480,6 +607,7 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
         stale: r.u64()?,
         slow: r.u64()?,
         opened: r.u64()?,
+        throttled: 0,
     };
     let n = r.len(2)?;
     let mut probes = Vec::with_capacity(n);
@@ -531,6 +659,24 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
         }
         _ => return None,
     };
+    let mut stats = stats;
+    let mut throttle = ThrottleWindow::default();
+    if r.0.len() > 0 {
+        stats.throttled = r.u64()?;
+        if cfg!(feature = "throttle") {
+            for b in &mut throttle.buckets {
+                *b = ThrottleBucket {
+                    index: r.u64()?,
+                    requests: r.u32()?,
+                    accepts: r.u32()?,
+                };
+            }
+        } else {
+            // Written by a breaker with a throttle, restored into one without (the main module
+            // has none): its window is dropped, as `Breaker::restore` drops it.
+            r.0.by_ref().for_each(drop);
+        }
+    }
     if r.0.next().is_some() {
         return None;
     }
@@ -549,6 +695,7 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
         counter,
         rng,
         stats,
+        throttle,
     })
 }
 

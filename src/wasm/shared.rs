@@ -8,10 +8,9 @@
 // coordinator's code.
 //
 // Encodings (owned by js/src/shared/*.ts):
-// - Decision (`admit`, `on_acquire_reply`): a ticket handle ≥ 0 (admit); -1 acquire; -2 refresh;
-//   -3 try again (an answer was unreadable: the client now counts the coordinator unreachable);
-//   ≤ -4: a rejection, `-(4 + retry_after_ms × 4 + reason)`, reason 0 open, 1 half-open full,
-//   2 isolated.
+// - Decision (`admit`, `on_acquire_reply`): a ticket handle ≥ 0 (admit), or `layout::decision`'s
+//   negatives: acquire, refresh, try again (an answer was unreadable: the client now counts the
+//   coordinator unreachable), and a rejection: `layout::reject`'s code less `decision::REJECTED`.
 // - Outcome: 0 success, 1 failure, 2 ignored. State: 0 CLOSED, 1 OPEN, 2 HALF_OPEN, -1 unknown.
 // - Tickets live in a ring of `TICKETS` slots inside the client: a handle whose slot was reused
 //   (more than `TICKETS` calls started since) reports as an outcome without a ticket.
@@ -23,7 +22,7 @@ use alloc::vec::Vec;
 
 use wasm_bindgen::prelude::*;
 
-use super::layout::{lease_info, lease_opts};
+use super::layout::{decision, lease_info, lease_opts};
 use super::{outcome, state_code, ts};
 
 use crate::breaker::{RejectReason, State};
@@ -112,16 +111,9 @@ impl WasmLeaseClient {
                 }
                 handle as f64
             }
-            Decision::Acquire => -1.0,
-            Decision::Refresh => -2.0,
-            Decision::Reject(r) => {
-                let reason = match r.reason {
-                    RejectReason::Open => 0,
-                    RejectReason::HalfOpenFull => 1,
-                    RejectReason::Isolated => 2,
-                };
-                -(4.0 + (r.retry_after_ms.min(1 << 48) * 4 + reason) as f64)
-            }
+            Decision::Acquire => -(decision::ACQUIRE as f64),
+            Decision::Refresh => -(decision::REFRESH as f64),
+            Decision::Reject(r) => super::encode_rejected(r) - decision::REJECTED as f64,
         }
     }
 
@@ -143,7 +135,7 @@ impl WasmLeaseClient {
             Err(e) => {
                 self.inner
                     .on_unreachable(lt(now), false, format!("unreadable answer: {e}"));
-                -3.0
+                -(decision::RETRY as f64)
             }
         }
     }
