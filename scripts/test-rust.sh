@@ -23,9 +23,11 @@ cargo clippy --lib --features reqwest-middleware -- -D warnings
 # no_std, alone and with `serde`.
 cargo clippy --lib --no-default-features --target thumbv7em-none-eabihf -- -D warnings
 cargo clippy --lib --no-default-features --features serde --target thumbv7em-none-eabihf -- -D warnings
-# The npm package's three wasm modules (scripts/build-pkg.sh), the Worker as deployed and with its
+cargo clippy --lib --no-default-features --features throttle --target thumbv7em-none-eabihf -- -D warnings
+# The npm package's four wasm modules (scripts/build-pkg.sh), the Worker as deployed and with its
 # demo app (scripts/build-worker.sh), and the BREAKERS check command.
 cargo clippy --lib --no-default-features --features wasm,terse --target wasm32-unknown-unknown -- -D warnings
+cargo clippy --lib --no-default-features --features wasm,terse,wasm-adaptive --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --no-default-features --features wasm-shared --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --no-default-features --features wasm-coordinator --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --lib --features worker --target wasm32-unknown-unknown -- -D warnings
@@ -33,6 +35,7 @@ cargo clippy --lib --features worker,demo --target wasm32-unknown-unknown -- -D 
 cargo clippy -p breakwater-worker --features demo --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --features worker-config --bin breakwater-worker-config -- -D warnings
 cargo build --lib --no-default-features --target thumbv7em-none-eabihf
+cargo build --lib --no-default-features --features throttle --target thumbv7em-none-eabihf
 # A crate depending on this one without default features, as a no_std library does
 # (tests/dependent/): it builds for wasm32, the host and thumbv7em, with nothing of this crate
 # linked but its rlib (a cdylib in [lib] would fail the first two: no allocator, no panic handler).
@@ -65,7 +68,7 @@ took() { log "$1: $((SECONDS - step_start)) s"; step_start=$SECONDS; }
 msrv_cargo=.tools/rust-1.85/cargo
 if [ -x "$msrv_cargo" ]; then
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/msrv" \
-    "$msrv_cargo" check --quiet --locked --lib --bins --features sim,worker-config,wasm-shared,wasm-coordinator,terse,tower
+    "$msrv_cargo" check --quiet --locked --lib --bins --features sim,worker-config,wasm-shared,wasm-coordinator,wasm-adaptive,terse,tower
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/msrv" \
     "$msrv_cargo" check --quiet --locked --lib --no-default-features
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/dependent-msrv" \

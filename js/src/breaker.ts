@@ -1,5 +1,6 @@
 import { create, read, readAt, wasm, type Exports } from './glue.js';
-import { Cfg, Info, Snap } from './layout.js';
+import { Cfg, Info, Queue, Reject, Snap } from './layout.js';
+import type { Slots } from './slots.js';
 import { CircuitOpenError, type RejectReason } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { checkKeys, fail, fn, num, obj, within } from './options.js';
@@ -12,7 +13,8 @@ export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
 
 const STATES: readonly BreakerState[] = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 const MODES: readonly BreakerMode[] = ['automatic', 'isolated', 'disabled'];
-const REASONS: readonly RejectReason[] = ['open', 'half-open-full', 'isolated'];
+/** Indexed by `Reject`'s reason codes. */
+const REASONS: readonly RejectReason[] = ['open', 'half-open-full', 'isolated', 'throttled', 'full'];
 /** Permit handles below carry the kind in their low 33 bits; 2 and above are half-open probes. */
 const KIND = 2 ** 33;
 
@@ -33,8 +35,45 @@ export interface SlowCallRule extends RateRule {
   slowCallMs: number;
 }
 
+/**
+ * Adaptive throttling while CLOSED (Google SRE's client-side throttling): over the last
+ * `windowMs`, each call is refused locally (`CircuitOpenError`, `reason: 'throttled'`) with
+ * probability `max(0, (requests − multiplier × accepts) / (requests + 1))`, at most
+ * `maxRejectionProbability`. Requests are the calls that ended in a success or an upstream
+ * failure, and the throttled ones; accepts are the successes. A healthy upstream is never
+ * throttled; at the default multiplier shedding starts once fewer than half the calls succeed.
+ */
+export interface AdaptiveThrottle {
+  /** Requests allowed per accepted one before calls are shed (≥ 1; lower sheds earlier). Default 2. */
+  multiplier?: number | undefined;
+  /** The window, ms (12 buckets). Default 120 000. */
+  windowMs?: number | undefined;
+  /** Requests the window must hold before anything is shed. Default 20. */
+  minimumRequests?: number | undefined;
+  /**
+   * The most a call is refused with, in (0, 1]. Default 0.8 (as Envoy's admission control): the
+   * calls still let through are what sees the upstream recover.
+   */
+  maxRejectionProbability?: number | undefined;
+}
+
 /** The options every trip rule shares. */
 export interface BreakerSettings {
+  /**
+   * Shed a degraded upstream's excess smoothly while CLOSED, on top of the trip rule (which still
+   * opens the breaker on a hard outage). `true` for the defaults. Default: off.
+   */
+  adaptiveThrottle?: AdaptiveThrottle | boolean | undefined;
+  /**
+   * Calls in flight at once (1–100 000); over it a call waits in line (`maxQueued`) or is refused
+   * (`CircuitOpenError`, `reason: 'full'`). A stream holds its slot until it settles; a slot whose
+   * call never settles is freed after `probeTimeout`. Default: no limit.
+   */
+  maxConcurrent?: number | undefined;
+  /** Calls that may wait for a slot (0–100 000); 0 refuses at once. Default 0. Needs `maxConcurrent`. */
+  maxQueued?: number | undefined;
+  /** How long a call may wait for a slot before it is refused, ms. Default 1 000. Needs `maxQueued`. */
+  queueTimeoutMs?: number | undefined;
   /** ms OPEN before a probe is let through. Default 30 000. */
   resetTimeout?: number | undefined;
   /** Successful probes needed to close. Default 1. */
@@ -94,6 +133,9 @@ export type TripRule = ConsecutiveTrip | FailureRateTrip | SlowCallRateTrip;
 /** A breaker's options: the shared settings and one trip rule. */
 export type CircuitBreakerOptions = BreakerSettings & TripRule;
 
+/** breakwater/adaptive's options (`AdaptiveOptions`). */
+const ADAPTIVE = ['adaptiveThrottle', 'maxConcurrent', 'maxQueued', 'queueTimeoutMs'] as const;
+
 const KEYS = [
   'failureThreshold',
   'monitoringWindow',
@@ -109,6 +151,7 @@ const KEYS = [
   'isFailure',
   'clock',
   'random',
+  ...ADAPTIVE,
 ] as const;
 
 /** @internal */
@@ -171,6 +214,10 @@ export interface BreakerStats {
   stale: number;
   slow: number;
   opened: number;
+  /** Of the rejected calls, those `adaptiveThrottle` shed. */
+  throttled: number;
+  /** Calls `maxConcurrent` refused, at once or after waiting `queueTimeoutMs` (not in `rejected`). */
+  full: number;
   /** Rejected calls answered by `execute`'s `fallback` (kept in this process, not in snapshots). */
   fallbacks: number;
 }
@@ -190,12 +237,19 @@ export interface BreakerSnapshot {
  * `breakwater/shared`, `breakwater/store` and `breakwater/ai` (as `breakerConfig`, from
  * `breakwater/internal`).
  */
-export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options'): Float64Array {
+export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options', extra = adaptive?.options): Float64Array {
   const o = obj(where, options) ?? {};
-  return within(where, () => config(o, where));
+  return within(where, () => config(o, where, extra));
 }
 
-function config(o: Record<string, unknown>, where: string): Float64Array {
+/**
+ * Reads breakwater/adaptive's options (`adaptiveThrottle`, `maxConcurrent`, …) into `cfg`.
+ * Brought by that entry and by the shared breakers (js/src/adaptive-options.ts), not by the main
+ * entry: `build` refuses them, naming the import, when none is given.
+ */
+export type AdaptiveOptions = (o: Record<string, unknown>, cfg: Float64Array, where: string) => void;
+
+function config(o: Record<string, unknown>, where: string, extra: AdaptiveOptions | undefined): Float64Array {
   checkKeys(where, o, KEYS);
   const cfg = new Float64Array(Cfg.Len);
   const rules = ['failureRate', 'slowCallRate'].filter((k) => o[k] !== undefined);
@@ -246,6 +300,16 @@ function config(o: Record<string, unknown>, where: string): Float64Array {
   cfg[Cfg.Probes] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, 1024);
   cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 2 ** 32 - 1);
   cfg[Cfg.ProbeTimeout] = num('probeTimeout', o.probeTimeout, 30_000, 1);
+  // breakwater/adaptive's options, read by the code that entry (or a shared breaker) brings.
+  const wants = ADAPTIVE.find((k) => o[k] !== undefined && o[k] !== false);
+  if (wants !== undefined) {
+    if (!extra) {
+      throw new TypeError(
+        `breakwater: option "${wants}" in ${where} needs breakwater/adaptive: import { CircuitBreaker } from 'breakwater/adaptive'`,
+      );
+    }
+    extra(o, cfg, where);
+  }
   const random = fn<() => number>('random', o.random) ?? Math.random;
   cfg[Cfg.Seed] = Math.floor(Math.min(Math.max(Number(random()) || 0, 0), 1) * 2 ** 53) % 2 ** 53;
   return cfg;
@@ -253,9 +317,28 @@ function config(o: Record<string, unknown>, where: string): Float64Array {
 
 const NO_CONTEXT: CallContext = Object.freeze({});
 
-/** Frees a collected breaker's state in the core. */
+/** Frees a collected breaker's state in the module that holds it. */
 const finalizer =
-  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<number>((h) => wasm().release(h)) : undefined;
+  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<[Exports, number]>(([x, h]) => x.release(h)) : undefined;
+
+/** What breakwater/adaptive hands the breakers: its module, and the concurrency limit's code. */
+export interface Adaptive {
+  /** The adaptive module: the breaker's exports with the throttle and the concurrency limit. */
+  exports: Exports;
+  options: AdaptiveOptions;
+  slots(x: Exports, h: () => number, now: () => number): Slots;
+}
+
+let adaptive: Adaptive | undefined;
+
+/**
+ * Called by breakwater/adaptive's entries once its module is loaded. Breakers made with
+ * `adaptiveThrottle` or `maxConcurrent` from then on live in that module; the others, and those
+ * made before, stay in the main one (a breaker keeps the module it was made in).
+ */
+export function setAdaptive(a: Adaptive): void {
+  adaptive ??= a;
+}
 
 /**
  * A circuit breaker: CLOSED → OPEN after the trip rule fires, HALF_OPEN after `resetTimeout`
@@ -281,6 +364,10 @@ export class CircuitBreaker {
   #fast: boolean;
   /** The slow-call rule: the only one whose report needs the call's start time while CLOSED. */
   #slow: boolean;
+  /** `adaptiveThrottle`: every CLOSED call is decided and counted by the core, so no fast path. */
+  #throttled: boolean;
+  /** `maxConcurrent`: every call takes a slot of the core's limit first. */
+  #slots: Slots | undefined;
   #admitted = 0;
   #succeeded = 0;
   #fallbacks = 0;
@@ -300,9 +387,13 @@ export class CircuitBreaker {
     this.#cfg = build(options);
     this.#clock = options.clock ?? Date.now;
     this.#isFailure = options.isFailure;
-    this.#x = wasm();
-    this.#h = create(this.#x.breaker, this.#cfg);
-    finalizer?.register(this, this.#h, this);
+    this.#throttled = this.#cfg[Cfg.ThrottleMultiplier]! > 0;
+    const limited = this.#cfg[Cfg.MaxConcurrent]! > 0;
+    // Options of breakwater/adaptive pass `build` only once it is loaded.
+    this.#x = this.#throttled || limited ? adaptive!.exports : wasm();
+    this.#h = create(this.#x.breaker, this.#cfg, this.#x);
+    finalizer?.register(this, [this.#x, this.#h], this);
+    if (limited) this.#slots = adaptive!.slots(this.#x, () => this.#h, () => this.#now());
     this.#fast = this.#cfg[Cfg.Trip]! <= 1;
     this.#clean = this.#fast;
     this.#slow = this.#cfg[Cfg.Trip] === 3;
@@ -322,7 +413,7 @@ export class CircuitBreaker {
 
   /** One number of the core's `Info` (at `now`: only the state depends on it). */
   #info(i: Info, now = 0): number {
-    return readAt(this.#x.info(this.#h, now), i);
+    return readAt(this.#x.info(this.#h, now), i, this.#x);
   }
 
   /** The state a call would find now: an OPEN breaker whose period has elapsed reads HALF_OPEN. */
@@ -340,6 +431,21 @@ export class CircuitBreaker {
     return t < 0 ? undefined : t;
   }
 
+  /** The share of calls `adaptiveThrottle` refuses now, in [0, 1] (0 without it, or when not CLOSED). */
+  get throttleProbability(): number {
+    return this.#info(Info.Throttle, this.#now());
+  }
+
+  /** Calls holding a slot of `maxConcurrent` (0 without it). */
+  get inFlight(): number {
+    return this.#info(Info.InFlight);
+  }
+
+  /** Calls waiting for a slot of `maxConcurrent`. */
+  get queued(): number {
+    return this.#info(Info.Queued);
+  }
+
   /** Half-open probes currently holding a slot. */
   get probesInFlight(): number {
     return this.#info(Info.Probes);
@@ -347,7 +453,7 @@ export class CircuitBreaker {
 
   /** Running totals since the breaker was built (or restored). */
   get stats(): BreakerStats {
-    const s = read(this.#x.info(this.#h, 0), Info.Len);
+    const s = read(this.#x.info(this.#h, 0), Info.Len, this.#x);
     return {
       admitted: s[Info.Admitted]! + this.#admitted,
       rejected: s[Info.Rejected]!,
@@ -357,6 +463,8 @@ export class CircuitBreaker {
       stale: s[Info.Stale]!,
       slow: s[Info.Slow]!,
       opened: s[Info.Opened]!,
+      throttled: s[Info.Throttled]!,
+      full: s[Info.Full]!,
       fallbacks: this.#fallbacks,
     };
   }
@@ -375,7 +483,7 @@ export class CircuitBreaker {
   /** Milliseconds until a call may be admitted (a Retry-After); 0 when one would be now. */
   get retryAfterMs(): number {
     const code = this.#closed < 0 ? -this.#x.peek(this.#h, this.#now()) : 0;
-    return (code - (code % 4)) / 4;
+    return (code - (code % Reject.Scale)) / Reject.Scale;
   }
 
   /**
@@ -383,12 +491,16 @@ export class CircuitBreaker {
    * settle exactly once with `success()`, `failure(error)` or `ignore()`, or `undefined` when
    * the breaker refuses (see `retryAfterMs`). In HALF_OPEN a permit holds a probe slot until it
    * is settled (or `probeTimeout` passes), so settle it on every path, `ignore()` included when
-   * the call was never made. Settling again does nothing.
+   * the call was never made. Settling again does nothing. With `maxConcurrent` a permit also
+   * holds a slot (never a place in line: `tryAcquire` does not wait).
    */
   tryAcquire(): BreakerPermit | undefined {
     const now = this.#now();
-    const h = this.#acquire(now);
+    // No waiting here: a slot now, or refused as full.
+    const slot = this.#slots ? this.#slots.take() : -1;
+    const h = slot < -1 ? slot : this.#acquire(now);
     if (h < 0) {
+      this.#slots?.leave(slot);
       if (this.#reject.size) this.#reject.emit(this.#rejectEvent(-h));
       return undefined;
     }
@@ -396,7 +508,7 @@ export class CircuitBreaker {
     const settle = (outcome: number, error?: unknown) => {
       if (settled) return;
       settled = true;
-      this.#settle(now, h, outcome, error);
+      this.#settle(now, h, outcome, error, slot);
     };
     return {
       success: () => settle(SUCCESS),
@@ -443,7 +555,7 @@ export class CircuitBreaker {
     this.#settle(0, -1, IGNORED, undefined);
   }
 
-  /** A permit handle, or `-(retryAfterMs × 4 + reason)`. */
+  /** A permit handle, or a refusal `-(retryAfterMs × Reject.Scale + reason)`. */
   #acquire(now: number): number {
     if (this.#closed >= 0) {
       this.#admitted++;
@@ -452,7 +564,9 @@ export class CircuitBreaker {
     const h = this.#x.acquire(this.#h, now || this.#now());
     if (h >= 0) {
       const kind = h % KIND;
-      if (kind === 0) this.#closed = h;
+      if (kind === 0) {
+        if (!this.#throttled) this.#closed = h;
+      }
       else if (kind >= 2) this.#emitTransition(this.#info(Info.Transition));
     }
     return h;
@@ -467,41 +581,46 @@ export class CircuitBreaker {
     // A misspelt `timeoutMs` would otherwise mean no time limit at all.
     if (options !== undefined) checkKeys('execute options', options, EXECUTE_KEYS);
     if (options === undefined || (options.signal === undefined && options.timeoutMs === undefined)) {
-      return this.#run(fn, options?.fallback);
+      const fallback = options?.fallback;
+      return this.#slots ? this.#slots.run(undefined, (c) => this.#rejected(c, fallback), (slot) => this.#run(fn, fallback, slot)) : this.#run(fn, fallback);
     }
     return this.#runGuarded(fn, options);
   }
 
-  async #run<T>(fn: (context: CallContext) => T | Promise<T>, fallback?: ExecuteOptions<T>['fallback']): Promise<T> {
+  /** `slot`: the one of `maxConcurrent` the call holds until it settles (-1: none). */
+  async #run<T>(fn: (context: CallContext) => T | Promise<T>, fallback: ExecuteOptions<T>['fallback'], slot = -1): Promise<T> {
     // Read the clock only when the core needs the start (slow-call rule, or not CLOSED); the
     // report reads it again only when it goes to the core.
     const now = this.#closed >= 0 && !this.#slow ? 0 : this.#now();
     const h = this.#acquire(now);
-    if (h < 0) return this.#rejected(-h, fallback);
+    if (h < 0) return this.#rejected(-h, fallback, slot);
     let v: T;
     try {
       v = await fn(NO_CONTEXT);
     } catch (e) {
-      this.#settle(now, h, this.#outcome(e), e);
+      this.#settle(now, h, this.#outcome(e), e, slot);
       throw e;
     }
-    this.#settle(now, h, this.#outcome(v, true), undefined);
+    this.#settle(now, h, this.#outcome(v, true), undefined, slot);
     return v;
   }
 
   #runGuarded<T>(fn: (context: CallContext) => T | Promise<T>, options: ExecuteOptions<T>): Promise<T> {
     const { signal, timeoutMs, fallback } = checkGuard(options);
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const now = this.#now();
-    const h = this.#acquire(now);
-    if (h < 0) return this.#rejected(-h, fallback);
-    return guardCall(
-      fn,
-      signal,
-      timeoutMs,
-      (outcome, error) => this.#settle(now, h, outcome, error),
-      (result, resolved, s) => this.#outcome(result, resolved, s),
-    );
+    const go = (slot = -1): Promise<T> => {
+      const now = this.#now();
+      const h = this.#acquire(now);
+      if (h < 0) return this.#rejected(-h, fallback, slot);
+      return guardCall(
+        fn,
+        signal,
+        timeoutMs,
+        (outcome, error) => this.#settle(now, h, outcome, error, slot),
+        (result, resolved, s) => this.#outcome(result, resolved, s),
+      );
+    };
+    return this.#slots ? this.#slots.run(signal, (c) => this.#rejected(c, fallback), go) : go();
   }
 
   /**
@@ -528,19 +647,24 @@ export class CircuitBreaker {
     options?: StreamOptions<T>,
   ): Promise<ReadableStream<T>> {
     if (options?.signal?.aborted) return Promise.reject(options.signal.reason);
-    const h = this.#acquire(this.#now());
-    if (h < 0) return this.#rejected(-h);
-    return guardStream(
-      fn,
-      options,
-      () => this.#now(),
-      (outcome, error, durationMs) => this.#settle(Math.max(1, this.#now() - durationMs), h, outcome, error),
-      (e, signal) => this.#outcome(e, false, signal),
-    );
+    const go = (slot = -1): Promise<ReadableStream<T>> => {
+      const h = this.#acquire(this.#now());
+      if (h < 0) return this.#rejected(-h, undefined, slot);
+      // The stream holds its slot until it settles, however it ends.
+      return guardStream(
+        fn,
+        options,
+        () => this.#now(),
+        (outcome, error, durationMs) => this.#settle(Math.max(1, this.#now() - durationMs), h, outcome, error, slot),
+        (e, signal) => this.#outcome(e, false, signal),
+      );
+    };
+    return this.#slots ? this.#slots.run(options?.signal, (c) => this.#rejected(c), go) : go();
   }
 
-  /** `code` is `retryAfterMs × 4 + reason`. */
-  #rejected<T>(code: number, fallback?: ExecuteOptions<T>['fallback']): Promise<T> {
+  /** `code` is `retryAfterMs × Reject.Scale + reason`; `slot` (of `maxConcurrent`) is given back. */
+  #rejected<T>(code: number, fallback?: ExecuteOptions<T>['fallback'], slot = -1): Promise<T> {
+    this.#slots?.leave(slot);
     const event = this.#rejectEvent(code);
     if (this.#reject.size) this.#reject.emit(event);
     const err = new CircuitOpenError(this.name, this.state, event.reason, event.retryAfterMs);
@@ -556,7 +680,8 @@ export class CircuitBreaker {
   }
 
   #rejectEvent(code: number): RejectEvent {
-    return { breaker: this.name, reason: REASONS[code % 4]!, retryAfterMs: (code - (code % 4)) / 4 };
+    const reason = code % Reject.Scale;
+    return { breaker: this.name, reason: REASONS[reason]!, retryAfterMs: (code - reason) / Reject.Scale };
   }
 
   #outcome(e: unknown, resolved = false, signal?: AbortSignal): number {
@@ -565,7 +690,8 @@ export class CircuitBreaker {
 
 
   /** Reports an outcome; `h` -1 for one without a permit (recordSuccess / recordFailure). */
-  #settle(issuedAt: number, h: number, outcome: number, error: unknown): void {
+  /** Reports a call's outcome, and gives its `slot` of `maxConcurrent` back (-1: none). */
+  #settle(issuedAt: number, h: number, outcome: number, error: unknown, slot = -1): void {
     const closed = this.#closed >= 0 && (h === this.#closed || h === -1);
     if (outcome === SUCCESS && closed && this.#clean) {
       this.#succeeded++;
@@ -584,6 +710,7 @@ export class CircuitBreaker {
         this.#clean = outcome === SUCCESS || this.#cfg[Cfg.Trip] === 1;
       }
     }
+    this.#slots?.leave(slot);
     if (outcome === SUCCESS) {
       if (this.#success.size) this.#success.emit({ breaker: this.name });
     } else if (outcome === FAILURE && this.#failure.size) {
@@ -652,7 +779,7 @@ export class CircuitBreaker {
 
   #data(): number[] {
     const n = this.#x.snapshot(this.#h);
-    const data = Array.from(read(this.#x.io(n), n));
+    const data = Array.from(read(this.#x.io(n), n, this.#x));
     // Stats the core has not seen (the CLOSED fast path).
     data[Snap.Admitted]! += this.#admitted;
     data[Snap.Successes]! += this.#succeeded;
@@ -670,11 +797,13 @@ export class CircuitBreaker {
     const input = new Float64Array(Cfg.Len + data.length);
     input.set(this.#cfg);
     input.set(data, Cfg.Len);
-    const h = create(this.#x.breaker, input);
+    const h = create(this.#x.breaker, input, this.#x);
     const old = this.#h;
+    // Calls in flight keep their slots, and waiters their place in line.
+    if (this.#slots) this.#x.queue(h, 0, Queue.Adopt, old);
     this.#h = h;
     finalizer?.unregister(this);
-    finalizer?.register(this, h, this);
+    finalizer?.register(this, [this.#x, h], this);
     this.#x.release(old);
     this.#closed = -1;
     this.#clean = this.#cfg[Cfg.Trip] === 1;

@@ -4,11 +4,11 @@ const OPEN = Symbol.for('breakwater.CircuitOpenError');
 const TIMEOUT = Symbol.for('breakwater.TimeoutError');
 
 /** Why a call was not admitted. */
-export type RejectReason = 'open' | 'half-open-full' | 'isolated';
+export type RejectReason = 'open' | 'half-open-full' | 'isolated' | 'throttled' | 'full';
 
 /**
- * Thrown by `execute` when the breaker refuses the call (OPEN, isolated, or HALF_OPEN with every
- * probe slot taken) and no `fallback` was given. `retryAfterMs` says when asking again may work.
+ * Thrown by `execute` when the breaker refuses the call (OPEN, isolated, HALF_OPEN with every
+ * probe slot taken, or shed by `adaptiveThrottle` while CLOSED) and no `fallback` was given. `retryAfterMs` says when asking again may work.
  */
 export class CircuitOpenError extends Error {
   /** Kept through minification (the bundles' own and an app's). */

@@ -12,9 +12,9 @@ export interface Exports {
   release(h: number): void;
   /** A breaker from `Cfg` (and a snapshot after it): a handle, or `-Refusal`. */
   breaker(len: number): number;
-  /** A permit handle (≥ 0), or `-(retryAfterMs × 4 + reason)`. */
+  /** A permit handle (≥ 0), or a refusal `-(retryAfterMs × Reject.Scale + reason)`. */
   acquire(h: number, now: number): number;
-  /** What `acquire` would answer, taking nothing: 0, or `-(retryAfterMs × 4 + reason)`. */
+  /** What `acquire` would answer, taking nothing: 0, or a refusal (`Reject`). */
   peek(h: number, now: number): number;
   /** `permit` -1: an outcome without a permit (recordSuccess / recordFailure). Returns a transition code. */
   report(h: number, now: number, issuedAt: number, permit: number, outcome: number): number;
@@ -22,6 +22,13 @@ export interface Exports {
   info(h: number, now: number): number;
   /** 0 isolate, 1 reset, 2 disable, 3 enable; returns a transition code. */
   control(h: number, now: number, op: number): number;
+  /**
+   * The concurrency limit (`Queue` operations): a slot (≥ 0), `Bulkhead.Mark + ticket` (wait) or a
+   * refusal (enter); the ticket now holding a slot, `Bulkhead.Mark + ticket` timed out, or -1
+   * (leave `arg`, poll); 1 if ticket `arg` was waiting (cancel); the next deadline or -1; adopt
+   * breaker `arg`'s limit into `h`.
+   */
+  queue(h: number, now: number, op: number, arg: number): number;
   /** The snapshot's length, written at `io(len)`. */
   snapshot(h: number): number;
   /** A retry policy from `Retry` (statuses after it): a handle, or `-Refusal`. */
@@ -63,21 +70,21 @@ export function wasm(): Exports {
   return current;
 }
 
-/** The memory as numbers (a new view once the memory has grown). */
-export function memory(): Float64Array {
-  const buffer = wasm().memory.buffer;
+/** The memory of module `x` as numbers (a new view once the memory has grown). */
+export function memory(x = wasm()): Float64Array {
+  const buffer = x.memory.buffer;
   if (view.buffer !== buffer) view = new Float64Array(buffer);
   return view;
 }
 
-/** `len` numbers at the address `at` (a copy). */
-export function read(at: number, len: number): Float64Array {
-  return memory().slice(at / 8, at / 8 + len);
+/** `len` numbers at the address `at` of module `x` (a copy). */
+export function read(at: number, len: number, x?: Exports): Float64Array {
+  return memory(x).slice(at / 8, at / 8 + len);
 }
 
-/** One number of what `info` wrote at `at`. */
-export function readAt(at: number, i: number): number {
-  return memory()[at / 8 + i]!;
+/** One number of what `info` wrote at `at` in module `x`. */
+export function readAt(at: number, i: number, x?: Exports): number {
+  return memory(x)[at / 8 + i]!;
 }
 
 const REFUSALS: Record<number, string> = {
@@ -92,9 +99,9 @@ const REFUSALS: Record<number, string> = {
  * handle, or an error in words for the core's refusal. The options were validated already, so a
  * refused configuration is a bug; a refused snapshot is the caller's data.
  */
-export function create(make: (len: number) => number, input: ArrayLike<number>): number {
-  const at = wasm().io(input.length);
-  memory().set(input, at / 8);
+export function create(make: (len: number) => number, input: ArrayLike<number>, x = wasm()): number {
+  const at = x.io(input.length);
+  memory(x).set(input, at / 8);
   const h = make(input.length);
   if (h > 0) return h;
   const why = REFUSALS[-h];

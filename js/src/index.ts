@@ -5,6 +5,7 @@
  */
 export {
   CircuitBreaker,
+  type AdaptiveThrottle,
   type BreakerMode,
   type BreakerPermit,
   type BreakerSettings,

@@ -3,8 +3,8 @@
 // documented for apps: `breakwater` re-exports the public part (js/src/index.ts) after its
 // runtime's entry has loaded the core; this subpath is the same module without the loader.
 export * from './index.js';
-export { setGlue } from './glue.js';
-export { build as breakerConfig } from './breaker.js';
+export { setGlue, type Exports } from './glue.js';
+export { build as breakerConfig, setAdaptive, type AdaptiveOptions } from './breaker.js';
 export { outcomeCode } from './classify.js';
 export { Chunks, guardStream } from './stream.js';
 export { checkGuard, guardCall } from './call.js';

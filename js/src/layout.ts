@@ -19,7 +19,14 @@ export const enum Cfg {
   ProbeSuccesses = 11,
   ProbeTimeout = 12,
   Seed = 13,
-  Len = 14,
+  ThrottleMultiplier = 14,
+  ThrottleWindow = 15,
+  ThrottleMinimum = 16,
+  ThrottleMax = 17,
+  MaxConcurrent = 18,
+  MaxQueued = 19,
+  QueueTimeout = 20,
+  Len = 21,
 }
 
 /** What `info` writes. */
@@ -37,7 +44,12 @@ export const enum Info {
   Slow = 10,
   Opened = 11,
   Transition = 12,
-  Len = 13,
+  Throttled = 13,
+  Throttle = 14,
+  Full = 15,
+  InFlight = 16,
+  Queued = 17,
+  Len = 18,
 }
 
 /** The positions of a snapshot's numbers that this layer touches. */
@@ -88,6 +100,39 @@ export const enum LeaseInfo {
   Dropped = 5,
   LocalState = 6,
   Len = 7,
+}
+
+/** A refusal as one number: `-(retryAfterMs × Scale + reason)`; the lease client's less `Decision.Rejected`. */
+export const enum Reject {
+  Open = 0,
+  HalfOpenFull = 1,
+  Isolated = 2,
+  Throttled = 3,
+  Full = 4,
+  Scale = 8,
+}
+
+/** The lease client's answers besides a ticket (≥ 0), as negatives; from `-Rejected` down a refusal. */
+export const enum Decision {
+  Acquire = 1,
+  Refresh = 2,
+  Retry = 3,
+  Rejected = 4,
+}
+
+/** A breaker's concurrency limit's answers: ids below `Mark`; `Mark + ticket` queued or timed out. */
+export const enum Bulkhead {
+  Mark = 2147483648,
+}
+
+/** The operations of `queue`, the concurrency limit's one export. */
+export const enum Queue {
+  Enter = 0,
+  Leave = 1,
+  Poll = 2,
+  Cancel = 3,
+  Deadline = 4,
+  Adopt = 5,
 }
 
 /** Why a constructor refused (the negative of what it returned). */

@@ -52,7 +52,9 @@ export class OpenTelemetryMetrics extends Collector {
       r.observe(calls, st.successes, { breaker, result: 'success' });
       r.observe(calls, st.failures, { breaker, result: 'failure' });
       r.observe(calls, st.ignored, { breaker, result: 'ignored' });
-      r.observe(calls, st.rejected, { breaker, result: 'rejected' });
+      r.observe(calls, st.rejected - (st.throttled ?? 0), { breaker, result: 'rejected' });
+      r.observe(calls, st.throttled ?? 0, { breaker, result: 'throttled' });
+      r.observe(calls, st.full ?? 0, { breaker, result: 'full' });
       r.observe(fallbacks, st.fallbacks ?? 0, { breaker });
     }
   };
@@ -66,7 +68,7 @@ export class OpenTelemetryMetrics extends Collector {
     this.#observables = [
       meter.createObservableGauge('breakwater.state', { description: '1 for the state the breaker is in (closed, open, half_open).' }),
       meter.createObservableCounter('breakwater.opened', { description: 'Times the breaker opened.' }),
-      meter.createObservableCounter('breakwater.calls', { description: 'Calls by result: success, failure, ignored, rejected.' }),
+      meter.createObservableCounter('breakwater.calls', { description: 'Calls by result: success, failure, ignored, rejected, throttled, full.' }),
       meter.createObservableCounter('breakwater.fallbacks', { description: 'Calls answered by a fallback (alert above 5 % of calls).' }),
     ];
     this.#incident = meter.createHistogram('breakwater.incident', {

@@ -50,7 +50,7 @@ const FAMILIES = [
   ['breakwater_state', 'gauge', '1 for the state the breaker is in (closed, open, half_open).'],
   ['breakwater_opened_total', 'counter', 'Times the breaker opened.'],
   ['breakwater_incident_seconds', 'histogram', 'Incidents: from opening to closing again, seconds.'],
-  ['breakwater_calls_total', 'counter', 'Calls by result: success, failure, ignored (not counted against the upstream), rejected.'],
+  ['breakwater_calls_total', 'counter', 'Calls by result: success, failure, ignored (not counted against the upstream), rejected (by the breaker\'s state), throttled (shed by adaptiveThrottle), full (refused by maxConcurrent).'],
   ['breakwater_fallbacks_total', 'counter', 'Calls answered by a fallback (alert above 5 % of calls).'],
   ['breakwater_retries', 'histogram', 'Retries per call (a p50 above 0: the provider is degraded).'],
   ['breakwater_retry_delay_seconds', 'histogram', 'Backoff that retries added to a call, seconds.'],
@@ -150,7 +150,9 @@ export class PrometheusMetrics extends Collector {
             ['success', s.successes],
             ['failure', s.failures],
             ['ignored', s.ignored],
-            ['rejected', s.rejected],
+            ['rejected', s.rejected - (s.throttled ?? 0)],
+            ['throttled', s.throttled ?? 0],
+            ['full', s.full ?? 0],
           ] as const) {
             values.push({ labels: { breaker: b.name, result }, value });
           }

@@ -39,9 +39,9 @@
 import 'breakwater';
 import type { BreakerSettings, CircuitBreaker, ConsecutiveTrip, FailureRateTrip } from 'breakwater';
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
-import { breakerConfig } from 'breakwater/internal';
 import {
   SharedCircuitBreaker,
+  breakerConfig,
   localConfig,
   sharedGlue,
   type Answer,

@@ -28,7 +28,11 @@ before(async () => {
       }
       return res.end('ok');
     }
-    const rel = url.pathname === '/' ? 'browser/index.html' : url.pathname.startsWith('/node_modules/') ? url.pathname.slice(1) : `browser${url.pathname}`;
+    // The page, the installed package, and the case it shares with the other runtimes.
+    const rel =
+      url.pathname === '/' ? 'browser/index.html'
+      : url.pathname.startsWith('/node_modules/') || url.pathname === '/adaptive-case.mjs' ? url.pathname.slice(1)
+      : `browser${url.pathname}`;
     const file = path.join(here, rel);
     if (!file.startsWith(here)) return res.writeHead(403).end();
     try {

@@ -4,6 +4,7 @@
 // WebAssembly.Module compiled outside the sandbox (another realm), as Next.js does.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { checkAdaptive } from './adaptive-case.mjs';
 import http from 'node:http';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -33,8 +34,9 @@ async function bundle() {
         path: path.join(args.resolveDir, args.path.replace(/\?module$/, '')),
         namespace: 'wasm-module',
       }));
-      b.onLoad({ filter: /.*/, namespace: 'wasm-module' }, () => ({
-        contents: 'export default globalThis.__wasm_breakwater;',
+      // Each .wasm (the main module, breakwater/adaptive's) as the module the sandbox was given.
+      b.onLoad({ filter: /.*/, namespace: 'wasm-module' }, (args) => ({
+        contents: `export default globalThis.__wasm_breakwater[${JSON.stringify(path.basename(args.path))}];`,
         loader: 'js',
       }));
     },
@@ -58,11 +60,15 @@ async function bundle() {
 test('the edge-light entry runs a route handler in the edge runtime', async () => {
   const code = await bundle();
   const require = createRequire(import.meta.url);
-  const wasmPath = path.join(path.dirname(require.resolve('breakwater/package.json')), 'web/breakwater_bg.wasm');
-  const module = new WebAssembly.Module(await fs.readFile(wasmPath));
+  const root = path.dirname(require.resolve('breakwater/package.json'));
+  const compiled = async (file) => new WebAssembly.Module(await fs.readFile(path.join(root, file)));
+  const modules = {
+    'breakwater_bg.wasm': await compiled('web/breakwater_bg.wasm'),
+    'breakwater_adaptive_bg.wasm': await compiled('web-adaptive/breakwater_adaptive_bg.wasm'),
+  };
   const runtime = new EdgeRuntime({
     codeGeneration: { strings: false, wasm: false },
-    extend: (context) => Object.assign(context, { __wasm_breakwater: module }),
+    extend: (context) => Object.assign(context, { __wasm_breakwater: modules }),
   });
   // Like Vercel Edge: no compiling wasm from bytes inside the sandbox.
   await assert.rejects(runtime.evaluate('WebAssembly.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))'), /disallowed/);
@@ -84,4 +90,6 @@ test('the edge-light entry runs a route handler in the edge runtime', async () =
   assert.deepEqual(await streamed('?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
   const trip = await (await runtime.dispatchFetch('http://edge.test/api/count-trip')).json();
   assert.deepEqual(trip, { state: 'OPEN', openFor: 30_000, refused: true });
+  // breakwater/adaptive: its module imported with `?module`, beside the main one.
+  checkAdaptive(await (await runtime.dispatchFetch('http://edge.test/api/adaptive')).json(), assert);
 });

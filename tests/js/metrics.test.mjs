@@ -91,6 +91,8 @@ test('stats count fallbacks; withRetry tells its metrics observer once per call'
     stale: 0,
     slow: 0,
     opened: 2,
+    throttled: 0,
+    full: 0,
     fallbacks: 2,
   });
   assert.deepEqual(seen, [[2, 300], [0, 0], [0, 0], [2, 300]]);
@@ -140,6 +142,8 @@ test('Prometheus text: exact series after the scenario, accepted by parse-promet
     [{ breaker: 'anthropic', result: 'failure' }, 3],
     [{ breaker: 'anthropic', result: 'ignored' }, 0],
     [{ breaker: 'anthropic', result: 'rejected' }, 3],
+    [{ breaker: 'anthropic', result: 'throttled' }, 0],
+    [{ breaker: 'anthropic', result: 'full' }, 0],
   ]);
   assert.deepEqual(values('breakwater_fallbacks_total'), [[{ breaker: 'anthropic' }, 2]]);
   for (const name of ['breakwater_incident_seconds', 'breakwater_retries', 'breakwater_retry_delay_seconds']) {
@@ -238,6 +242,8 @@ test('OpenTelemetry: the SDK in-memory exporter receives the same counts', async
     [{ breaker: 'anthropic', result: 'failure' }, 3],
     [{ breaker: 'anthropic', result: 'ignored' }, 0],
     [{ breaker: 'anthropic', result: 'rejected' }, 3],
+    [{ breaker: 'anthropic', result: 'throttled' }, 0],
+    [{ breaker: 'anthropic', result: 'full' }, 0],
   ]);
   assert.deepEqual(points('breakwater.fallbacks'), [[{ breaker: 'anthropic' }, 2]]);
   const hist = (name) => {

@@ -20,6 +20,11 @@ export function entryOf(specifier) {
 }
 
 export const cases = [
+  ['breakwater/adaptive: its module loads beside the main one; the same class sheds and limits there', async () => {
+    const { adaptiveCase, checkAdaptive } = await import('./adaptive-case.mjs');
+    assert.match(entryOf('breakwater/adaptive'), /^adaptive-(node|browser)\.mjs$/);
+    checkAdaptive(await adaptiveCase(), assert);
+  }],
   ['a success that brings a count window to its minimum opens the breaker then, for the whole open period', async () => {
     let t = T0;
     const b = new CircuitBreaker('runtime-count-trip', { failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 10 }, resetTimeout: 30_000, clock: () => t });

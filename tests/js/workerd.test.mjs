@@ -3,6 +3,7 @@
 // wrangler does, and the .wasm travels next to it as its own module.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { checkAdaptive } from './adaptive-case.mjs';
 import http from 'node:http';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -28,7 +29,9 @@ after(async () => {
 });
 
 test('the workerd entry runs in a Worker under workerd', async () => {
-  let wasmFile;
+  // Each .wasm the bundle imports (the main module, breakwater/adaptive's) travels as a module of
+  // its own, by its file name.
+  const wasmFiles = new Map();
   const out = await build({
     entryPoints: [path.join(here, 'workerd/worker.mjs')],
     bundle: true,
@@ -43,21 +46,22 @@ test('the workerd entry runs in a Worker under workerd', async () => {
         name: 'wasm-modules',
         setup(b) {
           b.onResolve({ filter: /\.wasm$/ }, (args) => {
-            wasmFile = path.join(args.resolveDir, args.path);
-            return { path: './breakwater_bg.wasm', external: true };
+            const name = path.basename(args.path);
+            wasmFiles.set(name, path.join(args.resolveDir, args.path));
+            return { path: `./${name}`, external: true };
           });
         },
       },
     ],
   });
-  assert.ok(wasmFile, 'the workerd entry imports the .wasm statically');
+  assert.deepEqual([...wasmFiles.keys()].sort(), ['breakwater_adaptive_bg.wasm', 'breakwater_bg.wasm'], 'the workerd entries import their .wasm statically');
   mf = new Miniflare({
     host: '127.0.0.1',
     port: 0,
     compatibilityDate: '2026-04-01',
     modules: [
       { type: 'ESModule', path: 'worker.mjs', contents: out.outputFiles[0].text },
-      { type: 'CompiledWasm', path: 'breakwater_bg.wasm', contents: await fs.readFile(wasmFile) },
+      ...(await Promise.all([...wasmFiles].map(async ([name, file]) => ({ type: 'CompiledWasm', path: name, contents: await fs.readFile(file) })))),
     ],
     bindings: { UPSTREAM: `http://127.0.0.1:${upstream.address().port}/v1/messages` },
   });
@@ -83,6 +87,8 @@ test('breaker.stream under workerd: a whole answer is a success, a cut one ends 
   assert.deepEqual(await get('/stream'), { text: 'Hello', successes: 1, failures: 0 });
   // A success that brings a count window to its minimum opens the breaker for the whole period.
   assert.deepEqual(await get('/count-trip'), { state: 'OPEN', openFor: 30_000, refused: true });
+  // breakwater/adaptive: its module loaded by a static .wasm import, beside the main one.
+  checkAdaptive(await get('/adaptive'), assert);
   assert.deepEqual(await get('/stream?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
   const before = hits;
   assert.deepEqual(await get('/stream-upstream'), { name: 'StreamError', status: 529, failures: 2 });

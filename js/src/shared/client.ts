@@ -14,9 +14,16 @@ import {
   type FailureRateTrip,
   type RejectReason,
 } from 'breakwater';
-import { breakerConfig, checkGuard, checkKeys, guardCall, guardStream, outcomeCode } from 'breakwater/internal';
+import { breakerConfig as build, checkGuard, checkKeys, guardCall, guardStream, outcomeCode } from 'breakwater/internal';
+import { sharedOptions } from '../adaptive-options.js';
+
+/**
+ * The main entry's `build`, with the adaptive throttle read (the shared modules shed, the fleet's
+ * share on each lease) and the concurrency limit refused, naming it: it is a `CircuitBreaker`'s.
+ */
+export const breakerConfig = (o: CircuitBreakerOptions, where: string): Float64Array => build(o, where, sharedOptions);
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
-import { LeaseInfo, LeaseOpts } from '../layout.js';
+import { Decision, LeaseInfo, LeaseOpts, Reject } from '../layout.js';
 
 /** How a call ended, as every breaker of this package counts it. */
 export type CallOutcome = 'success' | 'failure' | 'ignored';
@@ -238,7 +245,8 @@ const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
 export const isBreakerName = (name: unknown): name is string => typeof name === 'string' && NAME_RE.test(name);
 const CLIENT_RE = /^[A-Za-z0-9\-_]{1,64}$/;
 const STATES: Array<SharedState | null> = ['CLOSED', 'OPEN', 'HALF_OPEN'];
-const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated'];
+/** Indexed by `Reject`'s reason codes. */
+const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated', 'throttled', 'full'];
 const OUTCOMES: Record<Outcome, number> = { success: 0, failure: 1, ignored: 2 };
 const OUTCOME_NAMES: Outcome[] = ['success', 'failure', 'ignored'];
 const NO_CONTEXT: { signal?: AbortSignal } = Object.freeze({});
@@ -269,9 +277,9 @@ export function settingsJson(breaker: SharedBreakerRule | undefined, leaseMs: un
 
 /** The local breaker's configuration array (`where`: the constructor, for error messages). */
 export function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number, where: string): Float64Array {
-  if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock });
+  if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock }, where);
   if (fallback instanceof LocalFallbackBreaker) {
-    return breakerConfig({ failureThreshold: fallback.threshold, resetTimeout: fallback.openMs, clock });
+    return breakerConfig({ failureThreshold: fallback.threshold, resetTimeout: fallback.openMs, clock }, where);
   }
   if (typeof (fallback as LocalBreakerLike).isHealthy === 'function') {
     throw new TypeError(
@@ -602,8 +610,8 @@ export class SharedCircuitBreaker {
       const d = this.#core.admit(this.#now());
       this.#drain();
       if (d >= 0) return d;
-      if (d <= -4) throw this.#rejection(d);
-      if (d === -2) {
+      if (d <= -Decision.Rejected) throw this.#rejection(d);
+      if (d === -Decision.Refresh) {
         // The lease ran out: renew it, or wait for the report already renewing it.
         await (this.#inFlight ?? this.#flush(true));
         continue;
@@ -619,15 +627,15 @@ export class SharedCircuitBreaker {
       const r = this.#core.on_acquire_reply(now, answer.text);
       this.#drain();
       if (r >= 0) return r;
-      if (r <= -4) throw this.#rejection(r);
+      if (r <= -Decision.Rejected) throw this.#rejection(r);
     }
     throw new CircuitOpenError(this.name, this.state ?? 'OPEN', 'open', 1);
   }
 
   #rejection(code: number): CircuitOpenError {
-    const c = -code - 4;
-    const reason = REASONS[c % 4] ?? 'open';
-    const retryAfterMs = Math.max(1, (c - (c % 4)) / 4);
+    const c = -code - Decision.Rejected;
+    const reason = REASONS[c % Reject.Scale] ?? 'open';
+    const retryAfterMs = Math.max(1, (c - (c % Reject.Scale)) / Reject.Scale);
     const state: BreakerState = reason === 'half-open-full' ? 'HALF_OPEN' : 'OPEN';
     return new CircuitOpenError(this.name, state, reason, retryAfterMs);
   }

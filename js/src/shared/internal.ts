@@ -5,4 +5,4 @@
 // runtime's entry has loaded the shared module; this subpath is the same module without the loader.
 export * from './index.js';
 export { setSharedGlue, sharedGlue } from './glue.js';
-export { localConfig, settingsJson, isBreakerName, SETTINGS_HEADER, type Answer, type RawTransport } from './client.js';
+export { breakerConfig, localConfig, settingsJson, isBreakerName, SETTINGS_HEADER, type Answer, type RawTransport } from './client.js';

@@ -36,6 +36,15 @@ try {
   const still = await w.execute(async () => 'probe?').catch((e) => e);
   check('a success that trips a count window opens it for the whole period', w.state === 'OPEN' && isCircuitOpenError(still), `${w.state} ${still}`);
 
+  // breakwater/adaptive: its module fetched and compiled beside the main one.
+  const { adaptiveCase, checkAdaptive } = await import('./adaptive-case.mjs');
+  const fail = (m) => { throw new Error(m); };
+  const shim = { equal: (a, b) => a === b || fail(`${a} !== ${b}`), ok: (v, m) => v || fail(m ?? 'not ok') };
+  const adaptive = await adaptiveCase();
+  let why = '';
+  try { checkAdaptive(adaptive, shim); } catch (e) { why = e.message; }
+  check('breakwater/adaptive sheds and limits', why === '', `${why} ${JSON.stringify(adaptive)}`);
+
   const reg = new BreakerRegistry({ failureThreshold: 1 });
   check('registry', reg.get('a') === reg.get('a'));
   const json = JSON.stringify(b);

@@ -1,6 +1,7 @@
 // A route handler as it would run on Vercel Edge: a module-level breaker shared by requests.
 import { CircuitBreaker, isCircuitOpenError, withRetry } from 'breakwater';
 import { countTrip } from '../count-trip.mjs';
+import { adaptiveCase } from '../adaptive-case.mjs';
 
 const breaker = new CircuitBreaker('edge-upstream', { failureThreshold: 2, resetTimeout: 60_000 });
 
@@ -29,6 +30,7 @@ async function stream(cut) {
 async function handle(request) {
   const path = new URL(request.url).pathname;
   if (path === '/api/count-trip') return Response.json(await countTrip());
+  if (path === '/api/adaptive') return Response.json(await adaptiveCase());
   if (path === '/api/stream') return stream(new URL(request.url).searchParams.has('cut'));
   const upstream = new URL(request.url).searchParams.get('upstream');
   try {

@@ -1,6 +1,7 @@
 // A Cloudflare Worker: one breaker per isolate (module scope), guarding an upstream fetch.
 import { CircuitBreaker, isCircuitOpenError, BreakerRegistry } from 'breakwater';
 import { countTrip } from '../count-trip.mjs';
+import { adaptiveCase } from '../adaptive-case.mjs';
 
 const registry = new BreakerRegistry({ failureThreshold: 2, resetTimeout: 60_000 });
 const streams = new CircuitBreaker('stream', { failureThreshold: 5, resetTimeout: 60_000 });
@@ -23,6 +24,7 @@ export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     if (url.pathname === '/count-trip') return Response.json(await countTrip());
+    if (url.pathname === '/adaptive') return Response.json(await adaptiveCase());
     if (url.pathname === '/snapshot') {
       return Response.json(registry.toJSON());
     }
