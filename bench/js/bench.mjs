@@ -12,19 +12,20 @@
 //      build too. Goal: not measurable.
 //   4. breaker.stream: the added latency per streamed chunk against reading the bare stream.
 // Environment:
-//   BENCH_ONLY=execute,sync,metrics,stream   run only these groups (default: all)
+//   BENCH_ONLY=execute,sync,metrics,stream,options   run only these groups (default: all)
 //   BENCH_JSON=FILE   append this run's ratio results to FILE as one JSON line (see report.mjs)
 import { run, bench, group, summary, do_not_optimize } from 'mitata';
 import { CircuitBreaker, withRetry } from 'breakwater';
+import 'breakwater/adaptive';
 import { PrometheusMetrics } from 'breakwater/prometheus';
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { circuitBreaker, handleAll, CircuitState, ConsecutiveBreaker, SamplingBreaker, CountBreaker } from 'cockatiel';
+import { circuitBreaker, bulkhead, handleAll, CircuitState, ConsecutiveBreaker, SamplingBreaker, CountBreaker } from 'cockatiel';
 import Opossum from 'opossum';
 import { printTable } from './report.mjs';
 
-const GROUPS = ['execute', 'sync', 'metrics', 'stream'];
+const GROUPS = ['execute', 'sync', 'metrics', 'stream', 'options'];
 const only = process.env.BENCH_ONLY
   ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim()).filter(Boolean))
   : new Set(GROUPS);
@@ -263,6 +264,27 @@ if (only.has('metrics')) {
       if (baseline) bench('withRetry: baseline build', async () => do_not_optimize(await baseline.withRetry(work)));
       bench('withRetry: this build', async () => do_not_optimize(await withRetry(work)));
       bench('withRetry: this build, metrics observer', async () => do_not_optimize(await withRetry(work, { metrics: observer })));
+    });
+  });
+}
+
+// 5. What each option of issue "adaptive throttling and a concurrency limit" adds to execute,
+// against the same trip rule without it (goal: within 20 ns), and cockatiel's bulkhead, the peer
+// of maxConcurrent, beside it. The upstream is healthy: nothing is shed, nothing waits.
+if (only.has('options')) {
+  const rule = { failureThreshold: 5, resetTimeout: 30_000 };
+  const plain = new CircuitBreaker('plain', rule);
+  const throttled = new CircuitBreaker('throttled', { ...rule, adaptiveThrottle: true });
+  const limited = new CircuitBreaker('limited', { ...rule, maxConcurrent: 100 });
+  const queued = new CircuitBreaker('queued', { ...rule, maxConcurrent: 100, maxQueued: 100 });
+  const ckBulkhead = bulkhead(100);
+  group('execute with each option (healthy upstream)', () => {
+    summary(() => {
+      bench('execute: consecutive rule', async () => do_not_optimize(await plain.execute(work)));
+      bench('execute: + adaptiveThrottle', async () => do_not_optimize(await throttled.execute(work)));
+      bench('execute: + maxConcurrent 100', async () => do_not_optimize(await limited.execute(work)));
+      bench('execute: + maxConcurrent 100, maxQueued 100', async () => do_not_optimize(await queued.execute(work)));
+      bench('cockatiel bulkhead(100)', async () => do_not_optimize(await ckBulkhead.execute(work)));
     });
   });
 }

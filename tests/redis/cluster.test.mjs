@@ -225,3 +225,39 @@ test('Redis killed mid-run: every process keeps serving on its local breaker, th
       `${view.counters.successes} outcomes in the record, ${view.counters.duplicateBatches} batches sent again and recognised`,
   );
 });
+
+test('8 processes, adaptiveThrottle: the fleet sheds a degraded upstream together, then stops by itself', { timeout: 120_000 }, async (t) => {
+  // A failure-rate rule that does not trip (100 % of 1 000 calls), so that only the throttle acts,
+  // over a 3 s window. Each process alone sends fewer calls per window than the throttle's
+  // minimum of 20; the coordinator in Redis counts them all and every lease carries the fleet's
+  // probability.
+  const name = `throttle-${process.pid}`;
+  const breaker = {
+    failureRate: { threshold: 100, minimumCalls: 1000, windowCalls: 1000 },
+    adaptiveThrottle: { windowMs: 3_000, minimumRequests: 20 },
+  };
+  const w = await startWorkers(N, { mode: 'shared', name, redisUrl: redisUrl(), upstream: upstream.url, breaker, leaseMs: 200 });
+  t.after(() => w.stop());
+  upstream.mode = 'degraded';
+  const before = await w.all({ cmd: 'stats' });
+  // 8 calls per process, 60 ms apart: ~64 calls per window fleet-wide, 8 per process.
+  for (let i = 0; i < 15; i++) {
+    await w.all({ cmd: 'run', n: 1 });
+    await sleep(60);
+  }
+  const during = await w.all({ cmd: 'stats' });
+  const shed = during.map((s, i) => (s.reasons.throttled ?? 0) - (before[i].reasons.throttled ?? 0));
+  t.diagnostic(`shed per process while 80 % of calls failed: ${shed.join(' ')} of 15 each`);
+  assert.ok(shed.reduce((a, b) => a + b, 0) > 15, `the fleet shed ${shed.join(' ')}`);
+  assert.ok(shed.filter((s) => s > 0).length >= N / 2, `processes that shed: ${shed.join(' ')}`);
+  // Liveness: the upstream recovers; within a few windows no process sheds any more.
+  upstream.mode = 'up';
+  await until(async () => {
+    const a = await w.all({ cmd: 'stats' });
+    await w.all({ cmd: 'run', n: 5 });
+    const b = await w.all({ cmd: 'stats' });
+    return b.every((s, i) => (s.reasons.throttled ?? 0) === (a[i].reasons.throttled ?? 0));
+  }, 'no process sheds after the recovery', 100);
+  const view = await inspect(name, breaker);
+  assert.equal(view.state, 'CLOSED');
+});

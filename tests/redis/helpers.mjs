@@ -70,7 +70,8 @@ export async function startRedis({ port, dir, aof = false } = {}) {
 
 /**
  * A fake upstream on 127.0.0.1. `mode`: 'up' (200), 'down' (503), 'hold' (200, but each answer
- * waits for `release()`). Counts every request it receives.
+ * waits for `release()`), 'degraded' (529 to four requests in five, in turn). Counts every
+ * request it receives.
  */
 export async function startUpstream() {
   const u = {
@@ -88,6 +89,9 @@ export async function startUpstream() {
     if (u.mode === 'down') {
       res.statusCode = 503;
       res.end('down');
+    } else if (u.mode === 'degraded' && u.requests % 5 !== 0) {
+      res.statusCode = 529;
+      res.end('overloaded');
     } else if (u.mode === 'hold') {
       u.held.push(res);
     } else {

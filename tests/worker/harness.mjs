@@ -24,10 +24,12 @@ export async function startUpstream() {
     state.count += 1;
     const rec = { at: performance.now(), mode: state.mode, done: null };
     state.arrivals.push(rec);
+    // 'degraded': four requests in five fail, in turn.
+    const up = rec.mode === 'up' || (rec.mode === 'degraded' && state.count % 5 === 0);
     const finish = () => {
       rec.done = performance.now();
-      res.writeHead(rec.mode === 'up' ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(rec.mode === 'up' ? '{"ok":true}' : '{"error":"overloaded"}');
+      res.writeHead(up ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(up ? '{"ok":true}' : '{"error":"overloaded"}');
     };
     req.resume();
     if (state.delayMs > 0) setTimeout(finish, state.delayMs);
@@ -76,6 +78,35 @@ export async function start(workers, extra = {}) {
 }
 
 /** POSTs to an app Worker's route and returns the parsed JSON. */
+/** The isolates of a fleet: four Rust app Workers and four JavaScript ones. */
+export const FLEET = ['rust-1', 'rust-2', 'rust-3', 'rust-4', 'js-1', 'js-2', 'js-3', 'js-4'];
+
+/**
+ * A fake upstream, the object Worker holding `breakers` (its BREAKERS), and the FLEET's app
+ * isolates sharing breaker `name`: `apps` ([name, fetcher] pairs), `state()` (the object's view
+ * of the breaker), `flushAll()` (every app's batch sent) and `close()`.
+ */
+export async function startFleet(breakers, name = 'upstream') {
+  const upstream = await startUpstream();
+  const opts = { upstream: upstream.url, breaker: name, breakers };
+  const env = await start([
+    objectWorker({ breakers }),
+    ...FLEET.map((n) => (n.startsWith('rust') ? rustApp(n, opts) : jsApp(n, opts))),
+  ]);
+  const apps = await Promise.all(FLEET.map(async (n) => [n, await env.app(n)]));
+  return {
+    upstream,
+    env,
+    apps,
+    state: async () => (await admin(env.mf, `/admin/breakers/${name}`)).body,
+    flushAll: () => Promise.all(apps.map(([, f]) => call(f, '/app/flush'))),
+    close: async () => {
+      await env.mf.dispose();
+      await upstream.close();
+    },
+  };
+}
+
 export async function call(fetcher, route = '/app/call', init = { method: 'POST' }) {
   const resp = await fetcher.fetch(`http://app${route}`, init);
   const text = await resp.text();

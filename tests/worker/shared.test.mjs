@@ -2,7 +2,7 @@
 // Rust BreakerObject, against a fake upstream that goes down and comes back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startUpstream, objectWorker, rustApp, jsApp, start, call, admin, drive, sleep } from './harness.mjs';
+import { startFleet, call, drive, sleep } from './harness.mjs';
 
 const OPEN_MS = 1200;
 const LEASE_MS = 300;
@@ -17,29 +17,18 @@ const BREAKERS = {
     },
   },
 };
-const NAMES = ['rust-1', 'rust-2', 'rust-3', 'rust-4', 'js-1', 'js-2', 'js-3', 'js-4'];
-
+let fleet;
 let upstream;
-let env;
 let apps;
-
-const state = async () => (await admin(env.mf, '/admin/breakers/upstream')).body;
-const flushAll = () => Promise.all(apps.map(([, f]) => call(f, '/app/flush')));
+const state = () => fleet.state();
+const flushAll = () => fleet.flushAll();
 
 before(async () => {
-  upstream = await startUpstream();
-  const opts = { upstream: upstream.url, breaker: 'upstream', breakers: BREAKERS };
-  env = await start([
-    objectWorker({ breakers: BREAKERS }),
-    ...NAMES.map((n) => (n.startsWith('rust') ? rustApp(n, opts) : jsApp(n, opts))),
-  ]);
-  apps = await Promise.all(NAMES.map(async (n) => [n, await env.app(n)]));
+  fleet = await startFleet(BREAKERS);
+  ({ upstream, apps } = fleet);
 });
 
-after(async () => {
-  await env?.mf.dispose();
-  await upstream?.close();
-});
+after(() => fleet?.close());
 
 test('healthy traffic is admitted locally and every outcome reaches the object once', async () => {
   const tallies = await drive(apps, { concurrency: 2, stopApp: (_, t) => t.ok >= 40 });
