@@ -608,19 +608,29 @@ export class CircuitBreaker {
   #runGuarded<T>(fn: (context: CallContext) => T | Promise<T>, options: ExecuteOptions<T>): Promise<T> {
     const { signal, timeoutMs, fallback } = checkGuard(options);
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const go = (slot = -1): Promise<T> => {
-      const now = this.#now();
-      const h = this.#acquire(now);
-      if (h < 0) return this.#rejected(-h, fallback, slot);
-      return guardCall(
-        fn,
-        signal,
-        timeoutMs,
-        (outcome, error) => this.#settle(now, h, outcome, error, slot),
-        (result, resolved, s) => this.#outcome(result, resolved, s),
-      );
-    };
-    return this.#slots ? this.#slots.run(signal, (c) => this.#rejected(c, fallback), go) : go();
+    if (this.#slots) {
+      return this.#slots.run(signal, (c) => this.#rejected(c, fallback), (slot) => this.#guarded(fn, signal, timeoutMs, fallback, slot));
+    }
+    return this.#guarded(fn, signal, timeoutMs, fallback);
+  }
+
+  #guarded<T>(
+    fn: (context: CallContext) => T | Promise<T>,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+    fallback: ExecuteOptions<T>['fallback'],
+    slot = -1,
+  ): Promise<T> {
+    const now = this.#now();
+    const h = this.#acquire(now);
+    if (h < 0) return this.#rejected(-h, fallback, slot);
+    return guardCall(
+      fn,
+      signal,
+      timeoutMs,
+      (outcome, error) => this.#settle(now, h, outcome, error, slot),
+      (result, resolved, s) => this.#outcome(result, resolved, s),
+    );
   }
 
   /**
@@ -647,19 +657,25 @@ export class CircuitBreaker {
     options?: StreamOptions<T>,
   ): Promise<ReadableStream<T>> {
     if (options?.signal?.aborted) return Promise.reject(options.signal.reason);
-    const go = (slot = -1): Promise<ReadableStream<T>> => {
-      const h = this.#acquire(this.#now());
-      if (h < 0) return this.#rejected(-h, undefined, slot);
-      // The stream holds its slot until it settles, however it ends.
-      return guardStream(
-        fn,
-        options,
-        () => this.#now(),
-        (outcome, error, durationMs) => this.#settle(Math.max(1, this.#now() - durationMs), h, outcome, error, slot),
-        (e, signal) => this.#outcome(e, false, signal),
-      );
-    };
-    return this.#slots ? this.#slots.run(options?.signal, (c) => this.#rejected(c), go) : go();
+    if (this.#slots) return this.#slots.run(options?.signal, (c) => this.#rejected(c), (slot) => this.#stream(fn, options, slot));
+    return this.#stream(fn, options);
+  }
+
+  /** The stream holds its `slot` (-1: none) until it settles, however it ends. */
+  #stream<T>(
+    fn: (context: StreamContext) => StreamSource<T> | Promise<StreamSource<T>>,
+    options: StreamOptions<T> | undefined,
+    slot = -1,
+  ): Promise<ReadableStream<T>> {
+    const h = this.#acquire(this.#now());
+    if (h < 0) return this.#rejected(-h, undefined, slot);
+    return guardStream(
+      fn,
+      options,
+      () => this.#now(),
+      (outcome, error, durationMs) => this.#settle(Math.max(1, this.#now() - durationMs), h, outcome, error, slot),
+      (e, signal) => this.#outcome(e, false, signal),
+    );
   }
 
   /** `code` is `retryAfterMs × Reject.Scale + reason`; `slot` (of `maxConcurrent`) is given back. */
