@@ -188,7 +188,7 @@ test('adaptiveThrottle: a shared breaker takes it (the coordinator counts, the l
 
 test('adaptiveThrottle: Prometheus counts shed calls apart from the state\'s refusals', async () => {
   const clock = manualClock();
-  const b = new CircuitBreaker('metered', { failureThreshold: 50, resetTimeout: 1_000, adaptiveThrottle: true, clock });
+  const b = new CircuitBreaker('metered', { failureThreshold: 50, resetTimeout: 1_000, adaptiveThrottle: true, clock, random: () => 0.5 });
   const metrics = new PrometheusMetrics(b);
   let open = 0;
   for (let i = 0; i < 200; i++) {
