@@ -1,5 +1,5 @@
-//! A Rust host for the state machine: a breaker that holds its clock and runs the call, and a
-//! registry of breakers by name.
+//! A Rust host for the state machine: a breaker that holds its clock and runs the call, a
+//! registry of breakers by name, and the error of a guarded call.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -12,58 +12,10 @@ use crate::breaker::{
     Breaker, BreakerConfig, Mode, Outcome, Permit, PermitKind, Rejected, State, Stats, Transition,
 };
 use crate::clock::Clock;
-use crate::error::{ConfigError, Error};
+use crate::error::ConfigError;
+use crate::name::{validate_name, InvalidName};
 use crate::retry::{AttemptFailure, RetryDecision, RetryPolicy};
 use crate::rng::Random;
-
-/// The longest breaker name, in bytes.
-pub const MAX_NAME_LEN: usize = 128;
-
-/// Why a breaker name was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidName {
-    /// The name as given (cut to 160 bytes).
-    pub name: String,
-    /// What is wrong with it.
-    pub reason: &'static str,
-}
-
-impl fmt::Display for InvalidName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid breaker name {:?}: {}", self.name, self.reason)
-    }
-}
-
-impl core::error::Error for InvalidName {}
-
-/// Checks a breaker name: 1 to 128 bytes of ASCII letters, digits and `- _ . : /`. Names become
-/// Durable Object names and store keys, so they must come from configuration, never from request
-/// input; this check keeps a mistake from creating objects at will.
-pub fn validate_name(name: &str) -> Result<(), InvalidName> {
-    let fail = |reason| {
-        let mut cut = 160.min(name.len());
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        Err(InvalidName {
-            name: name.get(..cut).unwrap_or_default().to_string(),
-            reason,
-        })
-    };
-    if name.is_empty() {
-        return fail("empty");
-    }
-    if name.len() > MAX_NAME_LEN {
-        return fail("longer than 128 bytes");
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'/'))
-    {
-        return fail("only ASCII letters, digits and - _ . : / are allowed");
-    }
-    Ok(())
-}
 
 type Listener = Box<dyn Fn(&str, Transition) + Send + Sync>;
 
@@ -418,6 +370,48 @@ impl<T> Lock<T> {
         #[cfg(not(feature = "std"))]
         let mut guard = self.cell.borrow_mut();
         f(&mut guard)
+    }
+}
+
+/// The error of a guarded call: either the call's own error, or the breaker refused to run it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Error<E> {
+    /// The guarded operation ran and failed with this error.
+    Inner(E),
+    /// The breaker did not run the operation; [`Rejected::retry_after_ms`] says when to ask again.
+    Rejected(Rejected),
+}
+
+impl<E> Error<E> {
+    /// The operation's own error, if it ran.
+    pub fn into_inner(self) -> Option<E> {
+        match self {
+            Error::Inner(e) => Some(e),
+            Error::Rejected(_) => None,
+        }
+    }
+
+    /// True if the breaker refused the call.
+    pub fn is_rejected(&self) -> bool {
+        matches!(self, Error::Rejected(_))
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Error<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Inner(e) => e.fmt(f),
+            Error::Rejected(r) => r.fmt(f),
+        }
+    }
+}
+
+impl<E: core::error::Error + 'static> core::error::Error for Error<E> {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Error::Inner(e) => Some(e),
+            Error::Rejected(_) => None,
+        }
     }
 }
 

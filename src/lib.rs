@@ -59,6 +59,7 @@ mod float;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod http;
 pub mod metrics;
+mod name;
 #[cfg(feature = "reqwest-middleware")]
 pub mod reqwest;
 pub mod retry;
@@ -82,12 +83,13 @@ pub use breaker::{
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock, Timestamp};
-pub use error::{ConfigError, Error, SnapshotError};
+pub use error::{ConfigError, SnapshotError};
 pub use facade::{
-    retry_async, retry_blocking, validate_name, BuildError, CallGuard, CircuitBreaker, InvalidName,
-    OwnedCallGuard, Registry, MAX_NAME_LEN,
+    retry_async, retry_blocking, BuildError, CallGuard, CircuitBreaker, Error, OwnedCallGuard,
+    Registry,
 };
 pub use metrics::{render_prometheus, BreakerMetrics};
+pub use name::{validate_name, InvalidName, MAX_NAME_LEN};
 pub use retry::{
     parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier, Code, Ending,
     GiveUpReason, Jitter, ResponseVerdict, RetryBudget, RetryDecision, RetryPolicy, RetryState,
@@ -190,5 +192,42 @@ mod error_tests {
         let rejected = breaker.call(|| Ok::<_, ConfigError>(())).unwrap_err();
         assert!(rejected.is_rejected());
         assert_eq!(describe(&rejected).1, None, "a rejection has no source");
+    }
+}
+
+/// What the `terse` feature keeps of an error: which one, and its value.
+#[cfg(test)]
+mod terse_tests {
+    use crate::BreakerConfig;
+
+    #[test]
+    fn terse_keeps_which_error_and_the_value_and_drops_only_the_words() {
+        let e = BreakerConfig::new()
+            .with_open_jitter(2.0)
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.value, 2.0);
+        if cfg!(feature = "terse") {
+            assert_eq!((e.field, e.expected), ("", ""));
+        } else {
+            assert_eq!(
+                (e.field, e.expected),
+                ("open_jitter", "a fraction in [0, 1)")
+            );
+        }
+    }
+
+    #[test]
+    fn terse_keeps_which_snapshot_error() {
+        use crate::{Breaker, RestoreError, SnapshotError};
+        let config = BreakerConfig::new();
+        let mut s = Breaker::new(config).unwrap().snapshot();
+        s.half_open_successes = 1;
+        match Breaker::restore(config, s) {
+            Err(RestoreError::Snapshot(SnapshotError::Corrupt(why))) => {
+                assert_eq!(why.is_empty(), cfg!(feature = "terse"), "{why:?}")
+            }
+            other => panic!("expected a corrupt snapshot, got {:?}", other.map(|_| ())),
+        }
     }
 }

@@ -118,6 +118,26 @@ pub enum RestoreError {
     Snapshot(SnapshotError),
 }
 
+// A `SnapshotError`'s words, here beside the version they name (`src/error.rs` stays a leaf).
+impl core::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SnapshotError::UnsupportedVersion(v) => {
+                write!(
+                    f,
+                    "unsupported snapshot version {v} (this build reads version {SNAPSHOT_VERSION})"
+                )
+            }
+            SnapshotError::ConfigMismatch(what) => {
+                write!(f, "snapshot does not match the configuration: {what}")
+            }
+            SnapshotError::Corrupt(what) => write!(f, "corrupt snapshot: {what}"),
+        }
+    }
+}
+
+impl core::error::Error for SnapshotError {}
+
 impl core::fmt::Display for RestoreError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {

@@ -39,8 +39,7 @@ use tower_service::Service;
 
 use crate::breaker::{Outcome, Rejected};
 use crate::clock::Clock;
-use crate::error::Error;
-use crate::facade::{CircuitBreaker, OwnedCallGuard};
+use crate::facade::{CircuitBreaker, Error, OwnedCallGuard};
 use crate::retry::Classifier;
 
 type Custom = Arc<dyn Fn(u16, &HeaderMap) -> Outcome + Send + Sync>;

@@ -4,7 +4,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::facade::validate_name;
+use crate::name::validate_name;
 
 /// The request's method, as far as the admin routes care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -233,7 +233,7 @@ pub fn check_breakers(map: &Breakers) -> Result<(), String> {
 fn check_breaker(name: &str, spec: &SharedSpec) -> Result<(), String> {
     // Worded here rather than by `InvalidName`'s Display, whose quoting (`{:?}`) would bring
     // the Unicode tables of `char::escape_debug` into the shared wasm module (11 KB).
-    crate::validate_name(name).map_err(|e| {
+    crate::name::validate_name(name).map_err(|e| {
         format!(
             "BREAKERS: invalid breaker name {}: {}",
             quoted(&e.name),

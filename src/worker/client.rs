@@ -37,8 +37,8 @@ use super::lease::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, 
 use super::protocol::{Exchange, ExchangeReply};
 use super::routes::object_url;
 use crate::breaker::{Outcome, RejectReason, Rejected, State};
-use crate::error::Error;
-use crate::facade::{validate_name, BuildError};
+use crate::facade::{BuildError, Error};
+use crate::name::validate_name;
 
 type Listener = Box<dyn FnMut(&str, &ClientEvent)>;
 

@@ -18,7 +18,7 @@ use super::engine::{Engine, OnMismatch, Step, STORAGE_KEY};
 use super::protocol::{Exchange, MAX_BODY_BYTES};
 use super::routes::{error_response, json_response, load_breakers};
 use crate::clock::Timestamp;
-use crate::facade::validate_name;
+use crate::name::validate_name;
 use crate::shared::json;
 
 /// The Durable Object class (`class_name = "BreakerObject"` in `wrangler.toml`).

@@ -10,7 +10,7 @@ use super::http::{
     unauthorized,
 };
 use super::BINDING;
-use crate::facade::validate_name;
+use crate::name::validate_name;
 
 /// The body goes to the named breaker's object as it is (the object validates it), and its
 /// answer comes back as it is.
