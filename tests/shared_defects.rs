@@ -89,7 +89,7 @@ fn a_record_read_back_runs_under_the_settings_it_was_written_under() {
     let co = Coordinator::fresh("upstream", configured).unwrap();
     let stored = co.record_json().unwrap();
     for on_mismatch in [OnMismatch::Adopt, OnMismatch::Install] {
-        let mut back =
+        let back =
             Coordinator::load_json("upstream", configured, Some(&stored), on_mismatch).unwrap();
         let view = back.view(t(T0));
         assert_eq!(view.options_mismatch, None, "{on_mismatch:?}");

@@ -475,13 +475,12 @@ impl Coordinator {
         let now = self.observe(now);
         let key = session_key(&req.client, req.session);
         let mut step = Step::default();
-        let c = &mut self.counters;
-        c.requests = c.requests.saturating_add(1);
-        if acquire {
-            c.acquires = c.acquires.saturating_add(1);
+        bump(&mut self.counters.requests);
+        bump(if acquire {
+            &mut self.counters.acquires
         } else {
-            c.reports = c.reports.saturating_add(1);
-        }
+            &mut self.counters.reports
+        });
         let mut acked = Vec::with_capacity(req.batches.len());
         let mut refused = Vec::new();
         // A session learned again from a batch it cannot vouch for: the batches sent with it
@@ -493,48 +492,36 @@ impl Coordinator {
                 v => v,
             };
             unverified |= matches!(verdict, Verdict::Unverified);
-            match verdict {
-                Verdict::Apply => {
+            // Every verdict is worth keeping in the record, a duplicate (an answer was lost)
+            // and a refusal too.
+            step.changed = true;
+            let refusal = match verdict {
+                Verdict::Apply | Verdict::Unverified => {
+                    if matches!(verdict, Verdict::Unverified) {
+                        // At least once: counting it again is better than never counting it.
+                        bump(&mut self.counters.unverified_batches);
+                    }
                     self.apply(now, &key, batch, &mut step);
                     self.remember(&key, batch.seq, now.0);
-                    self.counters.batches = self.counters.batches.saturating_add(1);
-                    step.changed = true;
-                    acked.push(batch.seq);
+                    bump(&mut self.counters.batches);
+                    None
                 }
                 Verdict::Duplicate => {
-                    // Rare (an answer was lost) and worth seeing in the record.
-                    self.counters.duplicate_batches =
-                        self.counters.duplicate_batches.saturating_add(1);
-                    step.changed = true;
-                    acked.push(batch.seq);
+                    bump(&mut self.counters.duplicate_batches);
+                    None
                 }
-                Verdict::Unverified => {
-                    // At least once: counting it again is better than never counting it.
-                    self.counters.unverified_batches =
-                        self.counters.unverified_batches.saturating_add(1);
-                    self.apply(now, &key, batch, &mut step);
-                    self.remember(&key, batch.seq, now.0);
-                    self.counters.batches = self.counters.batches.saturating_add(1);
-                    step.changed = true;
-                    acked.push(batch.seq);
-                }
-                Verdict::Refuse(reason) => {
-                    self.counters.refused_batches = self.counters.refused_batches.saturating_add(1);
-                    step.changed = true;
+                Verdict::Refuse(reason) => Some((reason, None)),
+                // Not counted now; the client renumbers from `last` and sends it again.
+                Verdict::Gap(last) => Some((GAP_REASON, Some(last))),
+            };
+            match refusal {
+                None => acked.push(batch.seq),
+                Some((reason, last_applied)) => {
+                    bump(&mut self.counters.refused_batches);
                     refused.push(Refusal {
                         seq: batch.seq,
                         reason: reason.to_string(),
-                        last_applied: None,
-                    });
-                }
-                Verdict::Gap(last) => {
-                    // Not counted now; the client renumbers from `last` and sends it again.
-                    self.counters.refused_batches = self.counters.refused_batches.saturating_add(1);
-                    step.changed = true;
-                    refused.push(Refusal {
-                        seq: batch.seq,
-                        reason: GAP_REASON.to_string(),
-                        last_applied: Some(last),
+                        last_applied,
                     });
                 }
             }
@@ -615,7 +602,7 @@ impl Coordinator {
         };
         // The operator decides: a newer version's record is replaced.
         self.newer = None;
-        self.counters.requests = self.counters.requests.saturating_add(1);
+        bump(&mut self.counters.requests);
         if let Some(t) = change(&mut self.breaker, now) {
             self.note(t, &mut step);
         }
@@ -623,10 +610,17 @@ impl Coordinator {
         step
     }
 
-    /// `/state`: nothing changes except the request counter.
-    pub fn view(&mut self, now: Timestamp) -> StateView {
+    /// What `/state` answers (and `/isolate` and `/reset`, after their step): the request
+    /// counted in `counters.requests`, then the [`view`](Coordinator::view). Nothing else
+    /// changes.
+    pub fn counted_view(&mut self, now: Timestamp) -> StateView {
+        bump(&mut self.counters.requests);
+        self.view(now)
+    }
+
+    /// The state, the statistics and the counters, as `/state` shows them; a read.
+    pub fn view(&self, now: Timestamp) -> StateView {
         let now = Timestamp(clamp(now));
-        self.counters.requests = self.counters.requests.saturating_add(1);
         let b = &self.breaker;
         StateView {
             name: self.name.clone(),
@@ -684,7 +678,7 @@ impl Coordinator {
             self.apply_counts(now, counts, step);
         }
         for p in &batch.probes {
-            self.counters.probe_outcomes = self.counters.probe_outcomes.saturating_add(1);
+            bump(&mut self.counters.probe_outcomes);
             self.apply_probe(now, key, p, step);
         }
     }
@@ -728,8 +722,7 @@ impl Coordinator {
             .iter()
             .position(|g| g.generation == p.generation && g.id == p.id && g.session == *key)
         else {
-            self.counters.unmatched_probe_reports =
-                self.counters.unmatched_probe_reports.saturating_add(1);
+            bump(&mut self.counters.unmatched_probe_reports);
             return;
         };
         let grant = self.grants.swap_remove(i);
@@ -744,7 +737,7 @@ impl Coordinator {
     }
 
     fn grant(&mut self, key: &SessionKey, generation: u32, id: u32, now: u64) {
-        self.counters.probes_granted = self.counters.probes_granted.saturating_add(1);
+        bump(&mut self.counters.probes_granted);
         // Expired grants stay so that a late report still counts (a slow probe is news of the
         // upstream), but not without bound.
         let cap = self.spec.breaker.half_open_max_probes as usize * 2 + 16;
@@ -778,10 +771,8 @@ impl Coordinator {
     fn note(&mut self, t: Transition, step: &mut Step) {
         self.counters.note_incident(t.to, t.at.0);
         match t.to {
-            State::HalfOpen => {
-                self.counters.half_open_entered = self.counters.half_open_entered.saturating_add(1)
-            }
-            State::Closed => self.counters.closed = self.counters.closed.saturating_add(1),
+            State::HalfOpen => bump(&mut self.counters.half_open_entered),
+            State::Closed => bump(&mut self.counters.closed),
             State::Open => {}
         }
         step.changed = true;
@@ -802,8 +793,7 @@ impl Coordinator {
                 .map(|(k, _)| k.clone())
             {
                 self.clients.remove(&oldest);
-                self.counters.sessions_evicted_early =
-                    self.counters.sessions_evicted_early.saturating_add(1);
+                bump(&mut self.counters.sessions_evicted_early);
                 self.unverifiable_until = now.saturating_add(DEDUP_WINDOW_MS);
             }
         }
@@ -882,6 +872,11 @@ fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, Stri
 
 /// A probability in millionths, rounded up so that one above 0 is never sent as 0 (`no_std`:
 /// no `f64::ceil`).
+/// One more of what `counter` counts (it stops at `u64::MAX`, never wraps).
+fn bump(counter: &mut u64) {
+    *counter = counter.saturating_add(1);
+}
+
 fn ppm(p: f64) -> u32 {
     let x = p * 1e6;
     let n = x as u32;

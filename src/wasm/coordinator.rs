@@ -167,7 +167,7 @@ impl WasmCoordinator {
     }
 
     pub fn view(&mut self, now: f64) -> String {
-        json::to_string(&self.inner.view(ts(now)))
+        json::to_string(&self.inner.counted_view(ts(now)))
     }
 
     // Whether the last step must be persisted.

@@ -165,13 +165,13 @@ impl BreakerObject {
                 }
                 (Op::Isolate, _) => {
                     let step = engine.isolate(now);
-                    (json::to_string(&engine.view(now)), step)
+                    (json::to_string(&engine.counted_view(now)), step)
                 }
                 (Op::Reset, _) => {
                     let step = engine.reset(now);
-                    (json::to_string(&engine.view(now)), step)
+                    (json::to_string(&engine.counted_view(now)), step)
                 }
-                _ => (json::to_string(&engine.view(now)), Step::default()),
+                _ => (json::to_string(&engine.counted_view(now)), Step::default()),
             };
             let record = if step.changed {
                 Some(engine.record_json())
@@ -277,7 +277,7 @@ impl BreakerObject {
         if let Ok(text) = stored {
             *self.stored.borrow_mut() = text;
         }
-        if let Some(m) = engine.view(now()).options_mismatch {
+        if let Some(m) = engine.counted_view(now()).options_mismatch {
             console_log!(
                 "breakwater object {name}: settings changed (stored {:x}, configured {:x}); {}",
                 m.stored,
