@@ -4,10 +4,12 @@
 //! Build with `scripts/build-worker.sh` (worker-build 0.8.7, `--features worker`; `wrangler.toml`
 //! at the crate root). The Worker exports:
 //!
-//! - the Durable Object class `BreakerObject` ([`object`]): the core [`Breaker`](crate::Breaker)
-//!   in memory, its [`Snapshot`](crate::Snapshot) persisted as JSON on every change and restored
-//!   lazily on the first request after an eviction or restart (a record it cannot restore: start
-//!   CLOSED, log, show the reason in `/state`);
+//! - the Durable Object class `BreakerObject` ([`object`]): the shared breaker's
+//!   [`Coordinator`](crate::shared::Coordinator) in memory, its [`Record`](crate::shared::Record)
+//!   (the breaker's [`Snapshot`](crate::Snapshot) and what the coordinator remembers) persisted
+//!   as JSON after each step that changed it, and restored lazily on the first request after an
+//!   eviction or restart (a record it cannot restore: start CLOSED, log, show the reason in
+//!   `/state`);
 //! - a fetch handler ([`routes`]): `/metrics` and `/admin/breakers/<name>[/isolate|/reset]` behind
 //!   a bearer token from the `ADMIN_TOKEN` secret (off without it), the breaker service
 //!   `/v1/acquire|report` behind the `SERVICE_TOKEN` secret, and, only when built with the
@@ -29,15 +31,15 @@
 //!
 //! The protocol, the coordinator and the lease client live in the core ([`crate::shared`]),
 //! `no_std` and tested natively; the object, routes and client here are thin shells around
-//! them, tested in workerd by `scripts/test-worker.sh`. [`engine`], [`lease`] and [`protocol`]
-//! re-export them under the names this module has always used.
+//! them, tested in workerd by `scripts/test-worker.sh`. [`coordinator`], [`lease`] and
+//! [`protocol`] re-export them here.
 
 pub mod config;
 
 /// The coordinator the object drives ([`crate::shared::coordinator`]).
-pub mod engine {
+pub mod coordinator {
     pub use crate::shared::coordinator::{
-        Coordinator as Engine, Grant, OnMismatch, Record, Step, STORAGE_KEY,
+        Coordinator, Grant, OnMismatch, Record, Step, STORAGE_KEY,
     };
 }
 

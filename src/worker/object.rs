@@ -1,7 +1,7 @@
 //! `BreakerObject`: the Durable Object holding one breaker, named after it.
 //!
 //! Habits: `new` does no I/O; the record is loaded on the first request. Each request first
-//! awaits what is not storage (its body), then takes one synchronous step on the engine, then
+//! awaits what is not storage (its body), then takes one synchronous step on the coordinator, then
 //! persists; no `RefCell` borrow is held across an `.await`. Durable Object input gates keep
 //! other events out while a storage operation is pending, and the output gate holds the answer
 //! until the write is confirmed, so transitions are reported (logged, answered) after commit.
@@ -14,7 +14,7 @@ use alloc::string::{String, ToString};
 use worker::{console_error, console_log, durable_object, Env, Method, Request, Response, Result};
 
 use super::config::SharedSpec;
-use super::engine::{Engine, OnMismatch, Step, STORAGE_KEY};
+use super::coordinator::{Coordinator, OnMismatch, Step, STORAGE_KEY};
 use super::protocol::{Exchange, MAX_BODY_BYTES};
 use super::routes::{error_response, json_response, load_breakers};
 use crate::clock::Timestamp;
@@ -26,8 +26,8 @@ use crate::shared::json;
 pub struct BreakerObject {
     state: worker::State,
     env: Env,
-    engine: RefCell<Option<Engine>>,
-    /// The record as last stored: what the engine goes back to when a write fails, so that
+    coordinator: RefCell<Option<Coordinator>>,
+    /// The record as last stored: what the coordinator goes back to when a write fails, so that
     /// nothing it granted or counted meanwhile (a probe slot, a batch) outlives the failure.
     stored: RefCell<Option<String>>,
     /// The breaker's name, when the id does not carry it: the first one a request named.
@@ -47,7 +47,7 @@ impl worker::DurableObject for BreakerObject {
         BreakerObject {
             state,
             env,
-            engine: RefCell::new(None),
+            coordinator: RefCell::new(None),
             stored: RefCell::new(None),
             name: RefCell::new(None),
         }
@@ -72,8 +72,56 @@ fn now() -> Timestamp {
     Timestamp(worker::Date::now().as_millis())
 }
 
+/// A value, or the response that ends the request early.
+type Early<T> = core::result::Result<T, Result<Response>>;
+
+/// What a request asks, read before any storage is touched.
+struct Parsed {
+    op: Op,
+    /// The body of `/acquire` and `/report`.
+    exchange: Option<Exchange>,
+    name: String,
+    spec: SharedSpec,
+}
+
+/// What one step answers, and the record to persist if the step changed it.
+struct Stepped {
+    body: String,
+    step: Step,
+    record: Option<core::result::Result<String, String>>,
+}
+
 impl BreakerObject {
+    /// Parse, load, one step, persist, answer.
     async fn handle(&self, mut req: Request) -> Result<Response> {
+        // 1. Everything that is not storage first: the operation, its body, the breaker.
+        let parsed = match self.parse(&mut req).await {
+            Ok(p) => p,
+            Err(resp) => return resp,
+        };
+        let name = &parsed.name;
+        // 2. Load lazily (storage only; the input gate keeps other events out meanwhile).
+        if let Err(e) = self.ensure_loaded(name, parsed.spec).await {
+            console_error!("breakwater object {name}: {e}");
+            return error_response(500, "misconfigured", &e);
+        }
+        // 3. One synchronous step.
+        let stepped = match self.step(&parsed) {
+            Ok(s) => s,
+            Err(resp) => return resp,
+        };
+        // 4. Persist, then answer.
+        if let Some(record) = stepped.record {
+            if let Err(resp) = self.persist(&parsed, record).await {
+                return resp;
+            }
+        }
+        answer(name, &stepped.step, stepped.body)
+    }
+
+    /// The operation, its body, and which breaker: the object's own name, which must be
+    /// configured.
+    async fn parse(&self, req: &mut Request) -> Early<Parsed> {
         let method = req.method();
         let op = match req.path().as_str() {
             "/acquire" => Op::Acquire,
@@ -81,142 +129,151 @@ impl BreakerObject {
             "/state" => Op::State,
             "/isolate" => Op::Isolate,
             "/reset" => Op::Reset,
-            _ => return error_response(404, "not_found", "unknown operation"),
+            _ => return Err(error_response(404, "not_found", "unknown operation")),
         };
         let allowed = match op {
             Op::State => matches!(method, Method::Get | Method::Post),
             _ => method == Method::Post,
         };
         if !allowed {
-            return error_response(405, "method_not_allowed", "use POST (or GET for /state)");
+            return Err(error_response(
+                405,
+                "method_not_allowed",
+                "use POST (or GET for /state)",
+            ));
         }
-        // 1. Everything that is not storage first: the body.
+        let body = read_body(req).await?;
         let exchange = match op {
             Op::Acquire | Op::Report => {
-                let body = match read_body(&mut req).await {
-                    Ok(b) => b,
-                    Err(resp) => return resp,
-                };
                 let read = core::str::from_utf8(&body)
                     .map_err(|_| String::from("not UTF-8"))
                     .and_then(|text| json::from_str::<Exchange>(text).map_err(|e| e.to_string()));
                 match read {
                     Ok(x) => Some(x),
                     Err(e) => {
-                        return error_response(400, "bad_request", &format!("invalid JSON: {e}"))
+                        return Err(error_response(
+                            400,
+                            "bad_request",
+                            &format!("invalid JSON: {e}"),
+                        ))
                     }
                 }
             }
-            _ => {
-                if let Err(resp) = read_body(&mut req).await {
-                    return resp;
-                }
-                None
-            }
+            _ => None,
         };
-        // 2. Which breaker: the object's own name, which must be configured. An id made by
-        // `idFromName` does not always carry it (`wrangler dev` addresses an object of another
-        // process by `id.toString()`), so clients also send it (`?breaker=`); the first name an
-        // object serves is the one it keeps.
-        let name = match self.name(&req) {
-            Ok(n) => n,
-            Err(resp) => return resp,
-        };
+        // An id made by `idFromName` does not always carry the name (`wrangler dev` addresses
+        // an object of another process by `id.toString()`), so clients also send it
+        // (`?breaker=`); the first name an object serves is the one it keeps.
+        let name = self.name(req)?;
         let spec = match load_breakers(&self.env) {
             Ok(map) => match map.get(&name) {
                 Some(spec) => *spec,
                 None => {
-                    return error_response(
+                    return Err(error_response(
                         404,
                         "not_found",
                         "no breaker of that name is configured",
-                    )
+                    ))
                 }
             },
             Err(e) => {
                 console_error!("breakwater: {e}");
-                return error_response(500, "misconfigured", &e);
+                return Err(error_response(500, "misconfigured", &e));
             }
         };
         self.name.borrow_mut().get_or_insert_with(|| name.clone());
-        // 3. Load lazily (storage only; the input gate keeps other events out meanwhile).
-        if let Err(e) = self.ensure_loaded(&name, spec).await {
-            console_error!("breakwater object {name}: {e}");
-            return error_response(500, "misconfigured", &e);
-        }
-        // 4. One synchronous step.
+        Ok(Parsed {
+            op,
+            exchange,
+            name,
+            spec,
+        })
+    }
+
+    /// One synchronous step of the coordinator; no borrow outlives it.
+    fn step(&self, parsed: &Parsed) -> Early<Stepped> {
         let now = now();
-        let (body, step, record) = {
-            let mut guard = self.engine.borrow_mut();
-            let Some(engine) = guard.as_mut() else {
-                return error_response(500, "internal", "breaker not loaded");
-            };
-            let (body, step) = match (&op, &exchange) {
-                (Op::Acquire | Op::Report, Some(x)) => {
-                    if let Some(why) = engine.unavailable() {
-                        // A newer version's record (a rollback): left as it is; clients keep
-                        // their local breakers until an operator resets it.
-                        return error_response(503, "unavailable", why);
-                    }
-                    match engine.exchange(now, x, matches!(op, Op::Acquire)) {
-                        Ok((reply, step)) => (json::to_string(&reply), step),
-                        Err(e) => return error_response(400, "bad_request", &e.to_string()),
-                    }
-                }
-                (Op::Isolate, _) => {
-                    let step = engine.isolate(now);
-                    (json::to_string(&engine.counted_view(now)), step)
-                }
-                (Op::Reset, _) => {
-                    let step = engine.reset(now);
-                    (json::to_string(&engine.counted_view(now)), step)
-                }
-                _ => (json::to_string(&engine.counted_view(now)), Step::default()),
-            };
-            let record = if step.changed {
-                Some(engine.record_json())
-            } else {
-                None
-            };
-            (body, step, record)
+        let mut guard = self.coordinator.borrow_mut();
+        let Some(coordinator) = guard.as_mut() else {
+            return Err(error_response(500, "internal", "breaker not loaded"));
         };
-        // 5. Persist, then report.
-        if let Some(record) = record {
-            let stored = match record {
-                Ok(json) => self
-                    .state
-                    .storage()
-                    .put(STORAGE_KEY, json.clone())
-                    .await
-                    .map(|()| json)
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e),
-            };
-            match stored {
-                Ok(json) => *self.stored.borrow_mut() = Some(json),
-                Err(e) => {
-                    console_error!("breakwater object {name}: could not persist: {e}");
-                    // Back to what is stored: the client hears 503 and will ask again, so a
-                    // probe granted or a batch applied in this step must not stay in memory.
-                    let previous = self.stored.borrow().clone();
-                    let back =
-                        Engine::load_json(&name, spec, previous.as_deref(), OnMismatch::Install);
-                    if let Ok(engine) = back {
-                        *self.engine.borrow_mut() = Some(engine);
-                    }
-                    return error_response(503, "storage", "the new state could not be stored");
+        let (body, step) = match (&parsed.op, &parsed.exchange) {
+            (Op::Acquire | Op::Report, Some(x)) => {
+                if let Some(why) = coordinator.unavailable() {
+                    // A newer version's record (a rollback): left as it is; clients keep
+                    // their local breakers until an operator resets it.
+                    return Err(error_response(503, "unavailable", why));
+                }
+                match coordinator.exchange(now, x, matches!(parsed.op, Op::Acquire)) {
+                    Ok((reply, step)) => (json::to_string(&reply), step),
+                    Err(e) => return Err(error_response(400, "bad_request", &e.to_string())),
                 }
             }
+            (Op::Isolate, _) => {
+                let step = coordinator.isolate(now);
+                (json::to_string(&coordinator.counted_view(now)), step)
+            }
+            (Op::Reset, _) => {
+                let step = coordinator.reset(now);
+                (json::to_string(&coordinator.counted_view(now)), step)
+            }
+            _ => (
+                json::to_string(&coordinator.counted_view(now)),
+                Step::default(),
+            ),
+        };
+        let record = step.changed.then(|| coordinator.record_json());
+        Ok(Stepped { body, step, record })
+    }
+
+    /// Stores the record the step wrote. A write that fails puts the coordinator back to what is
+    /// stored: the client hears 503 and will ask again, so a probe granted or a batch applied
+    /// in this step must not stay in memory.
+    async fn persist(
+        &self,
+        parsed: &Parsed,
+        record: core::result::Result<String, String>,
+    ) -> Early<()> {
+        let stored = match record {
+            Ok(json) => self
+                .state
+                .storage()
+                .put(STORAGE_KEY, json.clone())
+                .await
+                .map(|()| json)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
+        match stored {
+            Ok(json) => {
+                *self.stored.borrow_mut() = Some(json);
+                Ok(())
+            }
+            Err(e) => {
+                let name = &parsed.name;
+                console_error!("breakwater object {name}: could not persist: {e}");
+                let previous = self.stored.borrow().clone();
+                let back = Coordinator::load_json(
+                    name,
+                    parsed.spec,
+                    previous.as_deref(),
+                    OnMismatch::Install,
+                );
+                if let Ok(coordinator) = back {
+                    *self.coordinator.borrow_mut() = Some(coordinator);
+                }
+                Err(error_response(
+                    503,
+                    "storage",
+                    "the new state could not be stored",
+                ))
+            }
         }
-        for t in &step.transitions {
-            console_log!("breakwater {name}: {} -> {} at {}", t.from, t.to, t.at.0);
-        }
-        json_response(200, body)
     }
 
     /// The breaker this object holds: its id's name, else the one the request names (and every
     /// later request must name the same).
-    fn name(&self, req: &Request) -> core::result::Result<String, Result<Response>> {
+    fn name(&self, req: &Request) -> Early<String> {
         let asked = req.url().ok().and_then(|u| {
             u.query_pairs()
                 .find(|(k, _)| k == "breaker")
@@ -255,7 +312,7 @@ impl BreakerObject {
         name: &str,
         spec: SharedSpec,
     ) -> core::result::Result<(), String> {
-        if self.engine.borrow().is_some() {
+        if self.coordinator.borrow().is_some() {
             return Ok(());
         }
         let stored: core::result::Result<Option<String>, String> = self
@@ -264,20 +321,20 @@ impl BreakerObject {
             .get::<String>(STORAGE_KEY)
             .await
             .map_err(|e| e.to_string());
-        if self.engine.borrow().is_some() {
+        if self.coordinator.borrow().is_some() {
             // Loaded by another request meanwhile.
             return Ok(());
         }
-        let mut engine = match &stored {
-            Ok(text) => Engine::load_json(name, spec, text.as_deref(), OnMismatch::Install)?,
+        let mut coordinator = match &stored {
+            Ok(text) => Coordinator::load_json(name, spec, text.as_deref(), OnMismatch::Install)?,
             Err(e) => {
-                Engine::unreadable(name, spec, format!("stored record is not readable: {e}"))?
+                Coordinator::unreadable(name, spec, format!("stored record is not readable: {e}"))?
             }
         };
         if let Ok(text) = stored {
             *self.stored.borrow_mut() = text;
         }
-        if let Some(m) = engine.counted_view(now()).options_mismatch {
+        if let Some(m) = coordinator.counted_view(now()).options_mismatch {
             console_log!(
                 "breakwater object {name}: settings changed (stored {:x}, configured {:x}); {}",
                 m.stored,
@@ -285,12 +342,20 @@ impl BreakerObject {
                 m.resolution
             );
         }
-        if let Some(reason) = engine.restore_error() {
+        if let Some(reason) = coordinator.restore_error() {
             console_error!("breakwater object {name}: {reason}; starting CLOSED");
         }
-        *self.engine.borrow_mut() = Some(engine);
+        *self.coordinator.borrow_mut() = Some(coordinator);
         Ok(())
     }
+}
+
+/// After commit: the transitions logged, the step's answer sent.
+fn answer(name: &str, step: &Step, body: String) -> Result<Response> {
+    for t in &step.transitions {
+        console_log!("breakwater {name}: {} -> {} at {}", t.from, t.to, t.at.0);
+    }
+    json_response(200, body)
 }
 
 async fn read_body(
