@@ -223,3 +223,698 @@ fn paths_are_recognised_and_globs_need_a_match() {
     assert!(matches("shared-*", "shared-node.mjs"));
     assert!(!matches("shared-*.mjs", "shared-node.cjs"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The Rust import rules: `## Import rules` / `### Rust` in ARCHITECTURE.md, checked against every
+// `crate::` (and `breakwater::` in the binaries, and `super::` that leaves a module's folder)
+// path under src/. Everything below is prefixed `rust_`.
+// ---------------------------------------------------------------------------------------------
+
+/// One row of the table: a layer, its modules (paths under src/), the layers it may use.
+#[derive(Debug)]
+struct RustLayer {
+    name: String,
+    modules: Vec<String>,
+    may_use: Vec<String>,
+}
+
+/// The rows of the `| layer | modules | may use |` table under `### Rust` of `## Import rules`.
+fn rust_rules(doc: &str) -> Result<Vec<RustLayer>, String> {
+    let section = doc
+        .split("\n## Import rules\n")
+        .nth(1)
+        .ok_or("ARCHITECTURE.md has no `## Import rules` section")?;
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let rust = section
+        .split("\n### Rust\n")
+        .nth(1)
+        .ok_or("`## Import rules` has no `### Rust` subsection")?;
+    let rust = rust.split("\n### ").next().unwrap_or_default();
+    let rows: Vec<Vec<&str>> = rust
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split('|')
+                .map(str::trim)
+                .collect()
+        })
+        .collect();
+    match rows.first().map(Vec::as_slice) {
+        Some(["layer", "modules", "may use"]) => {}
+        other => return Err(format!("the Rust table's header is {other:?}")),
+    }
+    let mut layers = Vec::new();
+    for row in rows.iter().skip(2) {
+        let [name, modules, may_use] = row.as_slice() else {
+            return Err(format!(
+                "a row of the Rust table has {} cells: {row:?}",
+                row.len()
+            ));
+        };
+        let modules: Vec<String> = backticked(modules).into_iter().map(String::from).collect();
+        if modules.is_empty() || modules.iter().any(|m| !m.starts_with("src/")) {
+            return Err(format!(
+                "layer {name}: modules must be backticked paths under src/"
+            ));
+        }
+        let may_use = match *may_use {
+            "—" => Vec::new(),
+            list => list.split(',').map(|l| l.trim().to_string()).collect(),
+        };
+        layers.push(RustLayer {
+            name: name.to_string(),
+            modules,
+            may_use,
+        });
+    }
+    for layer in &layers {
+        for used in &layer.may_use {
+            if !layers.iter().any(|l| &l.name == used) {
+                return Err(format!(
+                    "layer {} may use {used:?}, which is no layer",
+                    layer.name
+                ));
+            }
+        }
+    }
+    Ok(layers)
+}
+
+/// The module path (`["shared", "json"]`) of a table entry or of a file under src/.
+fn rust_module_of(path: &str) -> Vec<String> {
+    let path = path.strip_prefix("src/").unwrap_or(path);
+    let path = path.trim_end_matches('/');
+    let path = path.strip_suffix(".rs").unwrap_or(path);
+    let path = path.strip_suffix("/mod").unwrap_or(path);
+    if path == "lib" {
+        return Vec::new();
+    }
+    path.split('/').map(String::from).collect()
+}
+
+/// The entry (`src/breaker/`, `src/error.rs`) a file belongs to: the longest that is its prefix.
+fn rust_entry_of_file<'a>(layers: &'a [RustLayer], file: &str) -> Option<(&'a str, &'a str)> {
+    layers
+        .iter()
+        .flat_map(|l| l.modules.iter().map(move |m| (l.name.as_str(), m.as_str())))
+        .filter(|(_, m)| {
+            if m.ends_with('/') {
+                file.starts_with(m)
+            } else {
+                file == *m
+            }
+        })
+        .max_by_key(|(_, m)| m.len())
+}
+
+/// The entry a module path belongs to: the longest whose module path is its prefix (the crate
+/// root's is empty).
+fn rust_entry_of_module<'a>(
+    layers: &'a [RustLayer],
+    module: &[String],
+) -> Option<(&'a str, &'a str)> {
+    layers
+        .iter()
+        .flat_map(|l| l.modules.iter().map(move |m| (l.name.as_str(), m.as_str())))
+        .filter(|(_, m)| !m.starts_with("src/bin/"))
+        .filter(|(_, m)| module.starts_with(&rust_module_of(m)))
+        .max_by_key(|(_, m)| rust_module_of(m).len())
+}
+
+/// The text with comments and the contents of string and character literals blanked (lines
+/// kept), so that only code is read.
+fn rust_code_only(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |ch: char| if ch == '\n' { '\n' } else { ' ' };
+    let mut i = 0;
+    while i < c.len() {
+        let at = |k: usize| c.get(i + k).copied().unwrap_or('\0');
+        let ident_before = i > 0 && (c[i - 1].is_alphanumeric() || c[i - 1] == '_');
+        if at(0) == '/' && at(1) == '/' {
+            while i < c.len() && c[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if at(0) == '/' && at(1) == '*' {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(c[i]));
+                    i += 1;
+                }
+            }
+        } else if !ident_before && (at(0) == 'r' || (at(0) == 'b' && at(1) == 'r')) && {
+            let start = if at(0) == 'r' { 1 } else { 2 };
+            let hashes = (start..).take_while(|&k| at(k) == '#').count();
+            at(start + hashes) == '"'
+        } {
+            // A raw string: `r"…"`, `r#"…"#`, `br"…"`.
+            let start = if at(0) == 'r' { 1 } else { 2 };
+            let hashes = (start..).take_while(|&k| at(k) == '#').count();
+            let close: String = core::iter::once('"')
+                .chain(core::iter::repeat_n('#', hashes))
+                .collect();
+            for _ in 0..start + hashes + 1 {
+                out.push(' ');
+                i += 1;
+            }
+            while i < c.len() && !c[i..].iter().take(close.len()).copied().eq(close.chars()) {
+                out.push(blank(c[i]));
+                i += 1;
+            }
+            for _ in 0..close.len().min(c.len() - i) {
+                out.push(' ');
+                i += 1;
+            }
+        } else if at(0) == '"' {
+            out.push(' ');
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                if c[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < c.len() {
+                    out.push(blank(c[i]));
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+        } else if at(0) == '\'' && (at(1) == '\\' || at(2) == '\'') {
+            // A character literal (a lifetime has no closing quote).
+            let end = (i + 2..c.len())
+                .find(|&k| c[k] == '\'')
+                .unwrap_or(c.len() - 1);
+            while i <= end {
+                out.push(' ');
+                i += 1;
+            }
+        } else {
+            out.push(c[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// One path a file names: its line, the path as written, and the module path it resolves to.
+#[derive(Debug)]
+struct RustUse {
+    line: usize,
+    written: String,
+    target: Vec<String>,
+}
+
+fn rust_ident(c: &[char], mut i: usize) -> (String, usize) {
+    let start = i;
+    while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
+        i += 1;
+    }
+    (c[start..i].iter().collect(), i)
+}
+
+fn rust_skip_ws(c: &[char], mut i: usize) -> usize {
+    while i < c.len() && c[i].is_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// Reads a use tree (or a path in code) after `prefix::`: every full path it names.
+fn rust_use_tree(c: &[char], i: usize, prefix: Vec<String>) -> (Vec<Vec<String>>, usize) {
+    let mut segs = prefix;
+    let mut i = rust_skip_ws(c, i);
+    loop {
+        match c.get(i) {
+            Some('{') => {
+                let mut paths = Vec::new();
+                i += 1;
+                loop {
+                    i = rust_skip_ws(c, i);
+                    match c.get(i) {
+                        Some('}') => return (paths, i + 1),
+                        Some(',') => i += 1,
+                        None => return (paths, i),
+                        _ => {
+                            let (mut sub, next) = rust_use_tree(c, i, segs.clone());
+                            if next == i {
+                                return (paths, i);
+                            }
+                            paths.append(&mut sub);
+                            i = next;
+                        }
+                    }
+                }
+            }
+            Some('*') => return (vec![segs], i + 1),
+            Some(ch) if ch.is_alphabetic() || *ch == '_' => {
+                let (word, next) = rust_ident(c, i);
+                i = next;
+                if word != "self" {
+                    segs.push(word);
+                }
+                let after = rust_skip_ws(c, i);
+                if c.get(after) == Some(&':') && c.get(after + 1) == Some(&':') {
+                    i = rust_skip_ws(c, after + 2);
+                    continue;
+                }
+                let (word, next) = rust_ident(c, after);
+                if word == "as" {
+                    let (_, next) = rust_ident(c, rust_skip_ws(c, next));
+                    i = next;
+                }
+                return (vec![segs], i);
+            }
+            _ => return (vec![segs], i),
+        }
+    }
+}
+
+/// Every path `file` (under src/) names in the crate, resolved to module paths: `crate::…`
+/// through the crate root's re-exports (`roots`: a name to the module it comes from), `super::`
+/// from the file's module and its inline modules, and `breakwater::…` in the binaries.
+fn rust_uses(
+    file: &str,
+    text: &str,
+    roots: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Result<Vec<RustUse>, String> {
+    let bin = file.starts_with("src/bin/");
+    let code = rust_code_only(text);
+    let c: Vec<char> = code.chars().collect();
+    // Inline modules open at an indentation (rustfmt's), by line.
+    let mut inline: Vec<(usize, String)> = Vec::new();
+    let mut inline_at_line: Vec<Vec<String>> = Vec::new();
+    for line in code.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let trimmed = line.trim();
+        if !trimmed.is_empty() {
+            inline.retain(|(at, _)| *at < indent || (*at == indent && !trimmed.starts_with('}')));
+        }
+        inline_at_line.push(inline.iter().map(|(_, m)| m.clone()).collect());
+        let words: Vec<&str> = trimmed.split_whitespace().collect();
+        if let Some(k) = words.iter().position(|w| *w == "mod") {
+            let opens = words.last() == Some(&"{");
+            if opens && words.len() == k + 3 && words[..k].iter().all(|w| w.starts_with("pub")) {
+                inline.push((indent, words[k + 1].to_string()));
+            }
+        }
+    }
+    let own = rust_module_of(file);
+    let mut found = Vec::new();
+    let mut line = 0;
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '\n' {
+            line += 1;
+            i += 1;
+            continue;
+        }
+        let starts_word = i == 0 || !(c[i - 1].is_alphanumeric() || c[i - 1] == '_');
+        if !starts_word || !(c[i].is_alphabetic() || c[i] == '_') {
+            i += 1;
+            continue;
+        }
+        let (word, next) = rust_ident(&c, i);
+        let dollar = i > 0 && c[i - 1] == '$';
+        let colons = c.get(next) == Some(&':') && c.get(next + 1) == Some(&':');
+        let kind = match word.as_str() {
+            "crate" if colons && !bin => Some("crate"),
+            "breakwater" if colons && bin && !dollar => Some("crate"),
+            "super" if colons && !bin => Some("super"),
+            _ => None,
+        };
+        let Some(kind) = kind else {
+            i = next;
+            continue;
+        };
+        let start = i;
+        let mut base = Vec::new();
+        let mut j = next + 2;
+        if kind == "super" {
+            let mut module = own.clone();
+            module.extend(inline_at_line.get(line).cloned().unwrap_or_default());
+            module.pop();
+            loop {
+                let (w, n) = rust_ident(&c, j);
+                if w == "super" && c.get(n) == Some(&':') && c.get(n + 1) == Some(&':') {
+                    module.pop();
+                    j = n + 2;
+                } else {
+                    break;
+                }
+            }
+            base = module;
+        }
+        let (paths, end) = rust_use_tree(&c, j, Vec::new());
+        let written: String = c[start..end.max(start)].iter().collect();
+        let written = written.split_whitespace().collect::<Vec<_>>().join(" ");
+        for path in paths {
+            let target = if kind == "super" {
+                base.iter().cloned().chain(path).collect()
+            } else {
+                match path.first() {
+                    None => Vec::new(),
+                    Some(first) => match roots.get(first) {
+                        Some(module) => module
+                            .iter()
+                            .cloned()
+                            .chain(path.into_iter().skip(1))
+                            .collect(),
+                        None => {
+                            return Err(format!(
+                                "{file}:{}: `{written}`: {first:?} is neither a module nor a name \
+                                 the crate root re-exports",
+                                line + 1
+                            ))
+                        }
+                    },
+                }
+            };
+            found.push(RustUse {
+                line: line + 1,
+                written: written.clone(),
+                target,
+            });
+        }
+        line += c[start..end.max(start)]
+            .iter()
+            .filter(|&&ch| ch == '\n')
+            .count();
+        i = end.max(next);
+    }
+    Ok(found)
+}
+
+/// The crate root's modules (each to itself) and re-exported names (each to its module).
+fn rust_roots(lib: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut roots = std::collections::BTreeMap::new();
+    let code = rust_code_only(lib);
+    let c: Vec<char> = code.chars().collect();
+    for statement in code.split(';') {
+        let words: Vec<&str> = statement.split_whitespace().collect();
+        if let Some(k) = words.iter().position(|w| *w == "mod") {
+            if let Some(name) = words.get(k + 1) {
+                roots.insert(name.to_string(), vec![name.to_string()]);
+            }
+        }
+    }
+    let mut i = 0;
+    while let Some(at) = code[i..].find("pub use ") {
+        let start = code[..i + at].chars().count() + "pub use ".len();
+        let (paths, end) = rust_use_tree(&c, start, Vec::new());
+        for mut path in paths {
+            if let Some(name) = path.pop() {
+                roots.insert(name, path);
+            }
+        }
+        i = c[..end].iter().map(|ch| ch.len_utf8()).sum();
+    }
+    roots
+}
+
+/// Every Rust file under src/, as (path from the root, text).
+fn rust_files() -> Vec<(String, String)> {
+    let mut paths = Vec::new();
+    files(&Path::new(ROOT).join("src"), &[".rs"], &mut paths);
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(ROOT)
+                .unwrap_or(&p)
+                .to_string_lossy()
+                .replace('\\', "/");
+            let rel = rel.trim_start_matches('/').to_string();
+            let text = fs::read_to_string(&p).unwrap_or_default();
+            (rel, text)
+        })
+        .collect()
+}
+
+/// The edges between entries (`src/shared/` → `src/breaker/`) with where each is first seen,
+/// and the failures: files in no layer, paths that resolve nowhere, uses the table forbids.
+type RustEdges = std::collections::BTreeMap<(String, String), String>;
+
+fn rust_check(layers: &[RustLayer], files: &[(String, String)]) -> (RustEdges, Vec<String>) {
+    let mut failures = Vec::new();
+    let mut edges = RustEdges::new();
+    let lib = files
+        .iter()
+        .find(|(f, _)| f == "src/lib.rs")
+        .map(|(_, t)| t.as_str())
+        .unwrap_or_default();
+    let roots = rust_roots(lib);
+    for (file, text) in files {
+        let Some((layer, entry)) = rust_entry_of_file(layers, file) else {
+            failures.push(format!(
+                "{file} belongs to no layer of the Rust import rules"
+            ));
+            continue;
+        };
+        let uses = match rust_uses(file, text, &roots) {
+            Ok(u) => u,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        let rule = layers.iter().find(|l| l.name == layer);
+        for u in uses {
+            let Some((used_layer, used_entry)) = rust_entry_of_module(layers, &u.target) else {
+                failures.push(format!(
+                    "{file}:{}: `{}` names crate::{}, in no layer",
+                    u.line,
+                    u.written,
+                    u.target.join("::")
+                ));
+                continue;
+            };
+            if used_entry == entry {
+                continue;
+            }
+            edges
+                .entry((entry.to_string(), used_entry.to_string()))
+                .or_insert_with(|| format!("{file}:{}: `{}`", u.line, u.written));
+            let allowed = used_layer == layer
+                || rule.is_some_and(|r| r.may_use.iter().any(|m| m == used_layer));
+            if !allowed {
+                let may = rule.map(|r| r.may_use.join(", ")).unwrap_or_default();
+                let may = if may.is_empty() {
+                    "—".to_string()
+                } else {
+                    may
+                };
+                failures.push(format!(
+                    "{file}:{}: `{}`: the {layer} layer may not use the {used_layer} layer \
+                     ({used_entry}); it may use: {may}",
+                    u.line, u.written
+                ));
+            }
+        }
+    }
+    (edges, failures)
+}
+
+/// A circle in `edges` (each node to those it uses), as the nodes in order, if there is one.
+fn rust_circle(edges: &[(String, String)]) -> Option<Vec<String>> {
+    let nodes: std::collections::BTreeSet<&String> =
+        edges.iter().flat_map(|(a, b)| [a, b]).collect();
+    // 0: not seen, 1: on the path, 2: done.
+    let mut mark: std::collections::BTreeMap<&String, u8> = nodes.iter().map(|n| (*n, 0)).collect();
+    fn visit<'a>(
+        n: &'a String,
+        edges: &'a [(String, String)],
+        mark: &mut std::collections::BTreeMap<&'a String, u8>,
+        path: &mut Vec<&'a String>,
+    ) -> Option<Vec<String>> {
+        mark.insert(n, 1);
+        path.push(n);
+        for (_, to) in edges.iter().filter(|(from, _)| from == n) {
+            match mark.get(to) {
+                Some(1) => {
+                    let from = path.iter().position(|p| *p == to).unwrap_or(0);
+                    let mut circle: Vec<String> =
+                        path[from..].iter().map(|s| s.to_string()).collect();
+                    circle.push(to.clone());
+                    return Some(circle);
+                }
+                Some(0) => {
+                    if let Some(c) = visit(to, edges, mark, path) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        mark.insert(n, 2);
+        None
+    }
+    for n in &nodes {
+        if mark.get(n) == Some(&0) {
+            if let Some(c) = visit(n, edges, &mut mark, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// The circles among modules, then among layers, each worded with where its edges are.
+fn rust_circles(layers: &[RustLayer], edges: &RustEdges) -> Vec<String> {
+    let mut failures = Vec::new();
+    let describe = |circle: &[String], at: &dyn Fn(&str, &str) -> String| {
+        let steps: Vec<String> = circle.windows(2).map(|w| at(&w[0], &w[1])).collect();
+        format!("{}\n  {}", circle.join(" → "), steps.join("\n  "))
+    };
+    let modules: Vec<(String, String)> = edges.keys().cloned().collect();
+    if let Some(circle) = rust_circle(&modules) {
+        let at = |a: &str, b: &str| {
+            edges
+                .get(&(a.to_string(), b.to_string()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        failures.push(format!(
+            "modules import each other in a circle: {}",
+            describe(&circle, &at)
+        ));
+    }
+    let layer_of = |entry: &str| {
+        layers
+            .iter()
+            .find(|l| l.modules.iter().any(|m| m == entry))
+            .map(|l| l.name.clone())
+            .unwrap_or_default()
+    };
+    let mut by_layer: std::collections::BTreeMap<(String, String), String> = Default::default();
+    for ((a, b), at) in edges {
+        let (la, lb) = (layer_of(a), layer_of(b));
+        if la != lb {
+            by_layer.entry((la, lb)).or_insert_with(|| at.clone());
+        }
+    }
+    let layer_edges: Vec<(String, String)> = by_layer.keys().cloned().collect();
+    if let Some(circle) = rust_circle(&layer_edges) {
+        let at = |a: &str, b: &str| {
+            by_layer
+                .get(&(a.to_string(), b.to_string()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        failures.push(format!(
+            "layers import each other in a circle: {}",
+            describe(&circle, &at)
+        ));
+    }
+    failures
+}
+
+#[test]
+fn rust_every_file_uses_only_the_layers_its_import_rules_allow() {
+    let layers = rust_rules(&doc()).unwrap_or_else(|e| panic!("{e}"));
+    let files = rust_files();
+    assert!(
+        files.len() > 50,
+        "the sources are read ({} files)",
+        files.len()
+    );
+    let (edges, failures) = rust_check(&layers, &files);
+    assert!(
+        failures.is_empty(),
+        "ARCHITECTURE.md's Rust import rules are broken:\n{}",
+        failures.join("\n")
+    );
+    // The table is not vacuous: the core is used, and uses nothing else.
+    assert!(edges.keys().any(|(_, to)| to == "src/breaker/"));
+}
+
+#[test]
+fn rust_no_modules_nor_layers_import_each_other_in_a_circle() {
+    let layers = rust_rules(&doc()).unwrap_or_else(|e| panic!("{e}"));
+    let (edges, _) = rust_check(&layers, &rust_files());
+    let failures = rust_circles(&layers, &edges);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The checks fail, naming the file, the line and the rule: a core module that uses the Rust
+/// host, a file in no layer, a circle of two core modules.
+#[test]
+fn rust_rules_name_a_forbidden_use_a_stray_file_and_a_circle() {
+    let doc = "\n## Import rules\n\n### Rust\n\n| layer | modules | may use |\n| --- | --- | --- |\n\
+               | core | `src/a.rs`, `src/b/` | — |\n| host | `src/host.rs` | core |\n\
+               | crate root | `src/lib.rs` | core, host |\n\n### TypeScript\n\n| layer | files | may import |\n";
+    let layers = rust_rules(doc).unwrap();
+    assert_eq!(layers.len(), 3);
+    assert_eq!(layers[1].may_use, ["core"]);
+    let file = |p: &str, t: &str| (p.to_string(), t.to_string());
+    let files = [
+        file(
+            "src/lib.rs",
+            "mod a;\nmod b;\npub mod host;\npub use host::{Host, Guard as G};\n",
+        ),
+        file(
+            "src/a.rs",
+            "//! Not a use: crate::host::Host.\nuse core::fmt;\n\nfn f() -> crate::Host {\n    \
+             let s = \"crate::host\";\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+        ),
+        file("src/b/mod.rs", "mod c;\npub use c::C;\n"),
+        file(
+            "src/b/c.rs",
+            "use super::super::a::f;\nuse crate::{b::C, host::Guard};\n",
+        ),
+        file("src/host.rs", "use crate::a::{f, self};\n"),
+        file("src/stray.rs", ""),
+    ];
+    let (edges, failures) = rust_check(&layers, &files);
+    assert_eq!(
+        failures,
+        [
+            "src/a.rs:4: `crate::Host`: the core layer may not use the host layer (src/host.rs); \
+             it may use: —",
+            "src/b/c.rs:2: `crate::{b::C, host::Guard}`: the core layer may not use the host \
+             layer (src/host.rs); it may use: —",
+            "src/stray.rs belongs to no layer of the Rust import rules",
+        ]
+    );
+    let circles = rust_circles(&layers, &edges);
+    assert_eq!(circles.len(), 2, "{circles:?}");
+    assert!(
+        circles[0].starts_with(
+            "modules import each other in a circle: src/a.rs → src/host.rs → src/a.rs"
+        ),
+        "{}",
+        circles[0]
+    );
+    assert!(
+        circles[0].contains("src/host.rs:1: `crate::a::{f, self}`"),
+        "{}",
+        circles[0]
+    );
+    assert!(
+        circles[1].starts_with("layers import each other in a circle: core → host → core"),
+        "{}",
+        circles[1]
+    );
+    // `super::` inside a file's inline module stays in the file; in the folder's files, it
+    // stays in the folder, and `super::super::` leaves it.
+    assert!(edges.contains_key(&("src/b/".to_string(), "src/a.rs".to_string())));
+    assert!(!edges.keys().any(|(from, to)| from == to));
+}
