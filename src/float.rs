@@ -271,6 +271,7 @@ fn shortest_text(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::{Random, SplitMix64};
     use alloc::format;
 
     /// How JavaScript's `String(x)` spells the shortest digits (the shared wasm's source):
@@ -310,15 +311,10 @@ mod tests {
             0.3,
             2.5e-5,
         ];
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let random = core::iter::repeat_with(move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            f64::from_bits(state)
-        })
-        .filter(|x| x.is_finite())
-        .take(20_000);
+        let mut rng = SplitMix64::new(0x1234_5678_9abc_def0);
+        let random = core::iter::repeat_with(move || f64::from_bits(rng.next_u64()))
+            .filter(|x| x.is_finite())
+            .take(20_000);
         fixed.into_iter().chain(random)
     }
 

@@ -221,30 +221,81 @@ mod json {
         }
     }
 
+    /// A snapshot `restore` refused: the error says what is wrong, in its words.
+    fn assert_names_what_is_wrong(e: &RestoreError, text: &str) {
+        let message = e.to_string();
+        let what = match e {
+            RestoreError::Snapshot(SnapshotError::UnsupportedVersion(v)) => {
+                assert_ne!(*v, breakwater::SNAPSHOT_VERSION, "{text}");
+                assert!(message.contains(&format!("version {v}")), "{message}");
+                return;
+            }
+            RestoreError::Snapshot(SnapshotError::ConfigMismatch(what)) => {
+                assert!(message.starts_with("snapshot does not match"), "{message}");
+                what
+            }
+            RestoreError::Snapshot(SnapshotError::Corrupt(what)) => {
+                assert!(message.starts_with("corrupt snapshot: "), "{message}");
+                what
+            }
+            RestoreError::Config(c) => panic!("the configuration is valid, yet {c} for {text}"),
+        };
+        assert_eq!(what.is_empty(), cfg!(feature = "terse"), "{message}");
+        assert!(message.ends_with(what), "{message}");
+    }
+
     #[test]
     fn garbage_json_is_an_error_not_a_panic() {
         let (b, _) = exercised(rules()[2], 7);
         let json = serde_json::to_string(&b.snapshot()).unwrap();
-        // Every truncation and a sweep of single-byte corruptions.
+        // Every truncation is an unexpected end, found where the text ends.
         for cut in 0..json.len() {
-            let _ = serde_json::from_str::<breakwater::Snapshot>(&json[..cut]);
+            let e = serde_json::from_str::<breakwater::Snapshot>(&json[..cut])
+                .expect_err("a truncated snapshot does not parse");
+            assert!(e.is_eof(), "{e} for {:?}", &json[..cut]);
+            assert!(e.to_string().starts_with("EOF while parsing"), "{e}");
+            assert_eq!((e.line(), e.column()), (1, cut), "{e}");
         }
+        // A sweep of single-byte corruptions: each is refused by the parser, where it is, or by
+        // `restore`, naming what is wrong, or accepted and working.
+        let (mut unparsed, mut refused, mut accepted) = (0, 0, 0);
         let bytes = json.as_bytes();
         for i in 0..bytes.len() {
             for replacement in [b'0', b'9', b'"', b'-', b'x'] {
+                if bytes[i] == replacement {
+                    continue;
+                }
                 let mut v = bytes.to_vec();
                 v[i] = replacement;
-                if let Ok(text) = std::str::from_utf8(&v) {
-                    if let Ok(s) = serde_json::from_str::<breakwater::Snapshot>(text) {
-                        if let Ok(mut restored) = Breaker::restore(*b.config(), s) {
+                let text = std::str::from_utf8(&v).expect("ASCII stays ASCII");
+                match serde_json::from_str::<breakwater::Snapshot>(text) {
+                    Err(e) => {
+                        unparsed += 1;
+                        assert!(!e.is_io(), "{e}");
+                        // Found at the byte, or after it (the column is that of the last byte
+                        // read, which may be the one before it).
+                        assert!(e.line() == 1 && e.column() >= i, "{e} for byte {i}: {text}");
+                        assert!(e.to_string().contains(" at line 1 column "), "{e}");
+                    }
+                    Ok(s) => match Breaker::restore(*b.config(), s) {
+                        Err(e) => {
+                            refused += 1;
+                            assert_names_what_is_wrong(&e, text);
+                        }
+                        Ok(mut restored) => {
+                            accepted += 1;
                             // Whatever was accepted must keep working.
                             let _ = restored.acquire(Timestamp(u64::MAX / 2));
                             let _ = restored.record(Timestamp(u64::MAX / 2), Outcome::Failure);
                         }
-                    }
+                    },
                 }
             }
         }
+        assert!(
+            unparsed > 0 && refused > 0 && accepted > 0,
+            "{unparsed} unparsed, {refused} refused, {accepted} accepted"
+        );
     }
 
     #[test]

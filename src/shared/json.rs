@@ -980,16 +980,12 @@ impl<A: Wire, B: Wire> Wire for (A, B) {
 #[cfg(all(test, feature = "json"))]
 mod tests {
     use super::read_back_by_serde_json;
+    use crate::rng::{Random, SplitMix64};
 
     #[test]
     fn reads_floats_back_as_serde_json_did() {
-        let mut state = 0x0bad_cafe_f00d_1234u64;
-        let random = core::iter::repeat_with(move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            f64::from_bits(state)
-        });
+        let mut rng = SplitMix64::new(0x0bad_cafe_f00d_1234);
+        let random = core::iter::repeat_with(move || f64::from_bits(rng.next_u64()));
         let fixed = [
             0.1,
             33.333333333333336,
