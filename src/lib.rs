@@ -76,9 +76,9 @@ pub mod wasm;
 pub mod worker;
 
 pub use breaker::{
-    throttle_probability, Admission, Breaker, BreakerConfig, Mode, Outcome, Permit, PermitKind,
-    RejectReason, Rejected, State, Stats, Throttle, ThrottleBucket, ThrottleWindow, Transition,
-    TripRule, Window,
+    throttle_probability, Admission, Breaker, BreakerConfig, FastPath, Mode, Outcome, Permit,
+    PermitKind, RejectReason, Rejected, State, Stats, Throttle, ThrottleBucket, ThrottleWindow,
+    Transition, TripRule, Window,
 };
 #[cfg(feature = "std")]
 pub use clock::SystemClock;

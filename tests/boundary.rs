@@ -89,6 +89,39 @@ fn permits_are_numbers_and_transitions_are_codes() {
 }
 
 #[test]
+fn info_says_what_the_closed_fast_path_may_skip() {
+    use breakwater::wasm::layout::{fast, trip, window_kind};
+    let consecutive = new_breaker(&cfg(2.0));
+    let mut window = cfg(2.0);
+    window[c::TRIP] = trip::FAILURES_IN_WINDOW as f64;
+    window[c::WINDOW_MS] = 60_000.0;
+    let mut rate = cfg(50.0);
+    rate[c::TRIP] = trip::FAILURE_RATE as f64;
+    rate[c::MINIMUM_CALLS] = 10.0;
+    rate[c::WINDOW_SIZE] = 100.0;
+    let mut slow = rate.clone();
+    slow[c::TRIP] = trip::SLOW_CALL_RATE as f64;
+    slow[c::WINDOW_MS] = 500.0;
+    slow[c::WINDOW_KIND] = window_kind::MILLIS as f64;
+    slow[c::WINDOW_SIZE] = 60_000.0;
+    for (b, bits) in [
+        (consecutive, fast::ADMIT | fast::SUCCESS),
+        (
+            new_breaker(&window),
+            fast::ADMIT | fast::SUCCESS | fast::SUCCESS_AFTER_FAILURE,
+        ),
+        (new_breaker(&rate), fast::ADMIT),
+        (new_breaker(&slow), fast::ADMIT | fast::TIMED),
+    ] {
+        assert_eq!(get(info(b, NOW), i::LEN)[i::FAST], bits as f64);
+        release(b);
+    }
+    // A handle that names no breaker: refused as isolated, with no wait.
+    assert_eq!(acquire(consecutive, NOW), reject::NO_BREAKER as f64);
+    assert_eq!(peek(consecutive, NOW), reject::NO_BREAKER as f64);
+}
+
+#[test]
 fn garbage_permits_and_outcomes_are_ignored() {
     let b = new_breaker(&cfg(1.0));
     for h in [f64::NAN, -2.0, -0.5, f64::INFINITY, 9.1e15, 123_456_789.0] {

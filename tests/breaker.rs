@@ -605,3 +605,110 @@ fn every_invalid_configuration_names_its_field() {
     }
     assert!(Breaker::new(base).is_ok());
 }
+
+/// The snapshot without what a host that skips the core counts itself (admissions, successes)
+/// and without the last time the breaker saw.
+fn without_counts(b: &Breaker) -> breakwater::Snapshot {
+    let mut s = b.snapshot();
+    s.stats.admitted = 0;
+    s.stats.successes = 0;
+    s.last_now = 0;
+    s
+}
+
+#[test]
+fn the_fast_path_bits_say_what_a_closed_breaker_may_skip() {
+    use breakwater::FastPath;
+    let rate = TripRule::FailureRate {
+        threshold_percent: 50.0,
+        minimum_calls: 4,
+        window: Window::Calls(10),
+    };
+    let slow = TripRule::SlowCallRate {
+        threshold_percent: 50.0,
+        slow_call_ms: 100,
+        minimum_calls: 4,
+        window: Window::Millis(60_000),
+    };
+    let window = TripRule::FailuresInWindow {
+        threshold: 3,
+        window_ms: 60_000,
+    };
+    let rules = [
+        (
+            TripRule::ConsecutiveFailures { threshold: 3 },
+            FastPath::ADMIT.with(FastPath::SUCCESS),
+        ),
+        (
+            window,
+            FastPath::ADMIT
+                .with(FastPath::SUCCESS)
+                .with(FastPath::SUCCESS_AFTER_FAILURE),
+        ),
+        (rate, FastPath::ADMIT),
+        (slow, FastPath::ADMIT.with(FastPath::TIMED)),
+    ];
+    for (rule, bits) in rules {
+        assert_eq!(rule.fast_path(), bits, "{rule:?}");
+        let config = BreakerConfig::new().with_trip(rule);
+        // A throttle decides every call and counts every outcome: no admission, no success is
+        // skipped (the main npm module is built without it, and refuses one).
+        let throttled = config.with_throttle(breakwater::Throttle {
+            multiplier: 2.0,
+            window_ms: 60_000,
+            minimum_requests: 20,
+            max_rejection_probability: 0.8,
+        });
+        let skips = FastPath::ADMIT
+            .with(FastPath::SUCCESS)
+            .with(FastPath::SUCCESS_AFTER_FAILURE);
+        let want = if cfg!(feature = "throttle") {
+            bits.without(skips)
+        } else {
+            bits
+        };
+        assert_eq!(throttled.fast_path(), want, "{rule:?} with a throttle");
+        assert!(!throttled.fast_path().contains(FastPath::ADMIT) || !cfg!(feature = "throttle"));
+
+        // What the bits claim is true of the core: the skipped calls change nothing but counts.
+        let fast = config.fast_path();
+        assert_eq!(fast, bits);
+        let mut b = Breaker::new(config).unwrap();
+        let before = without_counts(&b);
+        let p = admit(&mut b, at(10));
+        assert_eq!(without_counts(&b), before, "{rule:?}: admitting");
+        let again = admit(&mut b, at(20));
+        assert_eq!(
+            again,
+            Permit {
+                issued_at: at(20),
+                ..p
+            },
+            "{rule:?}: the same permit"
+        );
+        if fast.contains(FastPath::SUCCESS) {
+            assert_eq!(b.report(at(30), p, Outcome::Success), None);
+            assert_eq!(without_counts(&b), before, "{rule:?}: a success");
+        }
+        if fast.contains(FastPath::SUCCESS_AFTER_FAILURE) {
+            assert_eq!(fail(&mut b, at(40)), None);
+            let after = without_counts(&b);
+            assert_eq!(succeed(&mut b, at(50)), None);
+            assert_eq!(
+                without_counts(&b),
+                after,
+                "{rule:?}: a success after a failure"
+            );
+        } else if fast.contains(FastPath::SUCCESS) {
+            // The consecutive rule: a failure starts a run, which the next success resets.
+            assert_eq!(fail(&mut b, at(40)), None);
+            let after = without_counts(&b);
+            assert_eq!(succeed(&mut b, at(50)), None);
+            assert_ne!(
+                without_counts(&b),
+                after,
+                "{rule:?}: a success ends the run"
+            );
+        }
+    }
+}

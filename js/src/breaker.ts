@@ -1,5 +1,5 @@
 import { create, read, readAt, wasm, type Exports } from './glue.js';
-import { Cfg, Info, Queue, Reject, Snap } from './layout.js';
+import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Snap, Transition, Trip, WindowKind } from './layout.js';
 import type { Slots } from './slots.js';
 import { CircuitOpenError, type RejectReason } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
@@ -11,12 +11,12 @@ import { checkGuard, guardCall } from './call.js';
 export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
 
+/** Indexed by `State`'s codes. */
 const STATES: readonly BreakerState[] = ['CLOSED', 'OPEN', 'HALF_OPEN'];
+/** Indexed by `Mode`'s codes. */
 const MODES: readonly BreakerMode[] = ['automatic', 'isolated', 'disabled'];
 /** Indexed by `Reject`'s reason codes. */
 const REASONS: readonly RejectReason[] = ['open', 'half-open-full', 'isolated', 'throttled', 'full'];
-/** Permit handles below carry the kind in their low 33 bits; 2 and above are half-open probes. */
-const KIND = 2 ** 33;
 
 /** A share-of-calls trip rule (failures, or slow calls). Give `windowCalls` or `windowMs`. */
 export interface RateRule {
@@ -270,7 +270,7 @@ function config(o: Record<string, unknown>, where: string, extra: AdaptiveOption
     if (r.windowCalls !== undefined && r.windowMs !== undefined) {
       throw new TypeError(`breakwater: give ${key}.windowCalls or ${key}.windowMs, not both (in ${where})`);
     }
-    cfg[Cfg.Trip] = slow ? 3 : 2;
+    cfg[Cfg.Trip] = slow ? Trip.SlowCallRate : Trip.FailureRate;
     cfg[Cfg.Threshold] = threshold;
     if (slow) {
       if (r.slowCallMs === undefined) fail(`${key}.slowCallMs`, undefined, 'an integer >= 1');
@@ -278,13 +278,13 @@ function config(o: Record<string, unknown>, where: string, extra: AdaptiveOption
     }
     cfg[Cfg.MinimumCalls] = num(`${key}.minimumCalls`, r.minimumCalls, 10, 1, 2 ** 32 - 1);
     if (r.windowMs !== undefined) {
-      cfg[Cfg.WindowKind] = 1;
+      cfg[Cfg.WindowKind] = WindowKind.Millis;
       cfg[Cfg.WindowSize] = num(`${key}.windowMs`, r.windowMs, 0, 1);
     } else {
       cfg[Cfg.WindowSize] = num(`${key}.windowCalls`, r.windowCalls, 100, 1, 100_000);
     }
   } else if (o.monitoringWindow !== undefined) {
-    cfg[Cfg.Trip] = 1;
+    cfg[Cfg.Trip] = Trip.FailuresInWindow;
     cfg[Cfg.Threshold] = num('failureThreshold', o.failureThreshold, 5, 1, 100_000);
     cfg[Cfg.WindowMs] = num('monitoringWindow', o.monitoringWindow, 0, 1);
   } else {
@@ -352,20 +352,19 @@ export class CircuitBreaker {
   /** The core's exports, and this breaker's handle there. */
   #x: Exports;
   #h: number;
-  // The CLOSED fast path. While CLOSED (automatic mode), admitting a call changes nothing in the
-  // core but a counter, and neither does a success under the consecutive rule once the run of
-  // failures is 0, or under the failures-in-window rule at all. So: `#closed` caches the permit
-  // handle of the current CLOSED generation (-1 when unknown); `#clean` says a success would be
-  // a no-op; `#admitted` / `#succeeded` count what the core has not seen yet (added to `stats`
-  // and `toJSON()`). Every transition, control and restore drops the cache. Failures, ignored
-  // outcomes and every other state always go to the core.
+  // The CLOSED fast path, as far as the core's `FastPath` for this configuration allows
+  // (`#fast`, its `Fast` bits, read once): while CLOSED (automatic mode), admitting a call
+  // changes nothing in the core but a counter (`Fast.Admit`; not under `adaptiveThrottle`, which
+  // decides every call), and neither does a success under some rules (`Fast.Success`), some even
+  // after a failure (`Fast.SuccessAfterFailure`). So: `#closed` caches the permit handle of the
+  // current CLOSED generation (-1 when unknown); `#clean` (a `Fast` bit, or 0) says a success
+  // would be a no-op; `#admitted` / `#succeeded` count what the core has not seen yet (added to
+  // `stats` and `toJSON()`). Every transition, control and restore drops the cache. Failures,
+  // ignored outcomes and every other state always go to the core. `Fast.Timed`: a report needs
+  // the call's start time.
   #closed = -1;
-  #clean: boolean;
-  #fast: boolean;
-  /** The slow-call rule: the only one whose report needs the call's start time while CLOSED. */
-  #slow: boolean;
-  /** `adaptiveThrottle`: every CLOSED call is decided and counted by the core, so no fast path. */
-  #throttled: boolean;
+  #clean: number;
+  #fast: number;
   /** `maxConcurrent`: every call takes a slot of the core's limit first. */
   #slots: Slots | undefined;
   #admitted = 0;
@@ -387,16 +386,14 @@ export class CircuitBreaker {
     this.#cfg = build(options);
     this.#clock = options.clock ?? Date.now;
     this.#isFailure = options.isFailure;
-    this.#throttled = this.#cfg[Cfg.ThrottleMultiplier]! > 0;
     const limited = this.#cfg[Cfg.MaxConcurrent]! > 0;
     // Options of breakwater/adaptive pass `build` only once it is loaded.
-    this.#x = this.#throttled || limited ? adaptive!.exports : wasm();
+    this.#x = this.#cfg[Cfg.ThrottleMultiplier]! > 0 || limited ? adaptive!.exports : wasm();
     this.#h = create(this.#x.breaker, this.#cfg, this.#x);
     finalizer?.register(this, [this.#x, this.#h], this);
     if (limited) this.#slots = adaptive!.slots(this.#x, () => this.#h, () => this.#now());
-    this.#fast = this.#cfg[Cfg.Trip]! <= 1;
-    this.#clean = this.#fast;
-    this.#slow = this.#cfg[Cfg.Trip] === 3;
+    this.#fast = this.#info(Info.Fast);
+    this.#clean = this.#fast & Fast.Success;
   }
 
   /** Rebuilds a breaker from `toJSON()` output, under (possibly new) options. */
@@ -482,8 +479,7 @@ export class CircuitBreaker {
 
   /** Milliseconds until a call may be admitted (a Retry-After); 0 when one would be now. */
   get retryAfterMs(): number {
-    const code = this.#closed < 0 ? -this.#x.peek(this.#h, this.#now()) : 0;
-    return (code - (code % Reject.Scale)) / Reject.Scale;
+    return this.#closed < 0 ? this.#rejectEvent(-this.#x.peek(this.#h, this.#now())).retryAfterMs : 0;
   }
 
   /**
@@ -535,7 +531,7 @@ export class CircuitBreaker {
   /** Reports a success of a call let through by `isHealthy()`. */
   recordSuccess(): void {
     if (this.#closed >= 0 && this.#clean && this.#success.size === 0) this.#succeeded++;
-    else this.#settle(0, -1, SUCCESS, undefined);
+    else this.#settle(0, Sentinel.None, SUCCESS, undefined);
   }
 
   /**
@@ -547,12 +543,12 @@ export class CircuitBreaker {
    * as a hand-made time-out's `controller.abort()`, counts as a failure).
    */
   recordFailure(error?: unknown, signal?: AbortSignal): void {
-    this.#settle(0, -1, error === undefined ? FAILURE : this.#outcome(error, false, signal), error);
+    this.#settle(0, Sentinel.None, error === undefined ? FAILURE : this.#outcome(error, false, signal), error);
   }
 
   /** Reports a call let through by `isHealthy()` that says nothing about the upstream (or was never made): frees its probe slot. */
   recordIgnored(): void {
-    this.#settle(0, -1, IGNORED, undefined);
+    this.#settle(0, Sentinel.None, IGNORED, undefined);
   }
 
   /** A permit handle, or a refusal `-(retryAfterMs × Reject.Scale + reason)`. */
@@ -563,11 +559,11 @@ export class CircuitBreaker {
     }
     const h = this.#x.acquire(this.#h, now || this.#now());
     if (h >= 0) {
-      const kind = h % KIND;
-      if (kind === 0) {
-        if (!this.#throttled) this.#closed = h;
+      const kind = h % Permit.Kind;
+      if (kind === Permit.Normal) {
+        if (this.#fast & Fast.Admit) this.#closed = h;
       }
-      else if (kind >= 2) this.#emitTransition(this.#info(Info.Transition));
+      else if (kind >= Permit.Probe) this.#emitTransition(this.#info(Info.Transition));
     }
     return h;
   }
@@ -591,7 +587,7 @@ export class CircuitBreaker {
   async #run<T>(fn: (context: CallContext) => T | Promise<T>, fallback: ExecuteOptions<T>['fallback'], slot = -1): Promise<T> {
     // Read the clock only when the core needs the start (slow-call rule, or not CLOSED); the
     // report reads it again only when it goes to the core.
-    const now = this.#closed >= 0 && !this.#slow ? 0 : this.#now();
+    const now = this.#closed >= 0 && !(this.#fast & Fast.Timed) ? 0 : this.#now();
     const h = this.#acquire(now);
     if (h < 0) return this.#rejected(-h, fallback, slot);
     let v: T;
@@ -695,6 +691,7 @@ export class CircuitBreaker {
     return Promise.reject(err);
   }
 
+  /** The one decoding of a refusal code (`Reject`; 0, admitted, reads a wait of 0). */
   #rejectEvent(code: number): RejectEvent {
     const reason = code % Reject.Scale;
     return { breaker: this.name, reason: REASONS[reason]!, retryAfterMs: (code - reason) / Reject.Scale };
@@ -708,7 +705,7 @@ export class CircuitBreaker {
   /** Reports an outcome; `h` -1 for one without a permit (recordSuccess / recordFailure). */
   /** Reports a call's outcome, and gives its `slot` of `maxConcurrent` back (-1: none). */
   #settle(issuedAt: number, h: number, outcome: number, error: unknown, slot = -1): void {
-    const closed = this.#closed >= 0 && (h === this.#closed || h === -1);
+    const closed = this.#closed >= 0 && (h === this.#closed || h === Sentinel.None);
     if (outcome === SUCCESS && closed && this.#clean) {
       this.#succeeded++;
     } else {
@@ -717,13 +714,13 @@ export class CircuitBreaker {
       // period must start then (the core's `TripRule::needs_time_while_closed`).
       const now = this.#now();
       const t = this.#x.report(this.#h, now, issuedAt || now, h, outcome);
-      if (t !== 0) {
+      if (t !== Transition.None) {
         this.#closed = -1;
         this.#emitTransition(t);
-      } else if (closed && this.#fast && outcome !== IGNORED) {
-        // Consecutive rule: a success reset the run, a failure started one. Window rule:
-        // successes never count.
-        this.#clean = outcome === SUCCESS || this.#cfg[Cfg.Trip] === 1;
+      } else if (closed && outcome !== IGNORED) {
+        // Whether the next success is a no-op: after a success the core counted (it reset what
+        // a failure started: the consecutive rule's run), or after a failure, as its bits say.
+        this.#clean = this.#fast & (outcome === SUCCESS ? Fast.Success : Fast.SuccessAfterFailure);
       }
     }
     this.#slots?.leave(slot);
@@ -735,37 +732,37 @@ export class CircuitBreaker {
   }
 
   #emitTransition(code: number): void {
-    if (code === 0 || this.#stateChange.size === 0) return;
-    const c = code - 1;
+    if (code === Transition.None || this.#stateChange.size === 0) return;
+    const c = code - Transition.First;
     this.#stateChange.emit({
       breaker: this.name,
-      from: STATES[Math.floor(c / 3)]!,
-      to: STATES[c % 3]!,
+      from: STATES[Math.floor(c / Transition.Stride)]!,
+      to: STATES[c % Transition.Stride]!,
       at: this.#now(),
     });
   }
 
   /** Forces OPEN until `reset()`: every call is rejected. */
   isolate(): void {
-    this.#control(0);
+    this.#control(Control.Isolate);
   }
 
   /** Back to CLOSED with empty counters; ends isolation and disabling. */
   reset(): void {
-    this.#control(1);
+    this.#control(Control.Reset);
   }
 
   /** Lets every call through (still counted in `stats`); the state stops changing. */
   disable(): void {
-    this.#control(2);
+    this.#control(Control.Disable);
   }
 
   /** Undoes `disable()`. */
   enable(): void {
-    this.#control(3);
+    this.#control(Control.Enable);
   }
 
-  #control(op: number): void {
+  #control(op: Control): void {
     this.#closed = -1;
     this.#emitTransition(this.#x.control(this.#h, this.#now(), op));
   }
@@ -822,7 +819,7 @@ export class CircuitBreaker {
     finalizer?.register(this, [this.#x, h], this);
     this.#x.release(old);
     this.#closed = -1;
-    this.#clean = this.#cfg[Cfg.Trip] === 1;
+    this.#clean = this.#fast & Fast.SuccessAfterFailure;
     this.#admitted = this.#succeeded = this.#fallbacks = 0;
   }
 }

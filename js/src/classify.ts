@@ -1,12 +1,13 @@
 import { memory, wasm } from './glue.js';
+import { Classify, Outcome, Text } from './layout.js';
 import { isCircuitOpenError, isObj, isTimeoutError } from './errors.js';
 
-/** How an outcome counts for a breaker. */
-export const SUCCESS = 0;
-export const FAILURE = 1;
-export const IGNORED = 2;
+/** How an outcome counts for a breaker (the core's `Outcome` codes). */
+export const SUCCESS = Outcome.Success;
+export const FAILURE = Outcome.Failure;
+export const IGNORED = Outcome.Ignored;
 
-/** The classes the core distinguishes, in its numeric order. */
+/** The classes the core distinguishes, indexed by `Class`'s codes. */
 export const CLASSES = [
   'success',
   'transient',
@@ -177,8 +178,8 @@ function shouldRetryOf(err: unknown): boolean | undefined {
   return undefined;
 }
 
-/** Asks the core what `text` says (`what`: 0 an error's codes and texts, 1 a finish reason). */
-function readText(text: string, what: number): number {
+/** Asks the core what `text` says (`what`: an error's codes and texts, or a finish reason). */
+function readText(text: string, what: Text.Codes | Text.Ending): number {
   const n = Math.min(text.length, 2048);
   const at = wasm().io(n) / 8;
   const m = memory();
@@ -213,14 +214,15 @@ export function codeOf(err: unknown): number {
   for (const raw of [e.responseBody, e.body, e.message]) {
     if (typeof raw === 'string') for (const m of raw.slice(0, 65_536).matchAll(QUOTA_ID)) texts += m[1] + '\n';
   }
-  return readText(codes + texts, 0);
+  return readText(codes + texts, Text.Codes);
 }
 
+/** Indexed by `Ending`'s codes. */
 const ENDINGS = ['complete', 'truncated', 'declined', 'failed', 'unknown'] as const;
 /** How an answer ended, by its finish or stop reason (the core's table, src/retry/ending.rs). */
 export type Ending = (typeof ENDINGS)[number];
 
-const ending = (reason: unknown): Ending => (typeof reason === 'string' ? ENDINGS[readText(reason, 1)] ?? 'unknown' : 'unknown');
+const ending = (reason: unknown): Ending => (typeof reason === 'string' ? ENDINGS[readText(reason, Text.Ending)] ?? 'unknown' : 'unknown');
 
 /**
  * How an answer ended, by its finish or stop reason in any provider's spelling: Anthropic's
@@ -243,8 +245,8 @@ export function endingOf(reason: unknown): Ending {
  * `rate_limit_error` 429, `api_error` 500...), or undefined when the core does not know it.
  */
 export function statusOfCode(code: unknown): number | undefined {
-  const c = typeof code === 'string' ? readText(code.slice(0, 64), 0) : 0;
-  return c === 0 ? undefined : c >> 8;
+  const c = typeof code === 'string' ? readText(code.slice(0, 64), Text.Codes) : 0;
+  return c === 0 ? undefined : c >> Text.StatusShift;
 }
 
 /** The SDKs' error for a call their caller aborted (`APIUserAbortError`, any copy: by name). */
@@ -295,20 +297,20 @@ export function classifyWith(policy: number, error: unknown, signal?: AbortSigna
   let status: number | undefined;
   let flags = 0;
   // An abort for a time-out (the SDK's, `AbortSignal.timeout`'s) is the upstream's slowness.
-  if (isAbort(err, signal)) flags = signal?.aborted && isTimeoutReason(signal.reason) ? 2 : 4;
-  else if (isTimeoutReason(err)) flags = 2;
+  if (isAbort(err, signal)) flags = signal?.aborted && isTimeoutReason(signal.reason) ? Classify.Timeout : Classify.Cancelled;
+  else if (isTimeoutReason(err)) flags = Classify.Timeout;
   else if (isCircuitOpenError(err)) {
     // Another breaker refused: retry later, but this says nothing about our upstream.
     return { class: 'rate-limited', retryable: true, failure: false, ignored: true, status };
   } else status = statusOf(err);
   // A thrown error with a 2xx/3xx status (the AI SDK's "Failed to process successful response"
   // when a 200 stream is cut) failed after the status line: a network failure, not a success.
-  const v = wasm().classify(policy, status !== undefined && status >= 400 ? status : 0, flags === 0 ? codeOf(err) & 255 : 0, flags);
-  const outcome = v >> 5;
+  const v = wasm().classify(policy, status !== undefined && status >= 400 ? status : 0, flags === 0 ? codeOf(err) & Text.CodeMask : 0, flags);
+  const outcome = v >> Classify.OutcomeShift;
   const should = flags === 0 ? shouldRetryOf(err) : undefined;
   return {
-    class: CLASSES[v & 15] ?? 'network',
-    retryable: should ?? (v & 16) !== 0,
+    class: CLASSES[v & Classify.ClassMask] ?? 'network',
+    retryable: should ?? (v & Classify.Retryable) !== 0,
     failure: outcome === FAILURE,
     ignored: outcome === IGNORED,
     status,

@@ -50,6 +50,7 @@ import { DurableObject } from 'cloudflare:workers';
 // (breakwater/shared's) is not loaded unless the Worker imports that entry as well.
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
+import { Step, Verb } from './layout.js';
 
 export {
   SharedCircuitBreaker,
@@ -66,6 +67,7 @@ export {
 const STORAGE_KEY = 'breaker';
 /** Bodies larger than this are refused (src/shared/protocol.rs `MAX_BODY_BYTES`). */
 const MAX_BODY_BYTES = 64 * 1024;
+/** Indexed by `State`'s codes. */
 const STATES = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 
 /** What the object reads from its Worker's `env`. */
@@ -219,8 +221,8 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
       }
     }
     const t = stepped ? co.transitions() : [];
-    for (let i = 0; i + 2 < t.length; i += 3) {
-      console.log(`breakwater ${name}: ${STATES[t[i]!]} -> ${STATES[t[i + 1]!]} at ${t[i + 2]}`);
+    for (let i = 0; i + Step.Len <= t.length; i += Step.Len) {
+      console.log(`breakwater ${name}: ${STATES[t[i + Step.From]!]} -> ${STATES[t[i + Step.To]!]} at ${t[i + Step.At]}`);
     }
     return json(status, text);
   }
@@ -424,7 +426,7 @@ export async function breakerRoutes(request: Request, env: object, options: Brea
     return json(200, text);
   }
   if (!path.startsWith('admin/breakers/')) return error(404, 'not_found', 'no such route');
-  const verb = request.method === 'GET' ? 0 : request.method === 'POST' ? 1 : 2;
+  const verb = request.method === 'GET' ? Verb.Get : request.method === 'POST' ? Verb.Post : Verb.Other;
   const target = coordinatorGlue().admin_target(path.slice('admin/breakers/'.length), verb, names.join('\n'));
   if (target === '405') return error(405, 'method_not_allowed', 'wrong method for this route');
   if (target === '404') return unknown();

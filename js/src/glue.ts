@@ -12,20 +12,20 @@ export interface Exports {
   release(h: number): void;
   /** A breaker from `Cfg` (and a snapshot after it): a handle, or `-Refusal`. */
   breaker(len: number): number;
-  /** A permit handle (≥ 0), or a refusal `-(retryAfterMs × Reject.Scale + reason)`. */
+  /** A permit handle (≥ 0, `Permit`), or a refusal `-(retryAfterMs × Reject.Scale + reason)`. */
   acquire(h: number, now: number): number;
   /** What `acquire` would answer, taking nothing: 0, or a refusal (`Reject`). */
   peek(h: number, now: number): number;
-  /** `permit` -1: an outcome without a permit (recordSuccess / recordFailure). Returns a transition code. */
+  /** `permit` `Sentinel.None`: an outcome without a permit (recordSuccess / recordFailure). Returns a `Transition` code. */
   report(h: number, now: number, issuedAt: number, permit: number, outcome: number): number;
   /** The address of `Info`. */
   info(h: number, now: number): number;
-  /** 0 isolate, 1 reset, 2 disable, 3 enable; returns a transition code. */
+  /** A `Control` operation; returns a `Transition` code. */
   control(h: number, now: number, op: number): number;
   /**
    * The concurrency limit (`Queue` operations): a slot (≥ 0), `Bulkhead.Mark + ticket` (wait) or a
-   * refusal (enter); the ticket now holding a slot, `Bulkhead.Mark + ticket` timed out, or -1
-   * (leave `arg`, poll); 1 if ticket `arg` was waiting (cancel); the next deadline or -1; adopt
+   * refusal (enter); the ticket now holding a slot, `Bulkhead.Mark + ticket` timed out, or `Sentinel.None`
+   * (leave `arg`, poll); 1 if ticket `arg` was waiting (cancel); the next deadline or `Sentinel.None`; adopt
    * breaker `arg`'s limit into `h`.
    */
   queue(h: number, now: number, op: number, arg: number): number;
@@ -43,12 +43,13 @@ export interface Exports {
     retryAfterMs: number,
     unit: number,
   ): number;
+  /** `flags` and the answer as `Classify` lays them out. */
   classify(h: number, status: number, code: number, flags: number): number;
-  /** What the string in `io` (one char code a number) says: see src/wasm/exports.rs `read_text`. */
+  /** What the string in `io` (one char code a number) says, `what` a `Text` kind: see src/wasm/exports.rs `read_text`. */
   read_text(len: number, what: number): number;
   /** A retry budget from `Budget`: a handle, or `-Refusal`. */
   budget_new(): number;
-  /** 0 deposit, 1 withdraw (1 or 0), 2 available. */
+  /** A `BudgetOp`: deposit, withdraw (1 or 0), available. */
   budget_op(h: number, now: number, op: number): number;
 }
 

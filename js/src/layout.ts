@@ -1,7 +1,9 @@
-// The numeric layouts of the wasm boundary, named once for TypeScript: each `const enum` is the
-// twin of a module of src/wasm/layout.rs (`Cfg.OpenDuration` there is `cfg::OPEN_DURATION`), and
-// tests/layout.rs fails when a name or a value differs on either side. The bundler inlines the
-// values: none of this is in the package's JavaScript.
+// The numeric layouts of the wasm boundary and the codes in them, named once for TypeScript: each
+// `const enum` is the twin of a module of src/wasm/layout.rs (`Cfg.OpenDuration` there is
+// `cfg::OPEN_DURATION`), and tests/layout.rs fails when a name or a value differs on either side,
+// when a table indexed by a code lists its names in another order, or when a call into the core
+// passes a code as a bare number. The bundler inlines the values: none of this is in the
+// package's JavaScript.
 
 /** A breaker configuration (`breaker_config`); a snapshot to restore follows it. */
 export const enum Cfg {
@@ -49,7 +51,8 @@ export const enum Info {
   Full = 15,
   InFlight = 16,
   Queued = 17,
-  Len = 18,
+  Fast = 18,
+  Len = 19,
 }
 
 /** The positions of a snapshot's numbers that this layer touches. */
@@ -102,7 +105,10 @@ export const enum LeaseInfo {
   Len = 7,
 }
 
-/** A refusal as one number: `-(retryAfterMs × Scale + reason)`; the lease client's less `Decision.Rejected`. */
+/**
+ * A refusal as one number, in every module: `-(retryAfterMs × Scale + reason)`, at most `-Scale`
+ * (the core's retry-after is at least 1 ms). `NoBreaker`: a handle that names no breaker.
+ */
 export const enum Reject {
   Open = 0,
   HalfOpenFull = 1,
@@ -110,14 +116,14 @@ export const enum Reject {
   Throttled = 3,
   Full = 4,
   Scale = 8,
+  NoBreaker = -2,
 }
 
-/** The lease client's answers besides a ticket (≥ 0), as negatives; from `-Rejected` down a refusal. */
+/** The lease client's answers besides a ticket (≥ 0) and a refusal (`Reject`, at most `-Reject.Scale`), as negatives. */
 export const enum Decision {
   Acquire = 1,
   Refresh = 2,
   Retry = 3,
-  Rejected = 4,
 }
 
 /** A breaker's concurrency limit's answers: ids below `Mark`; `Mark + ticket` queued or timed out. */
@@ -133,6 +139,159 @@ export const enum Queue {
   Cancel = 3,
   Deadline = 4,
   Adopt = 5,
+}
+
+/** A number standing for nothing: no permit (`report`), no time, no news, no state known yet. */
+export const enum Sentinel {
+  None = -1,
+}
+
+/** The trip rules of `Cfg.Trip`. */
+export const enum Trip {
+  Consecutive = 0,
+  FailuresInWindow = 1,
+  FailureRate = 2,
+  SlowCallRate = 3,
+}
+
+/** The windows of the rate rules, `Cfg.WindowKind`. */
+export const enum WindowKind {
+  Calls = 0,
+  Millis = 1,
+}
+
+/** A breaker's states. */
+export const enum State {
+  Closed = 0,
+  Open = 1,
+  HalfOpen = 2,
+}
+
+/** A breaker's modes. */
+export const enum Mode {
+  Automatic = 0,
+  Isolated = 1,
+  Disabled = 2,
+}
+
+/** A transition as one number: `First + from × Stride + to` (`State` codes), or `None`. */
+export const enum Transition {
+  None = 0,
+  First = 1,
+  Stride = 3,
+}
+
+/** The manual overrides of `control`. */
+export const enum Control {
+  Isolate = 0,
+  Reset = 1,
+  Disable = 2,
+  Enable = 3,
+}
+
+/** How a call ended. */
+export const enum Outcome {
+  Success = 0,
+  Failure = 1,
+  Ignored = 2,
+}
+
+/** The retry policy's jitters, `Retry.Jitter`. */
+export const enum Jitter {
+  None = 0,
+  Full = 1,
+  Equal = 2,
+  Decorrelated = 3,
+  Proportional = 4,
+}
+
+/** A permit as one number: `(generation mod 2^20) × Kind + kind`, the kind `Normal`, `Bypass` or `Probe + id`. */
+export const enum Permit {
+  Normal = 0,
+  Bypass = 1,
+  Probe = 2,
+  Kind = 8589934592,
+}
+
+/** Why `decide` gives up, answered negated (a delay is ≥ 0). */
+export const enum GiveUp {
+  NotRetryable = 1,
+  AttemptsExhausted = 2,
+  Deadline = 3,
+  RetryAfterTooLong = 4,
+  BudgetExhausted = 5,
+}
+
+/** The operations of `budget_op`. */
+export const enum BudgetOp {
+  Deposit = 0,
+  Withdraw = 1,
+  Available = 2,
+}
+
+/** `classify`'s flags in, and its answer: `class | Retryable | outcome << OutcomeShift`. */
+export const enum Classify {
+  Network = 1,
+  Timeout = 2,
+  Cancelled = 4,
+  ClassMask = 15,
+  Retryable = 16,
+  OutcomeShift = 5,
+}
+
+/** What `read_text` reads: `Codes` (answered `index | status << StatusShift`) or an `Ending`. */
+export const enum Text {
+  Codes = 0,
+  Ending = 1,
+  StatusShift = 8,
+  CodeMask = 255,
+}
+
+/** The classes of `classify`'s answer. */
+export const enum Class {
+  Success = 0,
+  Transient = 1,
+  RateLimited = 2,
+  Overloaded = 3,
+  QuotaExhausted = 4,
+  ClientError = 5,
+  ServerError = 6,
+  Network = 7,
+  Timeout = 8,
+  Cancelled = 9,
+  Declined = 10,
+}
+
+/** How an answer ended (`read_text`'s `Ending`). */
+export const enum Ending {
+  Complete = 0,
+  Truncated = 1,
+  Declined = 2,
+  Failed = 3,
+  Unknown = 4,
+}
+
+/** The request methods of `admin_target`. */
+export const enum Verb {
+  Get = 0,
+  Post = 1,
+  Other = 2,
+}
+
+/** What a CLOSED, automatic breaker lets this layer skip (`Info.Fast`, the core's `FastPath`). */
+export const enum Fast {
+  Admit = 1,
+  Success = 2,
+  SuccessAfterFailure = 4,
+  Timed = 8,
+}
+
+/** One transition of the coordinator's `transitions`. */
+export const enum Step {
+  From = 0,
+  To = 1,
+  At = 2,
+  Len = 3,
 }
 
 /** Why a constructor refused (the negative of what it returned). */

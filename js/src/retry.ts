@@ -1,5 +1,5 @@
 import { create, wasm } from './glue.js';
-import { Budget, Retry } from './layout.js';
+import { Budget, BudgetOp, GiveUp, Jitter as JitterCode, Retry } from './layout.js';
 import { checkKeys, fail, fn, num, obj } from './options.js';
 import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from './classify.js';
 import { guardCall } from './call.js';
@@ -13,6 +13,7 @@ export type GiveUpReason =
   | 'retry-after-too-long'
   | 'budget-exhausted';
 
+/** Indexed by `GiveUp`'s codes less `GiveUp.NotRetryable`. */
 const REASONS: readonly GiveUpReason[] = [
   'not-retryable',
   'attempts-exhausted',
@@ -122,6 +123,7 @@ const KEYS = [
   'signal',
 ] as const;
 
+/** Indexed by `Jitter`'s codes. */
 const JITTERS = ['none', 'full', 'equal', 'decorrelated'];
 
 /** The retry policy's configuration laid out as `Retry`, the retryable statuses after it. */
@@ -136,7 +138,7 @@ function policy(o: RetryOptions): Float64Array {
   cfg[Retry.Deadline] = o.deadlineMs === undefined ? -1 : num('deadlineMs', o.deadlineMs, 0, 0);
   const j = o.jitter ?? 'full';
   if (typeof j === 'number') {
-    cfg[Retry.Jitter] = 4;
+    cfg[Retry.Jitter] = JitterCode.Proportional;
     cfg[Retry.Proportion] = num('jitter', j, 0, 0, 1, false);
   } else {
     const k = JITTERS.indexOf(j as string);
@@ -268,12 +270,12 @@ export async function withRetry<T>(
       if (override !== undefined) retryable = override;
       const ra = retryAfterOf(seen, now);
       let d = x.decide(p, now, startedAt, attempt, previousDelay, retryable ? 1 : 0, ra, random());
-      if (d >= 0 && budget !== undefined && !budget.withdraw(now)) d = -5;
+      if (d >= 0 && budget !== undefined && !budget.withdraw(now)) d = -GiveUp.BudgetExhausted;
       const retryAfterMs = ra >= 0 ? ra : undefined;
       if (d < 0) {
         onGiveUp?.(error, {
           attempts: attempt,
-          reason: REASONS[-d - 1] ?? 'not-retryable',
+          reason: REASONS[-d - GiveUp.NotRetryable] ?? 'not-retryable',
           retryAfterMs,
           verdict,
         });
@@ -338,16 +340,16 @@ export class RetryBudget {
 
   /** Retries available now (may be fractional). */
   get available(): number {
-    return wasm().budget_op(this.#h, this.#clock(), 2);
+    return wasm().budget_op(this.#h, this.#clock(), BudgetOp.Available);
   }
 
   /** @internal Records a first attempt. */
   deposit(now = this.#clock()): void {
-    wasm().budget_op(this.#h, now, 0);
+    wasm().budget_op(this.#h, now, BudgetOp.Deposit);
   }
 
   /** @internal Takes one retry; false when the budget is spent. */
   withdraw(now = this.#clock()): boolean {
-    return wasm().budget_op(this.#h, now, 1) === 1;
+    return wasm().budget_op(this.#h, now, BudgetOp.Withdraw) === 1;
   }
 }

@@ -4,7 +4,7 @@
 // deadline. breakwater/adaptive hands it to the breakers (`setAdaptive`), so that the main entry
 // does not carry it.
 import type { Exports } from './glue.js';
-import { Bulkhead, Queue, Reject } from './layout.js';
+import { Bulkhead, Queue, Reject, Sentinel } from './layout.js';
 
 /** The refusal code (negated) of a call the limit turns away. */
 const FULL = -(Reject.Scale + Reject.Full);
@@ -106,7 +106,7 @@ export class Slots {
   #arm(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    const at = this.#waiters.size === 0 ? -1 : this.#x.queue(this.#h(), 0, Queue.Deadline, 0);
+    const at = this.#waiters.size === 0 ? Sentinel.None : this.#x.queue(this.#h(), 0, Queue.Deadline, 0);
     if (at >= 0) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined;

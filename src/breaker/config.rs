@@ -173,12 +173,68 @@ impl TripRule {
         }
     }
 
+    /// What a CLOSED, automatic breaker under this rule lets its host skip: every rule admits
+    /// a call with nothing but a counter ([`FastPath::ADMIT`]); the consecutive rule counts a
+    /// success with nothing but a counter while no failure is in the run, the failures-in-window
+    /// rule always ([`FastPath::SUCCESS`], [`FastPath::SUCCESS_AFTER_FAILURE`]); the rate rules
+    /// count every success in their window; the slow-call rule needs the time each call was
+    /// admitted ([`FastPath::TIMED`]).
+    pub const fn fast_path(&self) -> FastPath {
+        match *self {
+            TripRule::ConsecutiveFailures { .. } => FastPath::ADMIT.with(FastPath::SUCCESS),
+            TripRule::FailuresInWindow { .. } => FastPath::ADMIT
+                .with(FastPath::SUCCESS)
+                .with(FastPath::SUCCESS_AFTER_FAILURE),
+            TripRule::FailureRate { .. } => FastPath::ADMIT,
+            TripRule::SlowCallRate { .. } => FastPath::ADMIT.with(FastPath::TIMED),
+        }
+    }
+
     /// The slow-call threshold, if this rule counts slow calls.
     pub const fn slow_call_ms(&self) -> Option<u64> {
         match *self {
             TripRule::SlowCallRate { slow_call_ms, .. } => Some(slow_call_ms),
             _ => None,
         }
+    }
+}
+
+/// What a host may skip while a breaker is CLOSED and in automatic mode, as bits: the facts a
+/// host's cache of the CLOSED state rests on ([`TripRule::fast_path`],
+/// [`BreakerConfig::fast_path`]). A host that skips a call to the core counts what it skipped
+/// itself (admissions, successes) and drops its cache on every transition, override and restore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FastPath(u32);
+
+impl FastPath {
+    /// Nothing may be skipped.
+    pub const NONE: FastPath = FastPath(0);
+    /// Admitting a call changes nothing but the admitted count: a permit of the current
+    /// generation may be reused for every call until a transition.
+    pub const ADMIT: FastPath = FastPath(1);
+    /// A success changes nothing but the success count, as long as no failure was counted since
+    /// the last success the core saw (or since the breaker closed).
+    pub const SUCCESS: FastPath = FastPath(2);
+    /// A success changes nothing but the success count after a failure too.
+    pub const SUCCESS_AFTER_FAILURE: FastPath = FastPath(4);
+    /// A report needs the time its call was admitted (not only the time it ended).
+    pub const TIMED: FastPath = FastPath(8);
+
+    /// These bits and `other`'s.
+    pub const fn with(self, other: FastPath) -> FastPath {
+        FastPath(self.0 | other.0)
+    }
+    /// These bits without `other`'s.
+    pub const fn without(self, other: FastPath) -> FastPath {
+        FastPath(self.0 & !other.0)
+    }
+    /// Whether every bit of `other` is set.
+    pub const fn contains(self, other: FastPath) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// The bits as a number (the wasm boundary's `fast` codes).
+    pub const fn bits(self) -> u32 {
+        self.0
     }
 }
 
@@ -298,6 +354,22 @@ impl BreakerConfig {
     /// counted in time).
     pub const fn needs_time_while_closed(&self, outcome: Option<super::Outcome>) -> bool {
         self.throttle_rule().is_some() || self.trip.needs_time_while_closed(outcome)
+    }
+
+    /// What a CLOSED, automatic breaker under this configuration lets its host skip: the trip
+    /// rule's [`FastPath`], with neither admissions nor successes under a throttle (it decides
+    /// every call and counts every outcome in its window).
+    pub const fn fast_path(&self) -> FastPath {
+        let rule = self.trip.fast_path();
+        if self.throttle_rule().is_some() {
+            rule.without(
+                FastPath::ADMIT
+                    .with(FastPath::SUCCESS)
+                    .with(FastPath::SUCCESS_AFTER_FAILURE),
+            )
+        } else {
+            rule
+        }
     }
 
     /// The throttle the breaker applies: [`throttle`](Self::throttle), or none in a build

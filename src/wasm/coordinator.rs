@@ -8,8 +8,9 @@
 // this module alone, not the lease client's as well. The code is the core's (src/shared/); this
 // file only chooses what the module exports.
 //
-// Encodings (owned by js/src/store.ts and js/src/cloudflare.ts): state codes as in
-// src/wasm/shared.rs; the protocol's JSON passed as strings in both directions.
+// Encodings (owned by js/src/store.ts and js/src/cloudflare.ts, named in src/wasm/layout.rs):
+// `layout::state` codes, `layout::verb` methods, transitions laid out as `layout::step`; the
+// protocol's JSON passed as strings in both directions.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -17,6 +18,7 @@ use alloc::vec::Vec;
 
 use wasm_bindgen::prelude::*;
 
+use super::layout::{step, verb as vb};
 use super::{state_code, ts};
 
 use crate::shared::json;
@@ -77,15 +79,15 @@ pub fn stored_spec(record: &str) -> String {
         .unwrap_or_default()
 }
 
-// What `/admin/breakers/<rest>` addresses (`verb`: 0 GET, 1 POST, 2 other), among `names` (one
+// What `/admin/breakers/<rest>` addresses (`verb`: a [`layout::verb`]), among `names` (one
 // per line): `"view|<name>"`, `"isolate|<name>"`, `"reset|<name>"`, `"405"` (a known breaker, the
 // wrong method) or `"404"` (no breaker of that name).
 #[wasm_bindgen]
 pub fn admin_target(rest: &str, verb: u32, names: &str) -> String {
     use crate::shared::admin::{target, Target, Verb};
     let verb = match verb {
-        0 => Verb::Get,
-        1 => Verb::Post,
+        vb::GET => Verb::Get,
+        vb::POST => Verb::Post,
         _ => Verb::Other,
     };
     match target(rest, verb, |n| names.split('\n').any(|k| k == n)) {
@@ -175,13 +177,15 @@ impl WasmCoordinator {
         self.step.changed || self.inner.must_rewrite()
     }
 
-    // The last step's transitions as `[from, to, at, …]` (state codes, ms).
+    // The last step's transitions, each laid out as [`layout::step`] (state codes, ms).
     pub fn transitions(&self) -> Vec<f64> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.step.transitions.len() * step::LEN);
         for t in &self.step.transitions {
-            out.push(state_code(Some(t.from)));
-            out.push(state_code(Some(t.to)));
-            out.push(t.at.0 as f64);
+            let mut one = [0.0; step::LEN];
+            one[step::FROM] = state_code(Some(t.from));
+            one[step::TO] = state_code(Some(t.to));
+            one[step::AT] = t.at.0 as f64;
+            out.extend_from_slice(&one);
         }
         out
     }

@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "wasm-adaptive")]
 use super::layout::queue as qu;
-use super::layout::{cfg, info, refusal};
+use super::layout::{cfg, info, refusal, reject, transition as tr};
 use super::{new_breaker, ts, Held};
 #[cfg(not(feature = "wasm-adaptive"))]
 use crate::{Classifier, RetryBudget, RetryPolicy};
@@ -131,41 +131,48 @@ pub fn breaker(len: u32) -> i32 {
     t.put(made)
 }
 
-// Asks to run one call: a permit handle (≥ 0), or a refusal (`layout::reject`, ≤ -8).
+// Asks to run one call: a permit handle (≥ 0), or a refusal (`layout::reject`, ≤ -SCALE;
+// `NO_BREAKER` for a handle that names none).
 #[wasm_bindgen]
 pub fn acquire(h: u32, now: f64) -> f64 {
-    table().breaker(h).map_or(-2.0, |b| b.acquire(now))
+    table()
+        .breaker(h)
+        .map_or(reject::NO_BREAKER as f64, |b| b.acquire(now))
 }
 
 // What `acquire` would answer now, taking nothing: 0 (admitted) or a rejection as `acquire`
 // encodes it.
 #[wasm_bindgen]
 pub fn peek(h: u32, now: f64) -> f64 {
-    table().breaker(h).map_or(-2.0, |b| b.peek(now))
+    table()
+        .breaker(h)
+        .map_or(reject::NO_BREAKER as f64, |b| b.peek(now))
 }
 
-// Reports the outcome of the call admitted at `issued_at` with `permit` (-1: without a permit,
-// the `recordSuccess()` / `recordFailure()` pattern). Returns the transition code.
+// Reports the outcome of the call admitted at `issued_at` with `permit` (`sentinel::NONE`:
+// without a permit, the `recordSuccess()` / `recordFailure()` pattern). Returns the transition
+// code.
 #[wasm_bindgen]
 pub fn report(h: u32, now: f64, issued_at: f64, permit: f64, outcome: u32) -> u32 {
     table()
         .breaker(h)
-        .map_or(0, |b| b.report(now, issued_at, permit, outcome))
+        .map_or(tr::NONE, |b| b.report(now, issued_at, permit, outcome))
 }
 
 // ----- a breaker's concurrency limit ([`layout::bulkhead`]) -----
 
 // One export for the limit's operations ([`layout::queue`], fewer lines of glue): ENTER a slot
 // id, `MARK + ticket` to wait, or a refusal (0 without a limit); LEAVE slot `arg` and POLL (call
-// until -1): the ticket now holding a slot, `MARK + ticket` timed out, or -1; CANCEL ticket
-// `arg`: 1 if it was waiting; DEADLINE: when POLL next has something to do, or -1; ADOPT: moves
+// until `sentinel::NONE`): the ticket now holding a slot, `MARK + ticket` timed out, or NONE;
+// CANCEL ticket `arg`: 1 if it was waiting; DEADLINE: when POLL next has something to do, or
+// NONE; ADOPT: moves
 // the limit of breaker `arg` (its slots in flight and its line) to `h`, built by a restore under
 // the same options.
 #[cfg(feature = "wasm-adaptive")]
 #[wasm_bindgen]
 pub fn queue(h: u32, now: f64, op: u32, arg: f64) -> f64 {
     let t = table();
-    if op == qu::ADOPT as u32 {
+    if op as usize == qu::ADOPT {
         let moved = t.breaker(arg as u32).and_then(|b| b.bulkhead.take());
         if let (Some(moved), Some(b)) = (moved, t.breaker(h)) {
             if b.bulkhead.is_some() {
@@ -175,7 +182,7 @@ pub fn queue(h: u32, now: f64, op: u32, arg: f64) -> f64 {
         return 0.0;
     }
     let Some(b) = t.breaker(h) else {
-        return -1.0;
+        return super::layout::sentinel::NONE as f64;
     };
     match op as usize {
         qu::ENTER => b.enter(now),
@@ -198,10 +205,10 @@ pub fn info(h: u32, now: f64) -> *const f64 {
     io.as_ptr()
 }
 
-// The manual overrides: 0 isolate, 1 reset, 2 disable, 3 enable. Returns a transition code.
+// The manual overrides ([`layout::control`]). Returns a transition code.
 #[wasm_bindgen]
 pub fn control(h: u32, now: f64, op: u32) -> u32 {
-    table().breaker(h).map_or(0, |b| b.control(now, op))
+    table().breaker(h).map_or(tr::NONE, |b| b.control(now, op))
 }
 
 // Writes the breaker's whole state into the scratch buffer and returns its length (read it at
@@ -227,7 +234,10 @@ pub use retries::*;
 
 #[cfg(not(feature = "wasm-adaptive"))]
 mod retries {
-    use super::super::layout::{budget as bg, retry as rt};
+    use super::super::layout::{
+        budget as bg, budget_op as bo, class as cl, classify as cf, give_up as gu, outcome as oc,
+        retry as rt, text as tx,
+    };
     use super::super::{budget, retry_policy, status_set};
     use super::*;
     use crate::rng::UnitFn;
@@ -258,10 +268,9 @@ mod retries {
         t.put(made)
     }
 
-    // Decides what follows a failed attempt: the delay (≥ 0) before the next attempt, or a negative
-    // give-up code (-1 not retryable, -2 attempts exhausted, -3 deadline, -4 the server's
-    // Retry-After is too long). `retry_after_ms` < 0 means none; `unit` is the random draw in
-    // [0, 1) for the jitter.
+    // Decides what follows a failed attempt: the delay (≥ 0) before the next attempt, or a negated
+    // [`layout::give_up`] code. `retry_after_ms` < 0 means none; `unit` is the random draw in
+    // [0, 1) for the jitter. A handle that names no retry policy is not retryable.
     #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen]
     pub fn decide(
@@ -275,7 +284,7 @@ mod retries {
         unit: f64,
     ) -> f64 {
         let Some(Slot::Retry(policy, _)) = table().slot(h) else {
-            return -1.0;
+            return -gu::NOT_RETRYABLE as f64;
         };
         let mut state = RetryState {
             attempts,
@@ -289,18 +298,23 @@ mod retries {
         let mut rng = UnitFn(|| unit);
         match policy.decide(&mut state, ts(now), failure, &mut rng, None) {
             RetryDecision::Retry { delay_ms, .. } => delay_ms as f64,
-            RetryDecision::GiveUp(GiveUpReason::NotRetryable) => -1.0,
-            RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted) => -2.0,
-            RetryDecision::GiveUp(GiveUpReason::DeadlineExceeded) => -3.0,
-            RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong { .. }) => -4.0,
-            RetryDecision::GiveUp(GiveUpReason::BudgetExhausted) => -5.0,
+            RetryDecision::GiveUp(GiveUpReason::NotRetryable) => -gu::NOT_RETRYABLE as f64,
+            RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted) => {
+                -gu::ATTEMPTS_EXHAUSTED as f64
+            }
+            RetryDecision::GiveUp(GiveUpReason::DeadlineExceeded) => -gu::DEADLINE as f64,
+            RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong { .. }) => {
+                -gu::RETRY_AFTER_TOO_LONG as f64
+            }
+            RetryDecision::GiveUp(GiveUpReason::BudgetExhausted) => -gu::BUDGET_EXHAUSTED as f64,
         }
     }
 
     // Classifies an attempt. `status` 0 means no response; `code` is the provider's error code as
-    // [`Code::index`] (0 none, see `code` below); `flags`: 1 network error, 2 timeout, 4 cancelled.
-    // Returns `class | retryable << 4 | outcome << 5` (outcome: 0 success, 1 failure, 2 ignored). A
-    // handle that names no retry policy (0, say) classifies with the core's default rules.
+    // [`Code::index`] (0 none, see `read_text` below); `flags` as [`layout::classify`] names them.
+    // Returns `class | RETRYABLE | outcome << OUTCOME_SHIFT` ([`layout::class`],
+    // [`layout::outcome`]). A handle that names no retry policy (0, say) classifies with the
+    // core's default rules.
     #[wasm_bindgen]
     pub fn classify(h: u32, status: u16, code: u32, flags: u32) -> u32 {
         let default = Classifier::new();
@@ -310,31 +324,33 @@ mod retries {
         };
         let signal = Signal {
             status: (status != 0).then_some(status),
-            network_error: flags & 1 != 0,
-            timeout: flags & 2 != 0,
-            cancelled: flags & 4 != 0,
+            network_error: flags & cf::NETWORK != 0,
+            timeout: flags & cf::TIMEOUT != 0,
+            cancelled: flags & cf::CANCELLED != 0,
             ..Signal::default()
         };
         let v = classifier.classify_code(&signal, Code::from_index(code));
         let class = match v.class {
-            Class::Success => 0,
-            Class::Transient => 1,
-            Class::RateLimited => 2,
-            Class::Overloaded => 3,
-            Class::QuotaExhausted => 4,
-            Class::ClientError => 5,
-            Class::ServerError => 6,
-            Class::Network => 7,
-            Class::Timeout => 8,
-            Class::Cancelled => 9,
-            Class::Declined => 10,
+            Class::Success => cl::SUCCESS,
+            Class::Transient => cl::TRANSIENT,
+            Class::RateLimited => cl::RATE_LIMITED,
+            Class::Overloaded => cl::OVERLOADED,
+            Class::QuotaExhausted => cl::QUOTA_EXHAUSTED,
+            Class::ClientError => cl::CLIENT_ERROR,
+            Class::ServerError => cl::SERVER_ERROR,
+            Class::Network => cl::NETWORK,
+            Class::Timeout => cl::TIMEOUT,
+            Class::Cancelled => cl::CANCELLED,
+            Class::Declined => cl::DECLINED,
         };
         let outcome = match v.outcome {
-            Outcome::Success => 0,
-            Outcome::Failure => 1,
-            Outcome::Ignored => 2,
+            Outcome::Success => oc::SUCCESS,
+            Outcome::Failure => oc::FAILURE,
+            Outcome::Ignored => oc::IGNORED,
         };
-        class | (v.retryable as u32) << 4 | outcome << 5
+        class
+            | (v.retryable as u32) << cf::RETRYABLE.trailing_zeros()
+            | outcome << cf::OUTCOME_SHIFT
     }
 
     // The bytes of a string JavaScript wrote into the scratch buffer, one char code a number (at most
@@ -348,20 +364,20 @@ mod retries {
         buf.get(..n).unwrap_or_default()
     }
 
-    // What the string in the scratch buffer says. `what` 0: an error's codes (one a line), a byte 1,
-    // then its messages and quota ids (one a line), answered as `Code::index | status << 8` (0: none
-    // known); otherwise a finish or stop reason, answered 0 complete, 1 truncated, 2 declined, 3
-    // failed, 4 unknown.
+    // What the string in the scratch buffer says ([`layout::text`]). `what` CODES: an error's codes
+    // (one a line), a byte 1, then its messages and quota ids (one a line), answered as
+    // `Code::index | status << STATUS_SHIFT` (0: none known); otherwise a finish or stop reason,
+    // answered as an [`layout::ending`] code (`Ending`'s discriminant).
     #[wasm_bindgen]
     pub fn read_text(len: u32, what: u32) -> u32 {
         let mut buf = [0u8; 2048];
         let s = text(len, &mut buf);
-        if what != 0 {
+        if what != tx::CODES {
             return Ending::of(s) as u32;
         }
         let split = s.iter().position(|&b| b == 1).unwrap_or(s.len());
         let (codes, texts) = s.split_at(split);
-        Code::read(codes, texts).map_or(0, |c| c.index() | (c.status() as u32) << 8)
+        Code::read(codes, texts).map_or(0, |c| c.index() | (c.status() as u32) << tx::STATUS_SHIFT)
     }
 
     // ----- retry budgets -----
@@ -376,8 +392,8 @@ mod retries {
         t.put(made)
     }
 
-    // 0: records a first attempt (returns 0); 1: takes one retry if the budget has one (1 or 0);
-    // 2: the retries available (may be fractional).
+    // A [`layout::budget_op`]: DEPOSIT records a first attempt (returns 0); WITHDRAW takes one
+    // retry if the budget has one (1 or 0); AVAILABLE: the retries available (may be fractional).
     #[wasm_bindgen]
     pub fn budget_op(h: u32, now: f64, op: u32) -> f64 {
         let Some(Slot::Budget(b)) = table().slot(h) else {
@@ -385,11 +401,11 @@ mod retries {
         };
         let now = ts(now);
         match op {
-            0 => {
+            bo::DEPOSIT => {
                 b.deposit(now);
                 0.0
             }
-            1 => b.try_withdraw(now) as u32 as f64,
+            bo::WITHDRAW => b.try_withdraw(now) as u32 as f64,
             _ => b.available(now),
         }
     }

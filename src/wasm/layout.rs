@@ -1,32 +1,36 @@
-//! The numeric layouts of the boundary, named once. The TypeScript layer reads and writes the
-//! same positions through `js/src/layout.ts` (a `const enum` per layout, inlined by the bundler);
-//! `tests/layout.rs` checks that every name there has the value it has here, and the reverse.
+//! The numeric layouts of the boundary and the codes in them, named once. The TypeScript layer
+//! reads and writes the same positions, and passes and reads the same codes, through
+//! `js/src/layout.ts` (a `const enum` per group, inlined by the bundler); `tests/layout.rs` checks
+//! that every name there has the value it has here, and the reverse, that the TypeScript tables
+//! indexed by a code list its names in its order, and that the calls into the core pass named
+//! codes, not numbers.
 //!
-//! Each group becomes a module of `usize` constants (`cfg::OPEN_DURATION`) and a row of
-//! [`ALL`] (`("Cfg", "OPEN_DURATION", 6)`), which the test compares with the TypeScript file.
+//! Each group becomes a module of constants of its type (`cfg::OPEN_DURATION: usize`,
+//! `outcome::FAILURE: u32`) and rows of [`ALL`] (`("Cfg", "OPEN_DURATION", 6.0)`), which the test
+//! compares with the TypeScript file. A group of positions ends with `LEN`.
 
 macro_rules! layouts {
-    ($($(#[$doc:meta])* $group:ident / $ts:literal { $($name:ident = $value:expr),* $(,)? })*) => {
+    ($($(#[$doc:meta])* $group:ident / $ts:literal : $ty:ty { $($name:ident = $value:expr),* $(,)? })*) => {
         $(
             $(#[$doc])*
             pub mod $group {
-                $(pub const $name: usize = $value;)*
+                $(pub const $name: $ty = $value;)*
             }
         )*
-        /// Every layout constant: (TypeScript enum, name, value).
-        pub const ALL: &[(&str, &str, usize)] = &[$($(($ts, stringify!($name), $value),)*)*];
+        /// Every constant: (TypeScript enum, name, value).
+        pub const ALL: &[(&str, &str, f64)] = &[$($(($ts, stringify!($name), $group::$name as f64),)*)*];
     };
 }
 
 layouts! {
     /// A breaker configuration, read by `breaker_config`. `LEN` numbers; a snapshot to restore
     /// follows them.
-    cfg / "Cfg" {
-        TRIP = 0,            // 0 consecutive, 1 failures in window, 2 failure rate, 3 slow-call rate
+    cfg / "Cfg": usize {
+        TRIP = 0,            // a `trip` code
         THRESHOLD = 1,       // failures, or a percentage for the rate rules
         WINDOW_MS = 2,       // failures-in-window span, or the slow-call limit
         MINIMUM_CALLS = 3,
-        WINDOW_KIND = 4,     // 0 calls, 1 milliseconds (rate rules)
+        WINDOW_KIND = 4,     // a `window_kind` code (rate rules)
         WINDOW_SIZE = 5,
         OPEN_DURATION = 6,
         OPEN_JITTER = 7,
@@ -46,10 +50,10 @@ layouts! {
         LEN = 21,
     }
     /// What `info` writes.
-    info / "Info" {
-        STATE = 0,           // at `now`: an elapsed OPEN period reads HALF_OPEN
-        MODE = 1,
-        OPEN_UNTIL = 2,      // -1: not OPEN, or isolated
+    info / "Info": usize {
+        STATE = 0,           // a `state` code, at `now`: an elapsed OPEN period reads HALF_OPEN
+        MODE = 1,            // a `mode` code
+        OPEN_UNTIL = 2,      // `sentinel::NONE`: not OPEN, or isolated
         PROBES = 3,          // in flight
         ADMITTED = 4,
         REJECTED = 5,
@@ -59,43 +63,44 @@ layouts! {
         STALE = 9,
         SLOW = 10,
         OPENED = 11,
-        TRANSITION = 12,     // of the last acquire (OPEN → HALF_OPEN), else 0
+        TRANSITION = 12,     // a `transition` code, of the last acquire (OPEN → HALF_OPEN)
         THROTTLED = 13,      // of the rejected, those the throttle shed
         THROTTLE = 14,       // the throttle's refusal probability at `now`
         FULL = 15,           // calls the concurrency limit refused (at once or after waiting)
         IN_FLIGHT = 16,      // calls holding a slot of it
         QUEUED = 17,         // calls waiting for one
-        LEN = 18,
+        FAST = 18,           // the `fast` bits of the breaker's configuration (they never change)
+        LEN = 19,
     }
     /// The positions of a snapshot's numbers that the TypeScript layer touches (it adds what its
     /// CLOSED fast path counted without the core). The whole layout is `encode_snapshot`'s.
-    snap / "Snap" {
+    snap / "Snap": usize {
         STATE = 1,
         ADMITTED = 12,
         SUCCESSES = 14,
     }
     /// A retry policy and its classifier; the retryable statuses follow when `USE_RETRYABLE` is 1.
-    retry / "Retry" {
+    retry / "Retry": usize {
         MAX_ATTEMPTS = 0,
         BASE_DELAY = 1,
         FACTOR = 2,
         MAX_DELAY = 3,
         DEADLINE = 4,        // -1: none
-        JITTER = 5,          // 0 none, 1 full, 2 equal, 3 decorrelated, 4 proportional
+        JITTER = 5,          // a `jitter` code
         PROPORTION = 6,
         MAX_RETRY_AFTER = 7,
         USE_RETRYABLE = 8,
         LEN = 9,
     }
     /// A retry budget.
-    budget / "Budget" {
+    budget / "Budget": usize {
         TTL = 0,
         MIN_PER_SEC = 1,
         RETRY_PERCENT = 2,
         LEN = 3,
     }
     /// The shared breaker's lease client options (`WasmLeaseClient::create`).
-    lease_opts / "LeaseOpts" {
+    lease_opts / "LeaseOpts": usize {
         MAX_BATCH = 0,
         FAIL_CLOSED = 1,     // 0 or 1
         RETRY_UNREACHABLE = 2,
@@ -103,45 +108,48 @@ layouts! {
         LEN = 4,
     }
     /// What the lease client's `info` answers.
-    lease_info / "LeaseInfo" {
-        KNOWN_STATE = 0,     // -1 before the first answer, else a state code
+    lease_info / "LeaseInfo": usize {
+        KNOWN_STATE = 0,     // `sentinel::NONE` before the first answer, else a `state` code
         IN_FALLBACK = 1,     // 0 or 1
         IN_FLIGHT = 2,       // a report in flight: 0 or 1
         REQUESTS = 3,
         UNACKNOWLEDGED = 4,
         DROPPED = 5,
-        LOCAL_STATE = 6,     // the local breaker's state at `now`
+        LOCAL_STATE = 6,     // the local breaker's `state` code at `now`
         LEN = 7,
     }
-    /// A refusal as one number: `-(retry_after_ms × SCALE + reason)` from the main module's
-    /// `acquire` and `peek` and a bulkhead's `enter`. The lease client answers it less
-    /// [`decision::REJECTED`], below its other answers.
-    reject / "Reject" {
+    /// A refusal as one number, in every module: `-(retry_after_ms × SCALE + reason)`, from the
+    /// main module's `acquire` and `peek`, a bulkhead's `enter` and the lease client's `admit`
+    /// and `on_acquire_reply`. The core's retry-after is at least 1 ms, so a refusal is at most
+    /// `-SCALE`, below every other negative answer. A handle that names no breaker is answered
+    /// `NO_BREAKER` (isolated, with no wait).
+    reject / "Reject": i64 {
         OPEN = 0,
         HALF_OPEN_FULL = 1,
         ISOLATED = 2,
         THROTTLED = 3,
         FULL = 4,
         SCALE = 8,
+        NO_BREAKER = -ISOLATED,
     }
-    /// What the lease client's `admit` and `on_acquire_reply` answer besides a ticket (≥ 0), as
-    /// negatives: `-ACQUIRE` ask the coordinator, `-REFRESH` renew the lease first, `-RETRY` try
-    /// again (an answer was unreadable), and from `-REJECTED` down a refusal.
-    decision / "Decision" {
+    /// What the lease client's `admit` and `on_acquire_reply` answer besides a ticket (≥ 0) and a
+    /// refusal (`reject`, at most `-reject::SCALE`), as negatives: `-ACQUIRE` ask the
+    /// coordinator, `-REFRESH` renew the lease first, `-RETRY` try again (an answer was
+    /// unreadable).
+    decision / "Decision": i32 {
         ACQUIRE = 1,
         REFRESH = 2,
         RETRY = 3,
-        REJECTED = 4,
     }
     /// What a breaker's concurrency limit answers: ids below `MARK` (2^31). `enter`: a slot id,
     /// `MARK + ticket` (wait for it), or a refusal (`reject`). `leave` and `poll_queue`: the
     /// ticket now holding a slot (the slot has its ticket's id), `MARK + ticket` (its wait timed
     /// out), or -1 (nothing).
-    bulkhead / "Bulkhead" {
+    bulkhead / "Bulkhead": u32 {
         MARK = 1 << 31,
     }
     /// The operations of `queue`, the concurrency limit's one export.
-    queue / "Queue" {
+    queue / "Queue": usize {
         ENTER = 0,
         LEAVE = 1,
         POLL = 2,
@@ -149,8 +157,150 @@ layouts! {
         DEADLINE = 4,
         ADOPT = 5,
     }
+    /// A number standing for nothing: no permit (`report`), no time (`info`'s `OPEN_UNTIL`,
+    /// the concurrency limit's deadline), no news (its `leave` and `poll`), no state known yet.
+    sentinel / "Sentinel": i32 {
+        NONE = -1,
+    }
+    /// The trip rules of `cfg::TRIP`.
+    trip / "Trip": u32 {
+        CONSECUTIVE = 0,
+        FAILURES_IN_WINDOW = 1,
+        FAILURE_RATE = 2,
+        SLOW_CALL_RATE = 3,
+    }
+    /// The windows of the rate rules, `cfg::WINDOW_KIND`.
+    window_kind / "WindowKind": u32 {
+        CALLS = 0,
+        MILLIS = 1,
+    }
+    /// A breaker's states (`info`, snapshots, the lease client, the coordinator's transitions).
+    state / "State": u32 {
+        CLOSED = 0,
+        OPEN = 1,
+        HALF_OPEN = 2,
+    }
+    /// A breaker's modes (`info`, snapshots).
+    mode / "Mode": u32 {
+        AUTOMATIC = 0,
+        ISOLATED = 1,
+        DISABLED = 2,
+    }
+    /// A transition as one number: `FIRST + from × STRIDE + to` (`state` codes), or `NONE`.
+    transition / "Transition": u32 {
+        NONE = 0,
+        FIRST = 1,
+        STRIDE = 3,
+    }
+    /// The manual overrides of `control`.
+    control / "Control": u32 {
+        ISOLATE = 0,
+        RESET = 1,
+        DISABLE = 2,
+        ENABLE = 3,
+    }
+    /// How a call ended (`report`, `classify`, the lease client's `record`).
+    outcome / "Outcome": u32 {
+        SUCCESS = 0,
+        FAILURE = 1,
+        IGNORED = 2,
+    }
+    /// The retry policy's jitters, `retry::JITTER` (`PROPORTIONAL` reads `retry::PROPORTION`).
+    jitter / "Jitter": u32 {
+        NONE = 0,
+        FULL = 1,
+        EQUAL = 2,
+        DECORRELATED = 3,
+        PROPORTIONAL = 4,
+    }
+    /// A permit as one number: `(generation mod 2^20) × KIND + kind`, the kind `NORMAL`,
+    /// `BYPASS` or `PROBE + probe id`.
+    permit / "Permit": u64 {
+        NORMAL = 0,
+        BYPASS = 1,
+        PROBE = 2,
+        KIND = 1 << 33,
+    }
+    /// Why `decide` gives up, answered negated (a delay is ≥ 0).
+    give_up / "GiveUp": i32 {
+        NOT_RETRYABLE = 1,
+        ATTEMPTS_EXHAUSTED = 2,
+        DEADLINE = 3,
+        RETRY_AFTER_TOO_LONG = 4,
+        BUDGET_EXHAUSTED = 5,
+    }
+    /// The operations of `budget_op`.
+    budget_op / "BudgetOp": u32 {
+        DEPOSIT = 0,
+        WITHDRAW = 1,
+        AVAILABLE = 2,
+    }
+    /// `classify`'s flags in (`NETWORK`, `TIMEOUT`, `CANCELLED`), and its answer:
+    /// `class | RETRYABLE | outcome << OUTCOME_SHIFT`, the class under `CLASS_MASK`.
+    classify / "Classify": u32 {
+        NETWORK = 1,
+        TIMEOUT = 2,
+        CANCELLED = 4,
+        CLASS_MASK = 15,
+        RETRYABLE = 16,
+        OUTCOME_SHIFT = 5,
+    }
+    /// What `read_text` reads: an error's `CODES` (answered `Code::index | status << STATUS_SHIFT`,
+    /// the index under `CODE_MASK`) or a finish reason's `ENDING` (an `ending` code).
+    text / "Text": u32 {
+        CODES = 0,
+        ENDING = 1,
+        STATUS_SHIFT = 8,
+        CODE_MASK = 255,
+    }
+    /// The classes of `classify`'s answer.
+    class / "Class": u32 {
+        SUCCESS = 0,
+        TRANSIENT = 1,
+        RATE_LIMITED = 2,
+        OVERLOADED = 3,
+        QUOTA_EXHAUSTED = 4,
+        CLIENT_ERROR = 5,
+        SERVER_ERROR = 6,
+        NETWORK = 7,
+        TIMEOUT = 8,
+        CANCELLED = 9,
+        DECLINED = 10,
+    }
+    /// How an answer ended (`read_text`'s `ENDING`): `Ending`'s discriminants.
+    ending / "Ending": u32 {
+        COMPLETE = 0,
+        TRUNCATED = 1,
+        DECLINED = 2,
+        FAILED = 3,
+        UNKNOWN = 4,
+    }
+    /// The request methods of `admin_target`.
+    verb / "Verb": u32 {
+        GET = 0,
+        POST = 1,
+        OTHER = 2,
+    }
+    /// What a CLOSED, automatic breaker lets its host skip (`info::FAST`, the bits of
+    /// `FastPath`): `ADMIT` admitting a call changes nothing but a counter (the host may reuse
+    /// the permit); `SUCCESS` neither does a success while no failure was counted since the
+    /// last success the core saw; `SUCCESS_AFTER_FAILURE` nor one after a failure; `TIMED` a
+    /// report needs the time the call was admitted.
+    fast / "Fast": u32 {
+        ADMIT = 1,
+        SUCCESS = 2,
+        SUCCESS_AFTER_FAILURE = 4,
+        TIMED = 8,
+    }
+    /// One transition of the coordinator's `transitions` (`state` codes, ms).
+    step / "Step": usize {
+        FROM = 0,
+        TO = 1,
+        AT = 2,
+        LEN = 3,
+    }
     /// Why a constructor refused (the negative of what it returns).
-    refusal / "Refusal" {
+    refusal / "Refusal": usize {
         CONFIG = 1,          // a configuration the core does not accept
         MALFORMED = 2,       // a snapshot that is not numbers in the layout
         VERSION = 3,         // a snapshot of a format this build does not read

@@ -11,18 +11,13 @@
 //! the rules of [`parse_retry_after`](crate::parse_retry_after): string handling would add some
 //! 3 KB gzip to the `.wasm` every app downloads, for a 20-line function.
 //!
-//! The TypeScript layer (`js/src`) owns the encodings below; they are not a public API. The array
-//! layouts are named in [`layout`] and, for TypeScript, in `js/src/layout.ts`.
-//!
-//! - State: 0 CLOSED, 1 OPEN, 2 HALF_OPEN. Mode: 0 automatic, 1 isolated, 2 disabled.
-//! - Outcome: 0 success, 1 failure, 2 ignored.
-//! - Transition: 0 none, else `1 + from * 3 + to`.
-//! - Permit handle (`acquire`): `generation mod 2^20` × 2^33 + kind, where kind is 0 (normal),
-//!   1 (bypass) or `2 + probe id`. A negative result is a rejection:
-//!   `-(retry_after_ms × 8 + reason)` with reason 0 open, 1 half-open full, 2 isolated,
-//!   3 throttled, 4 full ([`layout::reject`]).
-//!   The generation is recovered as the latest one with those low bits, which is exact unless a
-//!   million transitions happen while one call is in flight.
+//! The TypeScript layer (`js/src`) owns these encodings; they are not a public API. The array
+//! layouts and every code in them are named in [`layout`] and, for TypeScript, in
+//! `js/src/layout.ts`: states, modes, outcomes, transitions (`FIRST + from × STRIDE + to`),
+//! permits (`generation mod 2^20` × [`layout::permit::KIND`] + kind), refusals
+//! (`-(retry_after_ms × SCALE + reason)`, [`layout::reject`]), and the operations of each export.
+//! A permit's generation is recovered as the latest one with those low bits, which is exact
+//! unless a million transitions happen while one call is in flight.
 
 // Items carry plain comments: doc comments would be copied into the generated glue, which every
 // app downloads.
@@ -70,12 +65,15 @@ use crate::{
 
 #[cfg(feature = "wasm-adaptive")]
 use layout::bulkhead as bh;
-use layout::{budget as bg, cfg, refusal, reject, retry as rt};
+use layout::{
+    budget as bg, cfg, jitter, mode, outcome as oc, permit, refusal, reject, retry as rt, sentinel,
+    state, transition as tr, trip, window_kind,
+};
 
 const GEN_BITS: u32 = 20;
 const GEN_MASK: u32 = (1 << GEN_BITS) - 1;
-const KIND_BITS: u32 = 33;
-const KIND_MASK: u64 = (1 << KIND_BITS) - 1;
+const KIND_BITS: u32 = permit::KIND.trailing_zeros();
+const KIND_MASK: u64 = permit::KIND - 1;
 const MAX_SAFE: f64 = 9_007_199_254_740_992.0; // 2^53
 
 #[inline]
@@ -86,17 +84,17 @@ fn ts(now: f64) -> Timestamp {
 #[inline]
 fn state_num(s: State) -> u32 {
     match s {
-        State::Closed => 0,
-        State::Open => 1,
-        State::HalfOpen => 2,
+        State::Closed => state::CLOSED,
+        State::Open => state::OPEN,
+        State::HalfOpen => state::HALF_OPEN,
     }
 }
 
-// A state for the lease client's and the coordinator's modules, -1 when unknown.
+// A state for the lease client's and the coordinator's modules, `sentinel::NONE` when unknown.
 #[cfg(feature = "wasm-shared")]
 fn state_code(s: Option<State>) -> f64 {
     match s {
-        None => -1.0,
+        None => sentinel::NONE as f64,
         Some(s) => state_num(s) as f64,
     }
 }
@@ -104,16 +102,16 @@ fn state_code(s: Option<State>) -> f64 {
 #[inline]
 fn transition_code(t: Option<Transition>) -> u32 {
     match t {
-        Some(t) => 1 + state_num(t.from) * 3 + state_num(t.to),
-        None => 0,
+        Some(t) => tr::FIRST + state_num(t.from) * tr::STRIDE + state_num(t.to),
+        None => tr::NONE,
     }
 }
 
 #[inline]
 fn outcome(code: u32) -> Outcome {
     match code {
-        0 => Outcome::Success,
-        1 => Outcome::Failure,
+        oc::SUCCESS => Outcome::Success,
+        oc::FAILURE => Outcome::Failure,
         _ => Outcome::Ignored,
     }
 }
@@ -158,7 +156,7 @@ fn refusal_code(e: RestoreError) -> usize {
 // Reads a breaker configuration laid out as [`layout::cfg`].
 #[inline(never)]
 fn breaker_config(c: &[f64]) -> Result<BreakerConfig, Fault> {
-    let window = if at(c, cfg::WINDOW_KIND) == 1.0 {
+    let window = if at(c, cfg::WINDOW_KIND) == window_kind::MILLIS as f64 {
         Window::Millis(int(at(c, cfg::WINDOW_SIZE)))
     } else {
         Window::Calls(int32(at(c, cfg::WINDOW_SIZE)))
@@ -166,19 +164,19 @@ fn breaker_config(c: &[f64]) -> Result<BreakerConfig, Fault> {
     let threshold = at(c, cfg::THRESHOLD);
     let minimum_calls = int32(at(c, cfg::MINIMUM_CALLS));
     let trip = match at(c, cfg::TRIP) as u32 {
-        0 => TripRule::ConsecutiveFailures {
+        trip::CONSECUTIVE => TripRule::ConsecutiveFailures {
             threshold: int32(threshold),
         },
-        1 => TripRule::FailuresInWindow {
+        trip::FAILURES_IN_WINDOW => TripRule::FailuresInWindow {
             threshold: int32(threshold),
             window_ms: int(at(c, cfg::WINDOW_MS)),
         },
-        2 => TripRule::FailureRate {
+        trip::FAILURE_RATE => TripRule::FailureRate {
             threshold_percent: threshold,
             minimum_calls,
             window,
         },
-        3 => TripRule::SlowCallRate {
+        trip::SLOW_CALL_RATE => TripRule::SlowCallRate {
             threshold_percent: threshold,
             slow_call_ms: int(at(c, cfg::WINDOW_MS)),
             minimum_calls,
@@ -244,6 +242,7 @@ fn new_breaker(io: &[f64]) -> Result<Held, usize> {
         None
     };
     Ok(Held {
+        fast: inner.config().fast_path().bits() as u8,
         inner,
         pending: 0,
         #[cfg(feature = "wasm-adaptive")]
@@ -251,11 +250,13 @@ fn new_breaker(io: &[f64]) -> Result<Held, usize> {
     })
 }
 
-// A [`Breaker`], the transition code of its last `acquire`, and (the adaptive module's) its
-// concurrency limit.
+// A [`Breaker`], the transition code of its last `acquire`, the bits of its configuration's
+// [`FastPath`](crate::FastPath) (`info::FAST`), and (the adaptive module's) its concurrency
+// limit.
 struct Held {
     inner: Breaker,
     pending: u32,
+    fast: u8,
     #[cfg(feature = "wasm-adaptive")]
     bulkhead: Option<Bulkhead>,
 }
@@ -276,14 +277,15 @@ impl Held {
             .map_or_else(encode_rejected, |()| 0.0)
     }
 
-    // A handle this breaker cannot have issued is ignored; -1 reports without a permit.
+    // A handle this breaker cannot have issued is ignored; `sentinel::NONE` reports without a
+    // permit.
     fn report(&mut self, now: f64, issued_at: f64, handle: f64, outcome_code: u32) -> u32 {
-        if handle == -1.0 {
+        if handle == sentinel::NONE as f64 {
             return transition_code(self.inner.record(ts(now), outcome(outcome_code)));
         }
         match self.decode_permit(handle, issued_at) {
             Some(p) => transition_code(self.inner.report(ts(now), p, outcome(outcome_code))),
-            None => 0,
+            None => tr::NONE,
         }
     }
 
@@ -295,7 +297,7 @@ impl Held {
         [
             state_num(b.state_at(ts(now))) as f64,
             mode_num(b.mode()) as f64,
-            b.open_until().map_or(-1.0, |t| t.0 as f64),
+            b.open_until().map_or(sentinel::NONE as f64, |t| t.0 as f64),
             b.probes_in_flight() as f64,
             s.admitted as f64,
             s.rejected as f64,
@@ -311,6 +313,7 @@ impl Held {
             full,
             in_flight,
             queued,
+            f64::from(self.fast),
         ]
     }
 
@@ -327,14 +330,15 @@ impl Held {
         (0.0, 0.0, 0.0)
     }
 
-    // 0 isolate, 1 reset, 2 disable, 3 enable.
+    // A [`layout::control`] operation.
     fn control(&mut self, now: f64, op: u32) -> u32 {
+        use layout::control as ct;
         let now = ts(now);
         transition_code(match op {
-            0 => self.inner.isolate(now),
-            1 => self.inner.reset(now),
+            ct::ISOLATE => self.inner.isolate(now),
+            ct::RESET => self.inner.reset(now),
             _ => {
-                self.inner.set_disabled(now, op == 2);
+                self.inner.set_disabled(now, op == ct::DISABLE);
                 None
             }
         })
@@ -346,10 +350,10 @@ impl Held {
         }
         let h = handle as u64;
         let kind = match h & KIND_MASK {
-            0 => PermitKind::Normal,
-            1 => PermitKind::Bypass,
+            permit::NORMAL => PermitKind::Normal,
+            permit::BYPASS => PermitKind::Bypass,
             k => PermitKind::Probe {
-                id: u32::try_from(k - 2).ok()?,
+                id: u32::try_from(k - permit::PROBE).ok()?,
             },
         };
         let low = u32::try_from(h >> KIND_BITS).ok()?;
@@ -372,7 +376,7 @@ impl Held {
         match self.bulkhead.as_mut().map(|b| b.enter(ts(now))) {
             None => 0.0,
             Some(Entry::Admitted(slot)) => slot.0 as f64,
-            Some(Entry::Queued { ticket, .. }) => (bh::MARK as u32 | ticket.0) as f64,
+            Some(Entry::Queued { ticket, .. }) => (bh::MARK | ticket.0) as f64,
             Some(Entry::Full(r)) => encode_rejected(r),
         }
     }
@@ -387,16 +391,16 @@ impl Held {
     }
 
     fn cancel(&mut self, ticket: f64) -> u32 {
-        let ticket = Ticket(int32(ticket) & !(bh::MARK as u32));
+        let ticket = Ticket(int32(ticket) & !(bh::MARK));
         self.bulkhead.as_mut().is_some_and(|b| b.cancel(ticket)) as u32
     }
 
-    // When `poll_queue` next has something to do, or -1.
+    // When `poll_queue` next has something to do, or `sentinel::NONE`.
     fn queue_deadline(&self) -> f64 {
         self.bulkhead
             .as_ref()
             .and_then(Bulkhead::next_deadline)
-            .map_or(-1.0, |t| t as f64)
+            .map_or(sentinel::NONE as f64, |t| t as f64)
     }
 }
 
@@ -404,13 +408,14 @@ impl Held {
 // A queued call's news as [`layout::bulkhead`] lays it out.
 fn wake_code(w: Option<Wake>) -> f64 {
     match w {
-        None => -1.0,
+        None => sentinel::NONE as f64,
         Some(Wake::Admitted { ticket, .. }) => ticket.0 as f64,
-        Some(Wake::TimedOut { ticket, .. }) => (bh::MARK as u32 | ticket.0) as f64,
+        Some(Wake::TimedOut { ticket, .. }) => (bh::MARK | ticket.0) as f64,
     }
 }
 
-// A refusal as [`layout::reject`] lays it out: `-(retry_after_ms × SCALE + reason)`, ≤ -SCALE.
+// A refusal as [`layout::reject`] lays it out, in every module: `-(retry_after_ms × SCALE +
+// reason)`, ≤ -SCALE (the core's retry-after is at least 1 ms).
 pub(crate) fn encode_rejected(r: Rejected) -> f64 {
     let reason = match r.reason {
         RejectReason::Open => reject::OPEN,
@@ -426,18 +431,18 @@ pub(crate) fn encode_rejected(r: Rejected) -> f64 {
 #[inline]
 fn encode_permit(p: &Permit) -> f64 {
     let kind = match p.kind {
-        PermitKind::Normal => 0.0,
-        PermitKind::Bypass => 1.0,
-        PermitKind::Probe { id } => 2.0 + id as f64,
+        PermitKind::Normal => permit::NORMAL as f64,
+        PermitKind::Bypass => permit::BYPASS as f64,
+        PermitKind::Probe { id } => permit::PROBE as f64 + id as f64,
     };
-    (p.generation & GEN_MASK) as f64 * (1u64 << KIND_BITS) as f64 + kind
+    (p.generation & GEN_MASK) as f64 * permit::KIND as f64 + kind
 }
 
 fn mode_num(m: Mode) -> u32 {
     match m {
-        Mode::Automatic => 0,
-        Mode::Isolated => 1,
-        Mode::Disabled => 2,
+        Mode::Automatic => mode::AUTOMATIC,
+        Mode::Isolated => mode::ISOLATED,
+        Mode::Disabled => mode::DISABLED,
     }
 }
 
@@ -579,15 +584,15 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
     let mut r = Reader(data.iter());
     let version = r.u32()?;
     let state = match r.u32()? {
-        0 => State::Closed,
-        1 => State::Open,
-        2 => State::HalfOpen,
+        state::CLOSED => State::Closed,
+        state::OPEN => State::Open,
+        state::HALF_OPEN => State::HalfOpen,
         _ => return None,
     };
     let mode = match r.u32()? {
-        0 => Mode::Automatic,
-        1 => Mode::Isolated,
-        2 => Mode::Disabled,
+        mode::AUTOMATIC => Mode::Automatic,
+        mode::ISOLATED => Mode::Isolated,
+        mode::DISABLED => Mode::Disabled,
         _ => return None,
     };
     let generation = r.u32()?;
@@ -705,10 +710,10 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
 fn retry_policy(c: &[f64]) -> Result<RetryPolicy, Fault> {
     let deadline = at(c, rt::DEADLINE);
     let jitter = match at(c, rt::JITTER) as u32 {
-        0 => Jitter::None,
-        1 => Jitter::Full,
-        2 => Jitter::Equal,
-        3 => Jitter::Decorrelated,
+        jitter::NONE => Jitter::None,
+        jitter::FULL => Jitter::Full,
+        jitter::EQUAL => Jitter::Equal,
+        jitter::DECORRELATED => Jitter::Decorrelated,
         _ => Jitter::Proportional(at(c, rt::PROPORTION)),
     };
     let policy = RetryPolicy {

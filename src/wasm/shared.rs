@@ -7,11 +7,12 @@
 // as well, and then loads that module alone. A client elsewhere loads only this one, without the
 // coordinator's code.
 //
-// Encodings (owned by js/src/shared/*.ts):
-// - Decision (`admit`, `on_acquire_reply`): a ticket handle ≥ 0 (admit), or `layout::decision`'s
+// Encodings (owned by js/src/shared/*.ts, named in src/wasm/layout.rs):
+// - Decision (`admit`, `on_acquire_reply`): a ticket handle ≥ 0 (admit), `layout::decision`'s
 //   negatives: acquire, refresh, try again (an answer was unreadable: the client now counts the
-//   coordinator unreachable), and a rejection: `layout::reject`'s code less `decision::REJECTED`.
-// - Outcome: 0 success, 1 failure, 2 ignored. State: 0 CLOSED, 1 OPEN, 2 HALF_OPEN, -1 unknown.
+//   coordinator unreachable), or a refusal, encoded as the main module's (`layout::reject`, at
+//   most `-reject::SCALE`, below the decisions).
+// - `layout::outcome` codes; `layout::state` codes, `sentinel::NONE` unknown.
 // - Tickets live in a ring of `TICKETS` slots inside the client: a handle whose slot was reused
 //   (more than `TICKETS` calls started since) reports as an outcome without a ticket.
 // - Messages are the protocol's JSON, passed as strings in both directions.
@@ -111,9 +112,9 @@ impl WasmLeaseClient {
                 }
                 handle as f64
             }
-            Decision::Acquire => -(decision::ACQUIRE as f64),
-            Decision::Refresh => -(decision::REFRESH as f64),
-            Decision::Reject(r) => super::encode_rejected(r) - decision::REJECTED as f64,
+            Decision::Acquire => -decision::ACQUIRE as f64,
+            Decision::Refresh => -decision::REFRESH as f64,
+            Decision::Reject(r) => super::encode_rejected(r),
         }
     }
 
@@ -135,7 +136,7 @@ impl WasmLeaseClient {
             Err(e) => {
                 self.inner
                     .on_unreachable(lt(now), false, format!("unreadable answer: {e}"));
-                -(decision::RETRY as f64)
+                -decision::RETRY as f64
             }
         }
     }

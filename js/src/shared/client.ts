@@ -23,7 +23,7 @@ import { sharedOptions } from '../adaptive-options.js';
  */
 export const breakerConfig = (o: CircuitBreakerOptions, where: string): Float64Array => build(o, where, sharedOptions);
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
-import { Decision, LeaseInfo, LeaseOpts, Reject } from '../layout.js';
+import { Decision, LeaseInfo, LeaseOpts, Outcome as OutcomeCode, Reject } from '../layout.js';
 
 /** How a call ended, as every breaker of this package counts it. */
 export type CallOutcome = 'success' | 'failure' | 'ignored';
@@ -39,7 +39,7 @@ export function classifyOutcome(
   signal?: AbortSignal,
 ): CallOutcome {
   const code = result.ok ? outcomeCode(result.value, true, signal) : outcomeCode(result.error, false, signal);
-  return code === 1 ? 'failure' : code === 2 ? 'ignored' : 'success';
+  return OUTCOME_NAMES[code] ?? 'success';
 }
 
 export type SharedState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
@@ -244,11 +244,18 @@ const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
 /** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /). */
 export const isBreakerName = (name: unknown): name is string => typeof name === 'string' && NAME_RE.test(name);
 const CLIENT_RE = /^[A-Za-z0-9\-_]{1,64}$/;
+/** Indexed by `State`'s codes. */
 const STATES: Array<SharedState | null> = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 /** Indexed by `Reject`'s reason codes. */
 const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated', 'throttled', 'full'];
-const OUTCOMES: Record<Outcome, number> = { success: 0, failure: 1, ignored: 2 };
+const OUTCOMES: Record<Outcome, OutcomeCode> = { success: OutcomeCode.Success, failure: OutcomeCode.Failure, ignored: OutcomeCode.Ignored };
+/** Indexed by `Outcome`'s codes. */
 const OUTCOME_NAMES: Outcome[] = ['success', 'failure', 'ignored'];
+/**
+ * The most rounds `#admit` takes (renew the lease, ask the coordinator, ask the core again)
+ * before it refuses the call as open, so that answers that never settle cannot hold a call.
+ */
+const ADMIT_ROUNDS = 6;
 const NO_CONTEXT: { signal?: AbortSignal } = Object.freeze({});
 /** Tickets of `isHealthy()` kept for `recordSuccess/Failure`: the core's ring (src/wasm/shared.rs `TICKETS`). */
 const MAX_TICKETS = 4096;
@@ -606,11 +613,11 @@ export class SharedCircuitBreaker {
   // ----- admission -----
 
   async #admit(): Promise<number> {
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < ADMIT_ROUNDS; i++) {
       const d = this.#core.admit(this.#now());
       this.#drain();
       if (d >= 0) return d;
-      if (d <= -Decision.Rejected) throw this.#rejection(d);
+      if (d <= -Reject.Scale) throw this.#rejection(d);
       if (d === -Decision.Refresh) {
         // The lease ran out: renew it, or wait for the report already renewing it.
         await (this.#inFlight ?? this.#flush(true));
@@ -627,13 +634,13 @@ export class SharedCircuitBreaker {
       const r = this.#core.on_acquire_reply(now, answer.text);
       this.#drain();
       if (r >= 0) return r;
-      if (r <= -Decision.Rejected) throw this.#rejection(r);
+      if (r <= -Reject.Scale) throw this.#rejection(r);
     }
     throw new CircuitOpenError(this.name, this.state ?? 'OPEN', 'open', 1);
   }
 
   #rejection(code: number): CircuitOpenError {
-    const c = -code - Decision.Rejected;
+    const c = -code;
     const reason = REASONS[c % Reject.Scale] ?? 'open';
     const retryAfterMs = Math.max(1, (c - (c % Reject.Scale)) / Reject.Scale);
     const state: BreakerState = reason === 'half-open-full' ? 'HALF_OPEN' : 'OPEN';

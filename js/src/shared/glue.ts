@@ -18,7 +18,7 @@
 // agree, and clients made before the switch go on in their own module.
 /** The core's lease client. Encodings: see src/wasm/shared.rs. */
 export interface WasmLeaseClient {
-  /** A ticket handle (≥ 0), -1 acquire, -2 refresh, -3 try again, ≤ -4 a rejection. */
+  /** A ticket handle (≥ 0), `-Decision.Acquire`, `-Decision.Refresh`, `-Decision.Retry`, or a refusal (`Reject`, ≤ `-Reject.Scale`). */
   admit(now: number): number;
   acquire_request(): string;
   on_acquire_reply(now: number, reply: string): number;
