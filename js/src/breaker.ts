@@ -1,20 +1,16 @@
 import { create, read, readAt, wasm, type Exports } from './glue.js';
 import { Cfg, Info, Queue, Reject, Snap } from './layout.js';
 import type { Slots } from './slots.js';
-import { CircuitOpenError, type RejectReason } from './errors.js';
+import { CircuitOpenError } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { checkKeys, fail, fn, num, obj, within } from './options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from './classify.js';
-import { guardStream, type StreamOptions, type StreamSource } from './stream.js';
+import type { StreamOptions, StreamSource } from './stream.js';
+import { guardStream } from './load-guard.js';
 import { checkGuard, guardCall } from './call.js';
+import { MODES, REASONS, STATES, type BreakerMode, type BreakerState, type RejectReason } from './names.js';
 
-export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
-export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
-
-const STATES: readonly BreakerState[] = ['CLOSED', 'OPEN', 'HALF_OPEN'];
-const MODES: readonly BreakerMode[] = ['automatic', 'isolated', 'disabled'];
-/** Indexed by `Reject`'s reason codes. */
-const REASONS: readonly RejectReason[] = ['open', 'half-open-full', 'isolated', 'throttled', 'full'];
+export type { BreakerMode, BreakerState };
 /** Permit handles below carry the kind in their low 33 bits; 2 and above are half-open probes. */
 const KIND = 2 ** 33;
 

@@ -9,7 +9,7 @@ import {
   BreakerRegistry,
   classifyError,
 } from 'breakwater';
-import { manualClock, httpError, deferred, tick } from './helpers.mjs';
+import { manualClock, httpError, deferred, tick, reportedErrors } from './helpers.mjs';
 
 const seed000 = {
   failureThreshold: 5,
@@ -407,6 +407,23 @@ test('events are subscriptions that return an unsubscribe', async () => {
   await assert.rejects(b.execute(fail(502)));
   assert.equal(changes.length, 1);
   assert.deepEqual(failures, [502]);
+});
+
+test('a listener that throws stops neither the other listeners nor the breaker; its error is reported asynchronously', async () => {
+  const clock = manualClock();
+  const b = new CircuitBreaker('ev', { failureThreshold: 1, clock });
+  const seen = [];
+  const reported = await reportedErrors(async () => {
+    b.onStateChange(() => {
+      throw new Error('a listener bug');
+    });
+    b.onStateChange((e) => seen.push(`${e.from} -> ${e.to}`));
+    await assert.rejects(b.execute(fail(502)), { status: 502 });
+    assert.equal(b.state, 'OPEN');
+    await assert.rejects(b.execute(ok), isCircuitOpenError);
+  });
+  assert.deepEqual(seen, ['CLOSED -> OPEN']);
+  assert.deepEqual(reported.map((e) => e.message), ['a listener bug'], 'the throw is reported, not swallowed');
 });
 
 test('toJSON and restore carry the state across a restart', async () => {
