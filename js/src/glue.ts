@@ -50,6 +50,8 @@ export interface Exports {
   budget_new(): number;
   /** 0 deposit, 1 withdraw (1 or 0), 2 available. */
   budget_op(h: number, now: number, op: number): number;
+  /** The objects the table holds now (breakers, retry policies, budgets): handles not released. */
+  handles(): number;
 }
 
 let current: Exports | undefined;
@@ -108,4 +110,9 @@ export function create(make: (len: number) => number, input: ArrayLike<number>, 
   throw why === undefined
     ? new RangeError('breakwater: the core refused a configuration these options were checked to give (a bug)')
     : new TypeError(`breakwater: cannot restore the snapshot: ${why}`);
+}
+
+/** The objects module `x`'s table holds now: the handles taken and not given back. */
+export function handlesInUse(x = wasm()): number {
+  return x.handles();
 }

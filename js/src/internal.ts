@@ -13,3 +13,4 @@ export { checkKeys, fail, num, obj } from './options.js';
 export { Emitter } from './events.js';
 export { withTimeout } from './timeout.js';
 export { MODES, OUTCOMES, REASONS, STATES, type CallOutcome } from './names.js';
+export { handlesInUse } from './glue.js';

@@ -394,3 +394,11 @@ mod retries {
         }
     }
 }
+
+// The objects the table holds now (breakers, retry policies, budgets): the handles taken and not
+// released. Read-only, for tests that check nothing is left behind.
+#[wasm_bindgen]
+pub fn handles() -> u32 {
+    let t = table();
+    t.slots.len().saturating_sub(t.free.len()) as u32
+}

@@ -9,6 +9,8 @@ import {
   BreakerRegistry,
   classifyError,
 } from 'breakwater';
+// The package's own hidden entry: how many objects the core's handle table holds.
+import { handlesInUse } from 'breakwater/internal';
 import { manualClock, httpError, deferred, tick, reportedErrors } from './helpers.mjs';
 
 const seed000 = {
@@ -532,11 +534,17 @@ test('BreakerRegistry hands out one breaker per name, with per-name overrides', 
 
 test('a breaker survives many calls without growing (no leaked permits)', async () => {
   const b = new CircuitBreaker('loop', { failureThreshold: 1_000_000 });
+  // The core's table after the breaker took its handle. A collected breaker of another test may
+  // give its handle back meanwhile, so the table may shrink; it must not grow.
+  const before = handlesInUse();
   for (let i = 0; i < 20_000; i++) {
     await b.execute(i % 3 ? ok : fail(503)).catch(() => {});
   }
   assert.equal(b.stats.admitted, 20_000);
   assert.equal(b.state, 'CLOSED');
+  assert.equal(b.probesInFlight, 0);
+  const after = handlesInUse();
+  assert.ok(after <= before, `the core holds ${after - before} more objects after the calls (${before} before, ${after} after)`);
 });
 
 test('CLOSED fast path: stats and snapshots count every call the core did not see', async () => {
