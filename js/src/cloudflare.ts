@@ -50,6 +50,7 @@ import { DurableObject } from 'cloudflare:workers';
 // (breakwater/shared's) is not loaded unless the Worker imports that entry as well.
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
+import { STATES } from 'breakwater/internal';
 
 export {
   SharedCircuitBreaker,
@@ -66,7 +67,6 @@ export {
 const STORAGE_KEY = 'breaker';
 /** Bodies larger than this are refused (src/shared/protocol.rs `MAX_BODY_BYTES`). */
 const MAX_BODY_BYTES = 64 * 1024;
-const STATES = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 
 /** What the object reads from its Worker's `env`. */
 export interface BreakerObjectEnv {
