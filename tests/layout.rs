@@ -235,13 +235,10 @@ fn tables_indexed_by_a_code_list_its_names_in_its_order() {
     }
     // The tables this layer has: a comment lost is a table no longer checked.
     for table in [
-        "js/src/breaker.ts STATES",
-        "js/src/breaker.ts MODES",
-        "js/src/breaker.ts REASONS",
-        "js/src/shared/client.ts STATES",
-        "js/src/shared/client.ts REASONS",
-        "js/src/shared/client.ts OUTCOME_NAMES",
-        "js/src/cloudflare.ts STATES",
+        "js/src/names.ts STATES",
+        "js/src/names.ts MODES",
+        "js/src/names.ts REASONS",
+        "js/src/names.ts OUTCOMES",
         "js/src/classify.ts CLASSES",
         "js/src/classify.ts ENDINGS",
         "js/src/retry.ts REASONS",

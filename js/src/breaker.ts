@@ -1,22 +1,16 @@
 import { create, read, readAt, wasm, type Exports } from './glue.js';
 import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Snap, Transition, Trip, WindowKind } from './layout.js';
 import type { Slots } from './slots.js';
-import { CircuitOpenError, type RejectReason } from './errors.js';
+import { CircuitOpenError } from './errors.js';
 import { Emitter, type Unsubscribe } from './events.js';
 import { checkKeys, fail, fn, num, obj, within } from './options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from './classify.js';
-import { guardStream, type StreamOptions, type StreamSource } from './stream.js';
+import type { StreamOptions, StreamSource } from './stream.js';
+import { guardStream } from './load-guard.js';
 import { checkGuard, guardCall } from './call.js';
+import { MODES, REASONS, STATES, type BreakerMode, type BreakerState, type RejectReason } from './names.js';
 
-export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
-export type BreakerMode = 'automatic' | 'isolated' | 'disabled';
-
-/** Indexed by `State`'s codes. */
-const STATES: readonly BreakerState[] = ['CLOSED', 'OPEN', 'HALF_OPEN'];
-/** Indexed by `Mode`'s codes. */
-const MODES: readonly BreakerMode[] = ['automatic', 'isolated', 'disabled'];
-/** Indexed by `Reject`'s reason codes. */
-const REASONS: readonly RejectReason[] = ['open', 'half-open-full', 'isolated', 'throttled', 'full'];
+export type { BreakerMode, BreakerState };
 
 /** A share-of-calls trip rule (failures, or slow calls). Give `windowCalls` or `windowMs`. */
 export interface RateRule {

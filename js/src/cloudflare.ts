@@ -51,6 +51,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
 import { Step, Verb } from './layout.js';
+import { STATES } from 'breakwater/internal';
 
 export {
   SharedCircuitBreaker,
@@ -67,8 +68,6 @@ export {
 const STORAGE_KEY = 'breaker';
 /** Bodies larger than this are refused (src/shared/protocol.rs `MAX_BODY_BYTES`). */
 const MAX_BODY_BYTES = 64 * 1024;
-/** Indexed by `State`'s codes. */
-const STATES = ['CLOSED', 'OPEN', 'HALF_OPEN'];
 
 /** What the object reads from its Worker's `env`. */
 export interface BreakerObjectEnv {

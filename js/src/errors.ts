@@ -1,10 +1,9 @@
-import type { BreakerState } from './breaker.js';
+import type { BreakerState, RejectReason } from './names.js';
+
+export type { RejectReason };
 
 const OPEN = Symbol.for('breakwater.CircuitOpenError');
 const TIMEOUT = Symbol.for('breakwater.TimeoutError');
-
-/** Why a call was not admitted. */
-export type RejectReason = 'open' | 'half-open-full' | 'isolated' | 'throttled' | 'full';
 
 /**
  * Thrown by `execute` when the breaker refuses the call (OPEN, isolated, HALF_OPEN with every

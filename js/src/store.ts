@@ -42,12 +42,16 @@ import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import {
   SharedCircuitBreaker,
   breakerConfig,
+  checkBreakerName,
   localConfig,
   sharedGlue,
+  RAW_TRANSPORT,
   type Answer,
   type RawTransport,
+  type SharedBreakerInternalOptions,
   type SharedBreakerOptions,
 } from 'breakwater/shared/internal';
+import { withTimeout } from 'breakwater/internal';
 
 export {
   SharedCircuitOpenError,
@@ -261,7 +265,6 @@ interface CoreView {
 
 // ----- the transport -----
 
-const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
 const PREFIX_RE = /^[A-Za-z0-9\-_.:/{}]{0,64}$/;
 
 interface Setup {
@@ -288,23 +291,22 @@ class StoreTransport {
   }
 
   raw: RawTransport = async (op, body) => {
-    const { text } = await this.run(false, (co, now) => co.exchange(now, body, op === 'acquire'));
-    // A record written by a newer version (a rollback) is left alone: answered as unreachable.
-    if (text.startsWith('{"error":"unavailable"')) return { kind: 'unreachable', reason: text } satisfies Answer;
-    return text.startsWith('{"error"') ? ({ kind: 'refused', status: 400, reason: text } satisfies Answer) : { kind: 'ok', text };
+    // The core says how it answered: 200, 400 (a bad request), or 503 (a record written by a
+    // newer version, during a rollback, which is left alone: answered as unreachable).
+    let status = 200;
+    const { text } = await this.run(false, (co, now) => {
+      const answer = co.exchange(now, body, op === 'acquire');
+      status = co.status();
+      return answer;
+    });
+    if (status === 200) return { kind: 'ok', text } satisfies Answer;
+    return status === 503 ? { kind: 'unreachable', reason: text } : { kind: 'refused', status, reason: text };
   };
 
-  async #call<T>(p: Promise<T>): Promise<T> {
+  /** One store call, bounded by `storeTimeoutMs`. */
+  #call<T>(call: () => Promise<T>): Promise<T> {
     this.calls += 1;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`store: no answer within ${this.#s.timeoutMs} ms`)), this.#s.timeoutMs);
-    });
-    try {
-      return await Promise.race([p, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return withTimeout(this.#s.timeoutMs, call, 'store: ');
   }
 
   /**
@@ -313,7 +315,7 @@ class StoreTransport {
    */
   async run(readOnly: boolean, step: Step): Promise<{ text: string; version: number }> {
     const { store, key, name, spec } = this.#s;
-    let cur = await this.#call(store.read(key));
+    let cur = await this.#call(() => store.read(key));
     for (let attempt = 1; ; attempt++) {
       const now = cur?.now ?? this.#s.clock();
       const co = coordinatorGlue().WasmCoordinator.create(name, spec, cur?.value || undefined, true);
@@ -332,7 +334,7 @@ class StoreTransport {
       }
       const version = cur?.version ?? 0;
       if (record === undefined) return { text: answer, version };
-      const r = await this.#call(store.compareAndSet(key, version, record, ttl));
+      const r = await this.#call(() => store.compareAndSet(key, version, record, ttl));
       if (r.ok) {
         this.writes += 1;
         return { text: answer, version: version + 1 };
@@ -423,11 +425,7 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
   #t: StoreTransport;
 
   constructor(name: string, options: StoreBreakerOptions) {
-    if (typeof name !== 'string' || !NAME_RE.test(name)) {
-      throw new TypeError(
-        `breakwater: invalid breaker name ${JSON.stringify(name)}: 1 to 128 of ASCII letters, digits and - _ . : /`,
-      );
-    }
+    checkBreakerName(name);
     const o = options ?? ({} as StoreBreakerOptions);
     const store = o.store;
     if (typeof store?.read !== 'function' || typeof store?.compareAndSet !== 'function') {
@@ -466,11 +464,8 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
       clock,
     });
     const { store: _s, breaker: _b, prefix: _p, leaseMs: _l, keyTtlMs: _k, maxCasAttempts: _m, storeTimeoutMs: _st, ...rest } = o;
-    super(name, {
-      ...rest,
-      fallback: o.fallback ?? breaker,
-      rawTransport: t.raw,
-    } as SharedBreakerOptions);
+    const shared: SharedBreakerInternalOptions = { ...rest, fallback: o.fallback ?? breaker, [RAW_TRANSPORT]: t.raw };
+    super(name, shared);
     this.key = prefix + name;
     this.#t = t;
   }

@@ -7,11 +7,11 @@
 // between its own admission and its own report.
 //
 // This module holds what is public and what the other entries build on (the options, the
-// errors, `Chunks`); the guard itself (js/src/guard.ts, with its event-stream reader) is loaded on
-// the first `stream()` call, so an app that never streams does not download it (a bundler that
-// splits makes it a chunk of its own; one that does not inlines it).
-import { IGNORED, type Ending } from './classify.js';
-import type { guardStream as Guard } from './guard.js';
+// errors, `Chunks`), and what the guard reads of them; the guard itself (js/src/guard.ts, with its
+// event-stream reader) is loaded by js/src/load-guard.ts on the first `stream()` call, so an app
+// that never streams does not download it (a bundler that splits makes it a chunk of its own; one
+// that does not inlines it).
+import type { Ending } from './classify.js';
 
 /** What a streaming call may return: a fetch `Response` (its body), a `ReadableStream` or an async iterable. */
 export type StreamSource<T> = Response | ReadableStream<T> | AsyncIterable<T>;
@@ -142,19 +142,4 @@ export const CHUNKS = Symbol.for('breakwater.Chunks');
 export class Chunks {
   readonly [CHUNKS] = true;
   constructor(readonly items: readonly unknown[]) {}
-}
-
-/**
- * Runs `fn` (already admitted) and guards what it streams; `settle` is called exactly once.
- * Resolves with the guarded stream once the first content chunk arrived. Loads the guard first.
- */
-export function guardStream<T>(...args: Parameters<typeof Guard<T>>): Promise<ReadableStream<T>> {
-  return import('./guard.js').then(
-    (guard) => guard.guardStream(...args),
-    (e: unknown) => {
-      // The chunk did not load (a network error in a browser): the call was never made.
-      args[3](IGNORED, e, 0);
-      throw e;
-    },
-  );
 }

@@ -26,3 +26,27 @@ export function deferred() {
 }
 
 export const tick = () => new Promise((r) => setImmediate(r));
+
+/**
+ * Runs `fn` and answers the errors thrown by the microtasks queued meanwhile (where the package's
+ * events report a listener's error), caught instead of reaching the process as uncaught.
+ */
+export async function reportedErrors(fn) {
+  const real = globalThis.queueMicrotask;
+  const reported = [];
+  globalThis.queueMicrotask = (task) =>
+    real(() => {
+      try {
+        task();
+      } catch (e) {
+        reported.push(e);
+      }
+    });
+  try {
+    await fn();
+    await tick();
+  } finally {
+    globalThis.queueMicrotask = real;
+  }
+  return reported;
+}

@@ -8,6 +8,7 @@ import { SharedCircuitBreaker, LocalFallbackBreaker, classifyOutcome } from 'bre
 // The core's coordinator in this process, from the package's hidden subpath (what breakwater/store
 // and breakwater/cloudflare use), which loads its wasm module.
 import { coordinatorGlue } from 'breakwater/coordinator';
+import { reportedErrors } from './helpers.mjs';
 
 const SPEC = JSON.stringify({ lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 3 }, open_duration_ms: 1000 } });
 
@@ -108,4 +109,27 @@ test('while the coordinator is unreachable the local breaker trips, probes, and 
   assert.equal((await b.execute(() => new Response('bad prompt', { status: 400 }))).status, 400);
   assert.equal(await b.execute(() => 'probe'), 'probe');
   assert.equal(await b.execute(() => 'closed again'), 'closed again');
+});
+
+test('a listener that throws stops neither the other listeners nor the breaker; its error is reported asynchronously', async () => {
+  let now = 1_800_000_000_000;
+  const s = service(() => now);
+  const b = new SharedCircuitBreaker('llm', { ...s.options, clock: () => now });
+  const seen = [];
+  const reported = await reportedErrors(async () => {
+    b.onEvent(() => {
+      throw new Error('a listener bug');
+    });
+    b.onEvent((e) => seen.push(e.type === 'state' ? `${e.from} -> ${e.to}` : e.type));
+    assert.equal(await b.execute(() => 'ok'), 'ok');
+    for (let i = 0; i < 3; i++) await b.execute(() => new Response('overloaded', { status: 503 }));
+    assert.equal(b.state, 'OPEN');
+    await assert.rejects(b.execute(() => 'never'), isCircuitOpenError);
+  });
+  assert.deepEqual(seen, ['null -> CLOSED', 'CLOSED -> OPEN']);
+  assert.deepEqual(
+    reported.map((e) => e.message),
+    seen.map(() => 'a listener bug'),
+    'each throw is reported, none swallowed',
+  );
 });

@@ -13,8 +13,22 @@ import {
   type ConsecutiveTrip,
   type FailureRateTrip,
   type RejectReason,
+  type Unsubscribe,
 } from 'breakwater';
-import { breakerConfig as build, checkGuard, checkKeys, guardCall, guardStream, outcomeCode } from 'breakwater/internal';
+import {
+  breakerConfig as build,
+  checkGuard,
+  checkKeys,
+  Emitter,
+  guardCall,
+  guardStream,
+  outcomeCode,
+  withTimeout,
+  OUTCOMES,
+  REASONS,
+  STATES,
+  type CallOutcome,
+} from 'breakwater/internal';
 import { sharedOptions } from '../adaptive-options.js';
 
 /**
@@ -23,10 +37,9 @@ import { sharedOptions } from '../adaptive-options.js';
  */
 export const breakerConfig = (o: CircuitBreakerOptions, where: string): Float64Array => build(o, where, sharedOptions);
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
-import { Decision, LeaseInfo, LeaseOpts, Outcome as OutcomeCode, Reject } from '../layout.js';
+import { Decision, LeaseInfo, LeaseOpts, Reject } from '../layout.js';
 
-/** How a call ended, as every breaker of this package counts it. */
-export type CallOutcome = 'success' | 'failure' | 'ignored';
+export type { CallOutcome, Unsubscribe };
 
 /**
  * How `CircuitBreaker.execute` counts a settled call, by name; the default `classify` of the
@@ -39,10 +52,10 @@ export function classifyOutcome(
   signal?: AbortSignal,
 ): CallOutcome {
   const code = result.ok ? outcomeCode(result.value, true, signal) : outcomeCode(result.error, false, signal);
-  return OUTCOME_NAMES[code] ?? 'success';
+  return OUTCOMES[code] ?? 'success';
 }
 
-export type SharedState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
+export type SharedState = BreakerState;
 export type SharedMode = 'automatic' | 'isolated' | 'disabled';
 export type Outcome = CallOutcome;
 export type SharedRejectReason = RejectReason;
@@ -214,12 +227,6 @@ export type SharedEvent =
   | { type: 'recovered'; breaker: string }
   | { type: 'dropped'; breaker: string; outcomes: number; reason: string };
 
-/** Stops a subscription; calling it twice is harmless. */
-export interface Unsubscribe {
-  (): void;
-  dispose(): void;
-}
-
 /** The error `execute` throws when the shared breaker refuses: the package's `CircuitOpenError`. */
 export const SharedCircuitOpenError = CircuitOpenError;
 export type SharedCircuitOpenError = CircuitOpenError;
@@ -242,15 +249,31 @@ export class LocalFallbackBreaker extends CircuitBreaker {
 
 const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
 /** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /). */
-export const isBreakerName = (name: unknown): name is string => typeof name === 'string' && NAME_RE.test(name);
+export function isBreakerName(name: unknown): name is string {
+  return typeof name === 'string' && NAME_RE.test(name);
+}
+
+/** A shared breaker's name, or a `TypeError` saying what a name is. */
+export function checkBreakerName(name: unknown): string {
+  if (!isBreakerName(name)) {
+    throw new TypeError(`breakwater: invalid breaker name ${JSON.stringify(name)}: 1 to 128 of ASCII letters, digits and - _ . : /`);
+  }
+  return name;
+}
+
+/**
+ * The key of the options under which `breakwater/store` hands its store to the shared breaker
+ * it extends: a transport that carries the core's JSON as it is. Exported only through
+ * `breakwater/shared/internal`.
+ */
+export const RAW_TRANSPORT: unique symbol = Symbol('breakwater.rawTransport');
+
+/** A shared breaker's options as the package's own sub-entries give them (`RAW_TRANSPORT`). */
+export interface SharedBreakerInternalOptions extends SharedBreakerOptions {
+  [RAW_TRANSPORT]?: RawTransport | undefined;
+}
+
 const CLIENT_RE = /^[A-Za-z0-9\-_]{1,64}$/;
-/** Indexed by `State`'s codes. */
-const STATES: Array<SharedState | null> = ['CLOSED', 'OPEN', 'HALF_OPEN'];
-/** Indexed by `Reject`'s reason codes. */
-const REASONS: SharedRejectReason[] = ['open', 'half-open-full', 'isolated', 'throttled', 'full'];
-const OUTCOMES: Record<Outcome, OutcomeCode> = { success: OutcomeCode.Success, failure: OutcomeCode.Failure, ignored: OutcomeCode.Ignored };
-/** Indexed by `Outcome`'s codes. */
-const OUTCOME_NAMES: Outcome[] = ['success', 'failure', 'ignored'];
 /**
  * The most rounds `#admit` takes (renew the lease, ask the coordinator, ask the core again)
  * before it refuses the call as open, so that answers that never settle cannot hold a call.
@@ -306,23 +329,6 @@ function randomSession(): number {
   const w = new Uint32Array(2);
   crypto.getRandomValues(w);
   return (w[0]! % 2 ** 21) * 2 ** 32 + w[1]!;
-}
-
-/** Bounds `p` by `ms`, and by the signal handed to the transport. */
-async function bounded<T>(ms: number, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const ctl = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      ctl.abort();
-      reject(new Error(`no answer within ${ms} ms`));
-    }, ms);
-  });
-  try {
-    return await Promise.race([run(ctl.signal), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** A 200 is an answer, a 4xx a refusal (a rotated token, a name not deployed yet, a bad body), the rest unreachable. */
@@ -409,15 +415,12 @@ export class SharedCircuitBreaker {
   #now: () => number;
   #inFlight: Promise<void> | null = null;
   #tickets: number[] = [];
-  #listeners: Array<(e: SharedEvent) => void> = [];
+  #events = new Emitter<SharedEvent>();
 
-  constructor(name: string, options: SharedBreakerOptions) {
-    if (typeof name !== 'string' || !NAME_RE.test(name)) {
-      throw new TypeError(
-        `breakwater: invalid breaker name ${JSON.stringify(name)}: 1 to 128 of ASCII letters, digits and - _ . : /`,
-      );
-    }
-    const o = options ?? ({} as SharedBreakerOptions);
+  constructor(name: string, options: SharedBreakerOptions);
+  constructor(name: string, options: SharedBreakerInternalOptions) {
+    checkBreakerName(name);
+    const o = options ?? ({} as SharedBreakerInternalOptions);
     const service = o.service;
     const settings = () => settingsJson(o.breaker, o.leaseMs, 'SharedCircuitBreaker options');
     let send: RawTransport;
@@ -429,9 +432,8 @@ export class SharedCircuitBreaker {
       checkServiceUrl(service.url);
       send = serviceTransport(name, service, settings());
     } else if (typeof o.transport?.exchange === 'function') send = objectShaped(o.transport);
-    else if (typeof (o as { rawTransport?: RawTransport }).rawTransport === 'function') {
-      send = (o as { rawTransport: RawTransport }).rawTransport;
-    } else {
+    else if (typeof o[RAW_TRANSPORT] === 'function') send = o[RAW_TRANSPORT];
+    else {
       throw new TypeError('breakwater: `shared` must be a Durable Object namespace binding (or give `service`)');
     }
     this.name = name;
@@ -503,13 +505,7 @@ export class SharedCircuitBreaker {
 
   /** Listens to state changes, fallbacks, recoveries and dropped outcomes. */
   onEvent(listener: (e: SharedEvent) => void): Unsubscribe {
-    if (typeof listener !== 'function') throw new TypeError('breakwater: a listener must be a function');
-    this.#listeners = [...this.#listeners, listener];
-    const off = (() => {
-      this.#listeners = this.#listeners.filter((l) => l !== listener);
-    }) as Unsubscribe;
-    off.dispose = off;
-    return off;
+    return this.#events.subscribe(listener);
   }
 
   /** Runs `fn` if admitted; throws a `CircuitOpenError` (`isCircuitOpenError`) if not. */
@@ -523,11 +519,11 @@ export class SharedCircuitBreaker {
       // The same guard as CircuitBreaker.execute's; the report follows the call, as below.
       let done: Promise<void> = Promise.resolve();
       const settle = (outcome: number) => {
-        done = this.#settle(ticket, OUTCOME_NAMES[outcome] ?? 'failure', opts.waitUntil);
+        done = this.#settle(ticket, OUTCOMES[outcome] ?? 'failure', opts.waitUntil);
       };
       const count = (result: unknown, resolved: boolean, s: AbortSignal | undefined): number => {
         if (!resolved && s?.aborted && result === s.reason) return outcomeCode(result, false, s);
-        return OUTCOMES[safeClassify(classify, resolved ? { ok: true, value: result } : { ok: false, error: result }, resolved ? 'success' : 'failure')];
+        return OUTCOMES.indexOf(safeClassify(classify, resolved ? { ok: true, value: result } : { ok: false, error: result }, resolved ? 'success' : 'failure'));
       };
       try {
         return await guardCall(fn, signal, timeoutMs, settle, count);
@@ -573,10 +569,10 @@ export class SharedCircuitBreaker {
       options,
       this.#now,
       (outcome) => {
-        const done = this.#settle(ticket, OUTCOME_NAMES[outcome] ?? 'failure', waitUntil);
+        const done = this.#settle(ticket, OUTCOMES[outcome] ?? 'failure', waitUntil);
         if (!waitUntil) void done.catch(() => {});
       },
-      (error) => OUTCOMES[safeClassify(classify, { ok: false, error }, 'failure')],
+      (error) => OUTCOMES.indexOf(safeClassify(classify, { ok: false, error }, 'failure')),
     );
   }
 
@@ -650,7 +646,7 @@ export class SharedCircuitBreaker {
   // ----- outcomes and reports -----
 
   #settle(ticket: number, outcome: Outcome, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
-    const due = this.#core.record(this.#now(), ticket, OUTCOMES[outcome]);
+    const due = this.#core.record(this.#now(), ticket, OUTCOMES.indexOf(outcome));
     this.#drain();
     if (!due) return Promise.resolve();
     const p = this.#flush(false);
@@ -662,7 +658,7 @@ export class SharedCircuitBreaker {
     const ticket = this.#tickets.shift();
     const now = this.#now();
     const due =
-      ticket === undefined ? this.#core.record_untracked(now, OUTCOMES[outcome]) : this.#core.record(now, ticket, OUTCOMES[outcome]);
+      ticket === undefined ? this.#core.record_untracked(now, OUTCOMES.indexOf(outcome)) : this.#core.record(now, ticket, OUTCOMES.indexOf(outcome));
     this.#drain();
     if (!due) return Promise.resolve();
     const p = this.#flush(false);
@@ -694,7 +690,7 @@ export class SharedCircuitBreaker {
 
   async #exchange(op: 'acquire' | 'report', body: string): Promise<Answer> {
     try {
-      return await bounded(this.#timeoutMs, (signal) => this.#send(op, body, signal));
+      return await withTimeout(this.#timeoutMs, (signal) => this.#send(op, body, signal));
     } catch (e) {
       return { kind: 'unreachable', reason: e instanceof Error ? e.message : String(e) };
     }
@@ -704,13 +700,9 @@ export class SharedCircuitBreaker {
     for (let json = this.#core.next_event(); json !== undefined; json = this.#core.next_event()) {
       const e = { ...(JSON.parse(json) as object), breaker: this.name } as SharedEvent;
       warnMisconfigured(this.name, e);
-      for (const l of this.#listeners) {
-        try {
-          l(e);
-        } catch {
-          /* a throwing listener does not stop the others */
-        }
-      }
+      // As every breaker's events: a throwing listener does not stop the others, nor this
+      // breaker; its error is reported asynchronously.
+      this.#events.emit(e);
     }
   }
 }
