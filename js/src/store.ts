@@ -41,10 +41,9 @@ import type { BreakerSettings, CircuitBreaker, ConsecutiveTrip, FailureRateTrip 
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import {
   SharedCircuitBreaker,
-  breakerConfig,
   checkBreakerName,
   localConfig,
-  sharedGlue,
+  settingsJson,
   RAW_TRANSPORT,
   type Answer,
   type RawTransport,
@@ -444,13 +443,9 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
     };
     const clock = o.clock ?? Date.now;
     const breaker = { ...(o.breaker ?? {}) };
-    const specJson = sharedGlue().spec_json(breakerConfig(breaker, 'StoreCircuitBreaker options.breaker'), int(o.leaseMs, 'leaseMs', 1000, 1));
+    const specJson = settingsJson(breaker, int(o.leaseMs, 'leaseMs', 1000, 1), 'StoreCircuitBreaker options');
     // The local breaker's options, named as this constructor's (the shared one checks them again).
     if (o.fallback !== undefined) localConfig(o.fallback, clock, 'StoreCircuitBreaker options');
-    if (specJson.startsWith('!')) {
-      const [field, why] = specJson.slice(1).split('|');
-      throw new RangeError(`breakwater: invalid ${field === 'spec' ? 'StoreCircuitBreaker options.breaker' : field}: ${why}`);
-    }
     const t = new StoreTransport({
       name,
       key: prefix + name,

@@ -42,7 +42,9 @@ test('names are validated, keys are namespaced under the prefix and expire', asy
   assert.throws(() => new StoreCircuitBreaker('ok', { store, prefix: 'bad prefix' }), TypeError);
   assert.throws(() => new StoreCircuitBreaker('ok', {}), TypeError);
   assert.throws(() => new StoreCircuitBreaker('ok', { store, leaseMs: 0 }), RangeError);
-  assert.throws(() => new StoreCircuitBreaker('ok', { store, breaker: { resetTimeout: -1 } }), RangeError);
+  assert.throws(() => new StoreCircuitBreaker('ok', { store, breaker: { resetTimeout: -1 } }), /"resetTimeout" in StoreCircuitBreaker options\.breaker: -1/);
+  // The lease's bound is the shared breaker's, named as the option (not as the core's `lease_ms`).
+  assert.throws(() => new StoreCircuitBreaker('ok', { store, leaseMs: 4_000_000 }), /"leaseMs": 4000000 \(expected an integer in \[1, 3600000\]\)/);
   assert.throws(() => new RedisStore({}), TypeError);
 
   const name = `${uniq('openai')}:gpt-4.1/chat_v1.2`;
