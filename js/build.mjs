@@ -94,20 +94,20 @@ const SUBPATHS = [
   { path: './shared', file: 'shared', source: 'js/src/shared/index.ts', types: 'shared/index', wasm: 'shared', entries: 'shared-', code: './shared/internal' },
   { path: './shared/internal', file: 'shared-api', source: 'js/src/shared/internal.ts', types: 'shared/internal', hidden: true },
   // The coordinator's module, for breakwater/store and breakwater/cloudflare only.
-  { path: './coordinator', file: 'coordinator', source: 'js/src/coordinator.ts', types: 'coordinator', wasm: 'coordinator', entries: 'coordinator-', hidden: true },
+  { path: './coordinator', file: 'coordinator', source: 'js/src/hosts/coordinator.ts', types: 'hosts/coordinator', wasm: 'coordinator', entries: 'coordinator-', hidden: true },
   // The throttle and the concurrency limit: the main entry's CircuitBreaker, with a module of
   // their own (the main one stays as small as it was without them).
   { path: './adaptive', file: 'adaptive', source: 'js/src/adaptive/index.ts', types: 'adaptive/index', wasm: 'adaptive', entries: 'adaptive-', code: './adaptive/internal' },
   { path: './adaptive/internal', file: 'adaptive-api', source: 'js/src/adaptive/internal.ts', types: 'adaptive/internal', hidden: true },
-  { path: './store', file: 'store', source: 'js/src/store.ts', types: 'store' },
+  { path: './store', file: 'store', source: 'js/src/hosts/store.ts', types: 'hosts/store' },
   { path: './ai', file: 'ai', source: 'js/src/ai.ts', types: 'ai' },
   // The metrics adapters import only types from the main entry: no wasm. The OTel one takes the
   // app's Meter and never imports @opentelemetry/api at run time.
-  { path: './prometheus', file: 'prometheus', source: 'js/src/prometheus.ts', types: 'prometheus' },
-  { path: './otel', file: 'otel', source: 'js/src/otel.ts', types: 'otel', external: ['@opentelemetry/api'] },
+  { path: './prometheus', file: 'prometheus', source: 'js/src/metrics/prometheus.ts', types: 'metrics/prometheus' },
+  { path: './otel', file: 'otel', source: 'js/src/metrics/otel.ts', types: 'metrics/otel', external: ['@opentelemetry/api'] },
   // The Durable Object and routes for the user's own Worker: ESM only, it imports the runtime's
   // `cloudflare:workers`, which exists only in workerd.
-  { path: './cloudflare', file: 'cloudflare', source: 'js/src/cloudflare.ts', types: 'cloudflare', esmOnly: true, external: ['cloudflare:workers'] },
+  { path: './cloudflare', file: 'cloudflare', source: 'js/src/hosts/cloudflare.ts', types: 'hosts/cloudflare', esmOnly: true, external: ['cloudflare:workers'] },
 ];
 
 /**
@@ -230,7 +230,7 @@ for (const r of SUBPATHS) {
     continue;
   }
   log(`bundling ${r.path} (${r.source})`);
-  // ESM: a module imported with import() (the stream guard, js/src/guard.ts) becomes a chunk of its
+  // ESM: a module imported with import() (the stream guard, js/src/guards/guard.ts) becomes a chunk of its
   // own, fetched on first use; the CommonJS build inlines it.
   await build({
     ...COMMON, platform: 'neutral', format: 'esm', entryPoints: { [r.file]: r.source }, external,

@@ -54,22 +54,16 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod clock;
 mod error;
-mod facade;
 mod float;
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-mod http;
+mod host;
 pub mod metrics;
 mod name;
-#[cfg(feature = "reqwest-middleware")]
-pub mod reqwest;
 pub mod retry;
 pub mod rng;
 pub mod shared;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod snapshot;
-#[cfg(feature = "tower")]
-pub mod tower;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 #[cfg(feature = "worker")]
@@ -84,10 +78,14 @@ pub use breaker::{
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock, Timestamp};
 pub use error::{ConfigError, SnapshotError};
-pub use facade::{
+pub use host::facade::{
     retry_async, retry_blocking, BuildError, CallGuard, CircuitBreaker, Error, OwnedCallGuard,
     Registry,
 };
+#[cfg(feature = "reqwest-middleware")]
+pub use host::reqwest;
+#[cfg(feature = "tower")]
+pub use host::tower;
 pub use metrics::{render_prometheus, BreakerMetrics};
 pub use name::{validate_name, InvalidName, MAX_NAME_LEN};
 pub use retry::{

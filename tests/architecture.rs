@@ -506,6 +506,15 @@ fn ts_every_file_has_one_layer_and_every_rule_names_layers() {
                     r.name
                 ));
             }
+            // The folders are the layers: a row names folders of js/src/ whole, or its top files.
+            let rest = p.strip_prefix("js/src/").unwrap_or(p);
+            let whole_folder = rest.ends_with('/') && rest.matches('/').count() == 1;
+            if !whole_folder && rest.contains('/') {
+                problems.push(format!(
+                    "layer {}: `{p}` is a file inside a folder; a layer names its folder whole (or a file at the top of js/src/)",
+                    r.name
+                ));
+            }
         }
         for l in &r.may_import {
             if !names.contains(&l.as_str()) {

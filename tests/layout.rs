@@ -1,5 +1,5 @@
 //! The numeric layouts of the wasm boundary and the codes in them are named twice, once per
-//! language: `src/wasm/layout.rs` (`breakwater::wasm::layout`) and `js/src/layout.ts` (one
+//! language: `src/wasm/layout.rs` (`breakwater::wasm::layout`) and `js/src/codes/layout.ts` (one
 //! `const enum` per group). This checks that both sides name the same positions and codes with
 //! the same values; that the TypeScript tables indexed by a code (`STATES`, `REASONS`, …) list
 //! the group's names in the group's order; and that the TypeScript calls into the core pass their
@@ -33,7 +33,7 @@ fn root() -> PathBuf {
 
 /// Every `Name = value,` of every `export const enum Group { … }` in the TypeScript file.
 fn typescript() -> BTreeMap<(String, String), f64> {
-    let source = read(&root().join("js/src/layout.ts"));
+    let source = read(&root().join("js/src/codes/layout.ts"));
     let mut out = BTreeMap::new();
     let mut group: Option<String> = None;
     for line in source.lines().map(str::trim) {
@@ -102,7 +102,7 @@ fn every_layout_constant_has_the_same_value_in_typescript() {
         assert_eq!(
             ts.get(key),
             Some(value),
-            "{}.{} in js/src/layout.ts",
+            "{}.{} in js/src/codes/layout.ts",
             key.0,
             key.1
         );
@@ -110,7 +110,7 @@ fn every_layout_constant_has_the_same_value_in_typescript() {
     for key in ts.keys() {
         assert!(
             rust.contains_key(key),
-            "{}.{} is in js/src/layout.ts but not in src/wasm/layout.rs",
+            "{}.{} is in js/src/codes/layout.ts but not in src/wasm/layout.rs",
             key.0,
             key.1
         );
@@ -235,14 +235,14 @@ fn tables_indexed_by_a_code_list_its_names_in_its_order() {
     }
     // The tables this layer has: a comment lost is a table no longer checked.
     for table in [
-        "js/src/names.ts STATES",
-        "js/src/names.ts MODES",
-        "js/src/names.ts REASONS",
-        "js/src/names.ts OUTCOMES",
+        "js/src/codes/names.ts STATES",
+        "js/src/codes/names.ts MODES",
+        "js/src/codes/names.ts REASONS",
+        "js/src/codes/names.ts OUTCOMES",
         "js/src/classify.ts CLASSES",
         "js/src/classify.ts ENDINGS",
-        "js/src/retry.ts REASONS",
-        "js/src/retry.ts JITTERS",
+        "js/src/breakers/retry.ts REASONS",
+        "js/src/breakers/retry.ts JITTERS",
     ] {
         assert!(
             checked.iter().any(|c| c == table),

@@ -2,12 +2,12 @@
 // OPEN refuses at once (no call, no latency) and the next one is asked; an upstream failure moves
 // on too; a client error stops the chain (it would fail on every tier). The breakers decide; the
 // chain only walks.
-import { CircuitOpenError, isCircuitOpenError } from './errors.js';
-import { Emitter, type Unsubscribe } from './events.js';
-import { checkKeys, fail, fn as optFn, obj } from './options.js';
+import { CircuitOpenError, isCircuitOpenError } from './helpers/errors.js';
+import { Emitter, type Unsubscribe } from './helpers/events.js';
+import { checkKeys, fail, fn as optFn, obj } from './helpers/options.js';
 import { classifyError, isResponse, statusOf } from './classify.js';
-import { EXECUTE_KEYS, type CallContext, type ExecuteOptions } from './breaker.js';
-import type { StreamOptions, StreamSource } from './stream.js';
+import { EXECUTE_KEYS, type CallContext, type ExecuteOptions } from './breakers/breaker.js';
+import type { StreamOptions, StreamSource } from './guards/stream.js';
 
 /** What a tier's breaker must offer: `CircuitBreaker`, `SharedCircuitBreaker` and `StoreCircuitBreaker` do. */
 export interface ChainBreaker {

@@ -1,6 +1,6 @@
 import { memory, wasm } from './glue.js';
-import { Classify, Outcome, Text } from './layout.js';
-import { isCircuitOpenError, isObj, isTimeoutError } from './errors.js';
+import { Classify, Outcome, Text } from './codes/layout.js';
+import { isCircuitOpenError, isObj, isTimeoutError } from './helpers/errors.js';
 
 /** How an outcome counts for a breaker (the core's `Outcome` codes). */
 export const SUCCESS = Outcome.Success;

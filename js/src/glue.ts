@@ -2,7 +2,7 @@
 // loads the module its own way and hands its exports to `setGlue`; everything else calls
 // `wasm()`, which fails clearly if that never happened. The exports take and return numbers
 // only (src/wasm/exports.rs), so they are called directly, without wasm-bindgen's wrappers.
-import { Refusal } from './layout.js';
+import { Refusal } from './codes/layout.js';
 
 /** The core's exports. A handle names a breaker, a retry policy or a budget in the core's table. */
 export interface Exports {

@@ -25,14 +25,14 @@ export {
   type SlowCallRule,
   type StateChangeEvent,
   type TripRule,
-} from './breaker.js';
+} from './breakers/breaker.js';
 export {
   CircuitOpenError,
   isCircuitOpenError,
   TimeoutError,
   isTimeoutError,
   type RejectReason,
-} from './errors.js';
+} from './helpers/errors.js';
 export {
   withRetry,
   RetryBudget,
@@ -44,9 +44,9 @@ export {
   type RetryEvent,
   type RetryObserver,
   type RetryOptions,
-} from './retry.js';
-export { BreakerRegistry, globalBreakers } from './registry.js';
-export { StreamError, type SseEvent, type StreamOptions, type StreamSource } from './stream.js';
+} from './breakers/retry.js';
+export { BreakerRegistry, globalBreakers } from './breakers/registry.js';
+export { StreamError, type SseEvent, type StreamOptions, type StreamSource } from './guards/stream.js';
 export {
   FallbackChain,
   type ChainBreaker,
@@ -56,4 +56,4 @@ export {
   type TierEvent,
 } from './chain.js';
 export { classifyError, endingOf, retryAfterMs, statusOfCode, type Ending, type ErrorClass, type Verdict } from './classify.js';
-export type { Unsubscribe } from './events.js';
+export type { Unsubscribe } from './helpers/events.js';

@@ -4,12 +4,12 @@
 // runtime's entry has loaded the core; this subpath is the same module without the loader.
 export * from './index.js';
 export { setGlue, wasm, type Exports } from './glue.js';
-export { build as breakerConfig, setAdaptive, type AdaptiveOptions } from './breaker.js';
+export { build as breakerConfig, setAdaptive, type AdaptiveOptions } from './breakers/breaker.js';
 export { outcomeCode } from './classify.js';
-export { Chunks } from './stream.js';
-export { guardStream } from './load-guard.js';
-export { checkGuard, guardCall } from './call.js';
-export { checkKeys, fail, num, obj } from './options.js';
-export { Emitter } from './events.js';
-export { withTimeout } from './timeout.js';
-export { MODES, OUTCOMES, REASONS, STATES, type CallOutcome } from './names.js';
+export { Chunks } from './guards/stream.js';
+export { guardStream } from './guards/load-guard.js';
+export { checkGuard, guardCall } from './guards/call.js';
+export { checkKeys, fail, num, obj } from './helpers/options.js';
+export { Emitter } from './helpers/events.js';
+export { withTimeout } from './helpers/timeout.js';
+export { MODES, OUTCOMES, REASONS, STATES, type CallOutcome } from './codes/names.js';

@@ -8,7 +8,7 @@
 // this module alone, not the lease client's as well. The code is the core's (src/shared/); this
 // file only chooses what the module exports.
 //
-// Encodings (owned by js/src/store.ts and js/src/cloudflare.ts, named in src/wasm/layout.rs):
+// Encodings (owned by js/src/hosts/store.ts and js/src/hosts/cloudflare.ts, named in src/wasm/layout.rs):
 // `layout::state` codes, `layout::verb` methods, transitions laid out as `layout::step`; the
 // protocol's JSON passed as strings in both directions.
 

@@ -1,6 +1,6 @@
 //! The numeric layouts of the boundary and the codes in them, named once. The TypeScript layer
 //! reads and writes the same positions, and passes and reads the same codes, through
-//! `js/src/layout.ts` (a `const enum` per group, inlined by the bundler); `tests/layout.rs` checks
+//! `js/src/codes/layout.ts` (a `const enum` per group, inlined by the bundler); `tests/layout.rs` checks
 //! that every name there has the value it has here, and the reverse, that the TypeScript tables
 //! indexed by a code list its names in its order, and that the calls into the core pass named
 //! codes, not numbers.

@@ -13,7 +13,7 @@
 //!
 //! The TypeScript layer (`js/src`) owns these encodings; they are not a public API. The array
 //! layouts and every code in them are named in [`layout`] and, for TypeScript, in
-//! `js/src/layout.ts`: states, modes, outcomes, transitions (`FIRST + from × STRIDE + to`),
+//! `js/src/codes/layout.ts`: states, modes, outcomes, transitions (`FIRST + from × STRIDE + to`),
 //! permits (`generation mod 2^20` × [`layout::permit::KIND`] + kind), refusals
 //! (`-(retry_after_ms × SCALE + reason)`, [`layout::reject`]), and the operations of each export.
 //! A permit's generation is recovered as the latest one with those low bits, which is exact

@@ -37,7 +37,7 @@ use super::lease::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, 
 use super::protocol::{Exchange, ExchangeReply};
 use super::routes::object_url;
 use crate::breaker::{Outcome, RejectReason, Rejected, State};
-use crate::facade::{BuildError, Error};
+use crate::host::facade::{BuildError, Error};
 use crate::name::validate_name;
 
 type Listener = Box<dyn FnMut(&str, &ClientEvent)>;

@@ -13,7 +13,7 @@ import { httpError } from './helpers.mjs';
 /** The handle the table gives the next object: made (a retry budget) and released at once. */
 function nextHandle() {
   const x = wasm();
-  // A budget's configuration (`Budget` in js/src/layout.ts): ttl, minimum per second, percent.
+  // A budget's configuration (`Budget` in js/src/codes/layout.ts): ttl, minimum per second, percent.
   const at = x.io(3);
   new Float64Array(x.memory.buffer).set([10_000, 10, 20], at / 8);
   const h = x.budget_new();

@@ -2,8 +2,8 @@
 // entries (js/entry/adaptive-*) call once they have loaded the adaptive module. Not documented
 // for apps: `breakwater/adaptive` re-exports the public part (./index.ts) after that.
 import { setAdaptive, type Exports } from 'breakwater/internal';
-import { adaptiveOptions } from '../adaptive-options.js';
-import { Slots } from '../slots.js';
+import { adaptiveOptions } from './options.js';
+import { Slots } from '../breakers/slots.js';
 
 export * from './index.js';
 

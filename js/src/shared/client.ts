@@ -29,7 +29,7 @@ import {
   STATES,
   type CallOutcome,
 } from 'breakwater/internal';
-import { sharedOptions } from '../adaptive-options.js';
+import { sharedOptions } from '../adaptive/options.js';
 
 /**
  * The main entry's `build`, with the adaptive throttle read (the shared modules shed, the fleet's
@@ -37,7 +37,7 @@ import { sharedOptions } from '../adaptive-options.js';
  */
 export const breakerConfig = (o: CircuitBreakerOptions, where: string): Float64Array => build(o, where, sharedOptions);
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
-import { Decision, LeaseInfo, LeaseOpts, Reject } from '../layout.js';
+import { Decision, LeaseInfo, LeaseOpts, Reject } from '../codes/layout.js';
 
 export type { CallOutcome, Unsubscribe };
 

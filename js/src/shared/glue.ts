@@ -33,7 +33,7 @@ export interface WasmLeaseClient {
   abandon(now: number): void;
   on_unreachable(now: number, wasFlush: boolean, reason: string): void;
   next_event(): string | undefined;
-  /** Laid out as `LeaseInfo` (js/src/layout.ts). */
+  /** Laid out as `LeaseInfo` (js/src/codes/layout.ts). */
   info(now: number): Float64Array;
   free(): void;
 }

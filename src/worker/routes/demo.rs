@@ -25,7 +25,7 @@ use super::http::{error_response, json_response, load_breakers};
 use super::BINDING;
 use crate::breaker::{Breaker, Outcome, State};
 use crate::clock::Timestamp;
-use crate::facade::Error;
+use crate::host::facade::Error;
 use crate::worker::client::{first, SharedBreaker};
 use crate::worker::lease::{ClientEvent, LeaseOptions};
 

@@ -50,7 +50,7 @@ import { DurableObject } from 'cloudflare:workers';
 // (breakwater/shared's) is not loaded unless the Worker imports that entry as well.
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
-import { Step, Verb } from './layout.js';
+import { Step, Verb } from '../codes/layout.js';
 import { STATES } from 'breakwater/internal';
 
 export {

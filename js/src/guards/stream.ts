@@ -7,11 +7,11 @@
 // between its own admission and its own report.
 //
 // This module holds what is public and what the other entries build on (the options, the
-// errors, `Chunks`), and what the guard reads of them; the guard itself (js/src/guard.ts, with its
-// event-stream reader) is loaded by js/src/load-guard.ts on the first `stream()` call, so an app
+// errors, `Chunks`), and what the guard reads of them; the guard itself (js/src/guards/guard.ts, with its
+// event-stream reader) is loaded by js/src/guards/load-guard.ts on the first `stream()` call, so an app
 // that never streams does not download it (a bundler that splits makes it a chunk of its own; one
 // that does not inlines it).
-import type { Ending } from './classify.js';
+import type { Ending } from '../classify.js';
 
 /** What a streaming call may return: a fetch `Response` (its body), a `ReadableStream` or an async iterable. */
 export type StreamSource<T> = Response | ReadableStream<T> | AsyncIterable<T>;

@@ -22,7 +22,7 @@ import {
 } from './collect.js';
 
 export { DELAY_BUCKETS, INCIDENT_BUCKETS, RETRY_BUCKETS, type MetricsSource } from './collect.js';
-export type { RetryObserver } from './retry.js';
+export type { RetryObserver } from '../breakers/retry.js';
 
 /** One sample, in prom-client's shape (`metricName` for a histogram's `_bucket`/`_sum`/`_count`). */
 export interface Sample {

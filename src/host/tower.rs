@@ -39,7 +39,7 @@ use tower_service::Service;
 
 use crate::breaker::{Outcome, Rejected};
 use crate::clock::Clock;
-use crate::facade::{CircuitBreaker, Error, OwnedCallGuard};
+use crate::host::facade::{CircuitBreaker, Error, OwnedCallGuard};
 use crate::retry::Classifier;
 
 type Custom = Arc<dyn Fn(u16, &HeaderMap) -> Outcome + Send + Sync>;
@@ -60,7 +60,7 @@ impl Judge {
     ) -> Outcome {
         match self {
             Judge::Rules(classifier) => {
-                crate::http::classify(classifier, status, None, headers, breaker.now())
+                crate::host::http::classify(classifier, status, None, headers, breaker.now())
                     .verdict
                     .outcome
             }

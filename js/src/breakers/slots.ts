@@ -3,8 +3,8 @@
 // this class keeps the promises of the calls waiting in line and a timer for the line's next
 // deadline. breakwater/adaptive hands it to the breakers (`setAdaptive`), so that the main entry
 // does not carry it.
-import type { Exports } from './glue.js';
-import { Bulkhead, Queue, Reject, Sentinel } from './layout.js';
+import type { Exports } from '../glue.js';
+import { Bulkhead, Queue, Reject, Sentinel } from '../codes/layout.js';
 
 /** The refusal code (negated) of a call the limit turns away. */
 const FULL = -(Reject.Scale + Reject.Full);

@@ -3,7 +3,7 @@
 // takes this reader from breakwater/adaptive (for a CircuitBreaker) or from a shared breaker,
 // whose module sheds too (the throttle is fleet-wide; the concurrency limit is refused there).
 import { checkKeys, fail, num, obj } from 'breakwater/internal';
-import { Cfg } from './layout.js';
+import { Cfg } from '../codes/layout.js';
 
 /** Reads the options into `cfg`, naming the option and the value of what it refuses. */
 export function adaptiveOptions(o: Record<string, unknown>, cfg: Float64Array, where: string): void {

@@ -1,4 +1,4 @@
-import type { BreakerState, RejectReason } from './names.js';
+import type { BreakerState, RejectReason } from '../codes/names.js';
 
 export type { RejectReason };
 

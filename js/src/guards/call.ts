@@ -2,9 +2,9 @@
 // (`CircuitBreaker.execute`, the shared and store breakers' `execute`), between the breaker's own
 // admission and its own report. A cancel is ignored; a time-out (this one, or an abort whose
 // reason is a time-out) is an upstream failure.
-import { TimeoutError } from './errors.js';
-import { fail, num } from './options.js';
-import { FAILURE } from './classify.js';
+import { TimeoutError } from '../helpers/errors.js';
+import { fail, num } from '../helpers/options.js';
+import { FAILURE } from '../classify.js';
 
 /** How the guard reports the call's one outcome to its breaker (the error, when it failed). */
 export type SettleCall = (outcome: number, error: unknown) => void;

@@ -1,8 +1,8 @@
-// Loads the stream guard (js/src/guard.ts) on the first `stream()` call of any breaker, so that an
+// Loads the stream guard (js/src/guards/guard.ts) on the first `stream()` call of any breaker, so that an
 // app that never streams does not download it: a bundler that splits makes the guard a chunk of
-// its own (the ESM build does), one that does not inlines it. Apart from js/src/stream.ts, whose
+// its own (the ESM build does), one that does not inlines it. Apart from js/src/guards/stream.ts, whose
 // options and errors the guard reads, so that no two modules import each other.
-import { IGNORED } from './classify.js';
+import { IGNORED } from '../classify.js';
 import type { guardStream as Guard } from './guard.js';
 
 /**

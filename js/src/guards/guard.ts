@@ -1,9 +1,9 @@
-// The stream guard (see js/src/stream.ts, which loads this module on the first `stream()` call):
+// The stream guard (see js/src/guards/stream.ts, which loads this module on the first `stream()` call):
 // one outcome per stream, decided by how the stream ends; the readers that tell content, errors
 // and endings apart in an event stream and in the official SDKs' stream events; the time limits.
-import { TimeoutError } from './errors.js';
-import { checkKeys, fail, fn as optFn, num } from './options.js';
-import { FAILURE, IGNORED, SUCCESS, endingOf, isResponse, statusOfCode, type Ending } from './classify.js';
+import { TimeoutError } from '../helpers/errors.js';
+import { checkKeys, fail, fn as optFn, num } from '../helpers/options.js';
+import { FAILURE, IGNORED, SUCCESS, endingOf, isResponse, statusOfCode, type Ending } from '../classify.js';
 import { CHUNKS, StreamError, type Chunks, type Classify, type Settle, type SseEvent, type StreamOptions, type StreamSource } from './stream.js';
 
 // Events that are never content, whatever their data: Anthropic's markers and keep-alive.

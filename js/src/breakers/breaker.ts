@@ -1,14 +1,14 @@
-import { create, read, readAt, wasm, type Exports } from './glue.js';
-import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Snap, Transition, Trip, WindowKind } from './layout.js';
+import { create, read, readAt, wasm, type Exports } from '../glue.js';
+import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Snap, Transition, Trip, WindowKind } from '../codes/layout.js';
 import type { Slots } from './slots.js';
-import { CircuitOpenError } from './errors.js';
-import { Emitter, type Unsubscribe } from './events.js';
-import { checkKeys, fail, fn, num, obj, within } from './options.js';
-import { FAILURE, IGNORED, SUCCESS, outcomeCode } from './classify.js';
-import type { StreamOptions, StreamSource } from './stream.js';
-import { guardStream } from './load-guard.js';
-import { checkGuard, guardCall } from './call.js';
-import { MODES, REASONS, STATES, type BreakerMode, type BreakerState, type RejectReason } from './names.js';
+import { CircuitOpenError } from '../helpers/errors.js';
+import { Emitter, type Unsubscribe } from '../helpers/events.js';
+import { checkKeys, fail, fn, num, obj, within } from '../helpers/options.js';
+import { FAILURE, IGNORED, SUCCESS, outcomeCode } from '../classify.js';
+import type { StreamOptions, StreamSource } from '../guards/stream.js';
+import { guardStream } from '../guards/load-guard.js';
+import { checkGuard, guardCall } from '../guards/call.js';
+import { MODES, REASONS, STATES, type BreakerMode, type BreakerState, type RejectReason } from '../codes/names.js';
 
 export type { BreakerMode, BreakerState };
 
@@ -238,7 +238,7 @@ export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker op
 
 /**
  * Reads breakwater/adaptive's options (`adaptiveThrottle`, `maxConcurrent`, …) into `cfg`.
- * Brought by that entry and by the shared breakers (js/src/adaptive-options.ts), not by the main
+ * Brought by that entry and by the shared breakers (js/src/adaptive/options.ts), not by the main
  * entry: `build` refuses them, naming the import, when none is given.
  */
 export type AdaptiveOptions = (o: Record<string, unknown>, cfg: Float64Array, where: string) => void;

@@ -21,7 +21,7 @@ import type { BatchObservableResult, Histogram, Meter, Observable } from '@opent
 import { Collector, DELAY_BUCKETS, INCIDENT_BUCKETS, RETRY_BUCKETS, type MetricsSource } from './collect.js';
 
 export { DELAY_BUCKETS, INCIDENT_BUCKETS, RETRY_BUCKETS, type MetricsSource } from './collect.js';
-export type { RetryObserver } from './retry.js';
+export type { RetryObserver } from '../breakers/retry.js';
 
 const STATES = [
   ['CLOSED', 'closed'],

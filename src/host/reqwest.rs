@@ -51,7 +51,7 @@ use reqwest_middleware::{Error, Middleware, Next, Result};
 use crate::breaker::{Outcome, Rejected};
 use crate::clock::Clock;
 use crate::error::ConfigError;
-use crate::facade::CircuitBreaker;
+use crate::host::facade::CircuitBreaker;
 use crate::retry::{AttemptFailure, Classifier, Code, RetryDecision, RetryPolicy};
 use crate::rng::SplitMix64;
 
@@ -170,8 +170,13 @@ impl<C: Clock> BreakerMiddleware<C> {
             Ok((response, code)) => {
                 let status = response.status().as_u16();
                 let now = self.breaker.now();
-                let verdict =
-                    crate::http::classify(&self.classifier, status, code, response.headers(), now);
+                let verdict = crate::host::http::classify(
+                    &self.classifier,
+                    status,
+                    code,
+                    response.headers(),
+                    now,
+                );
                 guard.settle(verdict.verdict.outcome);
                 let failure = verdict.is_error().then(|| verdict.failure());
                 (Ok(response), failure)

@@ -1,8 +1,8 @@
-import { create, wasm } from './glue.js';
-import { Budget, BudgetOp, GiveUp, Jitter as JitterCode, Retry } from './layout.js';
-import { checkKeys, fail, fn, num, obj } from './options.js';
-import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from './classify.js';
-import { guardCall } from './call.js';
+import { create, wasm } from '../glue.js';
+import { Budget, BudgetOp, GiveUp, Jitter as JitterCode, Retry } from '../codes/layout.js';
+import { checkKeys, fail, fn, num, obj } from '../helpers/options.js';
+import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from '../classify.js';
+import { guardCall } from '../guards/call.js';
 import type { CallContext, CircuitBreaker } from './breaker.js';
 
 export type Jitter = 'full' | 'equal' | 'decorrelated' | 'none' | number;
@@ -262,7 +262,7 @@ export async function withRetry<T>(
       // A failing Response is classified by what its body says too (a 429 whose code says the
       // quota is spent, Gemini's RetryInfo); the body is read from a copy, so it is still there
       // for the caller if this is the last attempt.
-      const seen = resolved ? await import('./body.js').then((b) => b.readErrorBody(error as Response, true)) : error;
+      const seen = resolved ? await import('../guards/body.js').then((b) => b.readErrorBody(error as Response, true)) : error;
       const now = clock();
       const verdict = classifyWith(p, seen, signal);
       let retryable = verdict.retryable;

@@ -1,6 +1,6 @@
 import { CircuitBreaker, build, type BreakerSnapshot, type CircuitBreakerOptions, type StateChangeEvent } from './breaker.js';
-import { Emitter, type Unsubscribe } from './events.js';
-import { obj } from './options.js';
+import { Emitter, type Unsubscribe } from '../helpers/events.js';
+import { obj } from '../helpers/options.js';
 
 /**
  * One breaker per name (a provider, a model, a tool), created on first use with the registry's

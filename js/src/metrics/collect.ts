@@ -2,10 +2,10 @@
 // sources (breakers, registries), the incidents measured from their state changes, the retry
 // observers. Bundled into each adapter's entry; it imports nothing at run time from the main
 // entry (types only), so an adapter adds no second copy of the wasm or of the breaker.
-import type { BreakerStats, CircuitBreaker, StateChangeEvent } from './breaker.js';
-import type { BreakerRegistry } from './registry.js';
-import type { RetryObserver } from './retry.js';
-import type { Unsubscribe } from './events.js';
+import type { BreakerStats, CircuitBreaker, StateChangeEvent } from '../breakers/breaker.js';
+import type { BreakerRegistry } from '../breakers/registry.js';
+import type { RetryObserver } from '../breakers/retry.js';
+import type { Unsubscribe } from '../helpers/events.js';
 
 /** What a metrics adapter watches: a breaker, or a registry (its present and future breakers). */
 export type MetricsSource = CircuitBreaker | BreakerRegistry;
