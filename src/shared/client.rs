@@ -81,8 +81,13 @@ pub struct LeaseOptions {
     /// How long to stay on the local breaker before trying the coordinator again, in ms.
     /// Default: 1 000.
     pub retry_unreachable_ms: u64,
-    /// The local breaker used while the coordinator is unreachable. Default:
-    /// [`BreakerConfig::new`].
+    /// This process's own breaker: it sees every outcome of this process, refuses under a
+    /// CLOSED lease once those alone open it (so a process's own failures block it at once,
+    /// before the coordinator has answered the report they sent), and decides alone before the
+    /// first lease and while the coordinator is unreachable. A CLOSED answer from a coordinator
+    /// that has heard every outcome of this process, or a new round of the fleet's breaker,
+    /// closes it again. Give it the fleet's settings (the JavaScript clients do by default).
+    /// Default: [`BreakerConfig::new`].
     pub fallback: BreakerConfig,
     /// How long a report may go unanswered before the client counts the coordinator
     /// unreachable and may send it again, in ms (a host that dropped the request without telling
@@ -169,8 +174,12 @@ pub struct Ticket {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TicketKind {
-    /// Admitted on a CLOSED lease (or by a coordinator permit while CLOSED).
-    Lease { generation: Option<u32> },
+    /// Admitted on a CLOSED lease (or by a coordinator permit while CLOSED), with the local
+    /// breaker's permit when it was asked too (it sees every outcome of this process).
+    Lease {
+        generation: Option<u32>,
+        permit: Option<Permit>,
+    },
     /// A half-open probe the coordinator granted.
     Probe {
         generation: u32,
@@ -210,6 +219,22 @@ pub enum Decision {
     /// ask [`LeaseClient::admit`] again.
     Refresh,
 }
+
+/// A request a host should send in the background, without holding up the call that
+/// [`LeaseClient::admit_now`] answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Background {
+    /// Send [`LeaseClient::acquire_request`] to `/acquire`, and feed the answer to
+    /// [`LeaseClient::on_background_reply`].
+    Acquire,
+    /// Send [`LeaseClient::begin_flush`] (forced) to `/report`, as for [`Decision::Refresh`].
+    Refresh,
+}
+
+/// How long a probe permit that a background `/acquire` brought waits for a call to take it
+/// ([`LeaseClient::admit_now`]), in ms: then it is given back (reported as ignored), so that a
+/// quiet process never sits on the fleet's probe slot until the coordinator's probe time-out.
+pub const PARKED_PERMIT_MS: u64 = 1_000;
 
 /// Something a host should tell its listeners about.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -316,6 +341,12 @@ pub struct LeaseClient {
     requests: u64,
     dropped: u64,
     rng: SplitMix64,
+    /// A probe permit a background `/acquire` brought, and the local time until which it waits
+    /// for a call.
+    parked: Option<(Ticket, u64)>,
+    /// What [`LeaseClient::admit_now`] wants sent in the background (read by
+    /// [`LeaseClient::take_background`]).
+    background: Option<Background>,
 }
 
 impl LeaseClient {
@@ -361,6 +392,8 @@ impl LeaseClient {
             dropped: 0,
             // The throttle's draws: seeded by the session, itself drawn at random per process.
             rng: SplitMix64::new(session),
+            parked: None,
+            background: None,
         })
     }
 
@@ -478,6 +511,10 @@ impl LeaseClient {
     pub fn admit(&mut self, now: LocalTime) -> Decision {
         let now = self.tick(now);
         self.expire_overdue();
+        self.expire_parked();
+        if let Some((ticket, _)) = self.parked.take() {
+            return Decision::Admit(ticket);
+        }
         if let Some(until) = self.fallback_until {
             if now < until || self.in_flight() {
                 return self.admit_locally(now, until);
@@ -499,8 +536,15 @@ impl LeaseClient {
                     retry_after_ms: k.until.saturating_sub(now).max(1),
                 })
             }
-            (_, Mode::Disabled) | (State::Closed, _) if now < k.until => {
-                Decision::Admit(self.lease_ticket())
+            (_, Mode::Disabled) if now < k.until => Decision::Admit(self.lease_ticket(None)),
+            (State::Closed, _) if now < k.until => {
+                // This process's own outcomes count at once: what it alone saw opens its local
+                // breaker before the coordinator has heard of it (the fleet's view arrives with
+                // the answer to the report the failure sent).
+                match self.local.acquire(Timestamp(now)).result {
+                    Ok(permit) => Decision::Admit(self.lease_ticket(Some(permit))),
+                    Err(r) => Decision::Reject(r),
+                }
             }
             (_, Mode::Disabled) | (State::Closed, _) => Decision::Refresh,
             (State::Open | State::HalfOpen, _) => match k.refusal {
@@ -542,6 +586,7 @@ impl LeaseClient {
                 },
                 None => TicketKind::Lease {
                     generation: Some(p.generation),
+                    permit: None,
                 },
             };
             return Decision::Admit(Ticket { kind });
@@ -566,7 +611,13 @@ impl LeaseClient {
     pub fn record(&mut self, now: LocalTime, ticket: Ticket, outcome: Outcome) -> bool {
         let now = self.tick(now);
         match ticket.kind {
-            TicketKind::Lease { generation } => self.count(generation, outcome),
+            TicketKind::Lease { generation, permit } => {
+                let _ = match permit {
+                    Some(p) => self.local.report(Timestamp(now), p, outcome),
+                    None => self.local.record(Timestamp(now), outcome),
+                };
+                self.count(generation, outcome)
+            }
             TicketKind::Probe {
                 generation,
                 id,
@@ -593,7 +644,8 @@ impl LeaseClient {
 
     /// Records an outcome without a ticket (counted under the current lease).
     pub fn record_untracked(&mut self, now: LocalTime, outcome: Outcome) -> bool {
-        self.tick(now);
+        let t = self.tick(now);
+        let _ = self.local.record(Timestamp(t), outcome);
         let generation = self.known.map(|k| k.generation);
         self.count(generation, outcome);
         self.flush_due(now)
@@ -604,6 +656,10 @@ impl LeaseClient {
     /// and the coordinator is not known to be unreachable.
     pub fn flush_due(&self, now: LocalTime) -> bool {
         if self.in_flight() || self.fallback_until.is_some_and(|u| now.0 < u) {
+            return false;
+        }
+        if self.known.is_none() && self.acquiring() {
+            // The first lease is on its way: what waits is counted under it once it is here.
             return false;
         }
         let waiting: u64 = self.pending.iter().map(Counts::total).sum();
@@ -770,10 +826,11 @@ impl LeaseClient {
         }
     }
 
-    fn lease_ticket(&self) -> Ticket {
+    fn lease_ticket(&self, permit: Option<Permit>) -> Ticket {
         Ticket {
             kind: TicketKind::Lease {
                 generation: self.known.map(|k| k.generation),
+                permit,
             },
         }
     }
@@ -798,6 +855,14 @@ impl LeaseClient {
             (State::HalfOpen, _) => start,
         };
         let before = self.known.map(|k| k.state);
+        let generation = self.known.map(|k| k.generation);
+        if before.is_none() {
+            // Outcomes of calls admitted before the first lease (by the local breaker, while it
+            // was on its way) count under it, not as another generation's.
+            for c in self.pending.iter_mut().filter(|c| c.generation.is_none()) {
+                c.generation = Some(lease.generation);
+            }
+        }
         if before != Some(lease.state) {
             self.push_event(ClientEvent::StateChanged {
                 from: before,
@@ -814,6 +879,150 @@ impl LeaseClient {
         });
         if self.fallback_until.take().is_some() {
             self.push_event(ClientEvent::Recovered);
+        }
+        self.align_local(lease, generation);
+    }
+
+    /// The fleet's view replaces this process's own once the coordinator says CLOSED after
+    /// hearing every outcome this process saw, or after a new round (another generation: it
+    /// closed again after probes, or an operator reset it): a local breaker that this process's
+    /// failures opened closes, so that its refusals last one round trip at most when the fleet
+    /// (which may run other settings, or count other processes' successes) disagrees.
+    fn align_local(&mut self, lease: &Lease, generation: Option<u32>) {
+        if lease.state != State::Closed || lease.mode != Mode::Automatic {
+            return;
+        }
+        let now = Timestamp(self.now);
+        let heard_all = self.pending.is_empty() && self.outbox.is_empty();
+        let round = generation.is_some_and(|g| g != lease.generation);
+        if (round || heard_all) && self.local.state_at(now) != State::Closed {
+            let _ = self.local.reset(now);
+        }
+    }
+
+    /// Decides about a call at `now` without waiting for the coordinator, for a host whose
+    /// callers cannot wait (seed 000's synchronous `isHealthy()`): never answers
+    /// [`Decision::Acquire`] or [`Decision::Refresh`]. Where [`admit`](Self::admit) would ask the
+    /// coordinator, it answers from what this process knows and leaves the request to send in
+    /// the background ([`take_background`](Self::take_background)):
+    /// - no lease yet, or the CLOSED lease ran out, or the coordinator is due to be tried again
+    ///   after a fallback: the local breaker decides (it has seen every outcome of this process);
+    /// - OPEN past its retry-after, or HALF_OPEN: refused until the coordinator grants a probe;
+    ///   the permit a background `/acquire` brings waits for the next call
+    ///   ([`PARKED_PERMIT_MS`]).
+    pub fn admit_now(&mut self, now: LocalTime) -> Decision {
+        let t = self.tick(now);
+        match self.admit(LocalTime(t)) {
+            Decision::Acquire => {
+                if !self.acquiring() {
+                    self.background = Some(Background::Acquire);
+                }
+                match self.known {
+                    Some(k)
+                        if self.fallback_until.is_none()
+                            && k.state != State::Closed
+                            && k.mode != Mode::Disabled =>
+                    {
+                        Decision::Reject(Rejected {
+                            reason: RejectReason::Open,
+                            retry_after_ms: 1,
+                        })
+                    }
+                    _ => self.admit_locally(t, t),
+                }
+            }
+            Decision::Refresh => {
+                if !self.in_flight() {
+                    self.background = Some(Background::Refresh);
+                }
+                self.admit_locally(t, t)
+            }
+            d => d,
+        }
+    }
+
+    /// What [`admit_now`](Self::admit_now) left to send in the background, once.
+    pub fn take_background(&mut self) -> Option<Background> {
+        self.background.take()
+    }
+
+    /// Feeds the coordinator's answer to an `/acquire` sent in the background: its lease is
+    /// taken, and a probe permit waits for the next call ([`PARKED_PERMIT_MS`]). Returns whether
+    /// a report is due (a permit given back).
+    pub fn on_background_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> bool {
+        let t = self.now.max(now.0);
+        if let Decision::Admit(ticket) = self.on_acquire_reply(now, reply) {
+            if ticket.is_probe() {
+                self.expire_parked();
+                if let Some((old, _)) = self.parked.replace((ticket, t + PARKED_PERMIT_MS)) {
+                    let _ = self.record(LocalTime(t), old, Outcome::Ignored);
+                }
+            }
+            // A CLOSED permit is no more than the lease it came with.
+        }
+        self.flush_due(LocalTime(self.now))
+    }
+
+    /// A parked permit no call took in time is given back to the fleet.
+    fn expire_parked(&mut self) {
+        if let Some((ticket, until)) = self.parked {
+            if self.now >= until {
+                self.parked = None;
+                let _ = self.record(LocalTime(self.now), ticket, Outcome::Ignored);
+            }
+        }
+    }
+
+    /// Whether an `/acquire` is in flight, younger than `request_deadline_ms`.
+    fn acquiring(&self) -> bool {
+        self.acquires
+            .back()
+            .is_some_and(|&sent| self.now.saturating_sub(sent) < self.opts.request_deadline_ms)
+    }
+
+    /// The state this process acts on at `now`: the coordinator's, except that a local breaker
+    /// this process's own failures opened refuses under a CLOSED lease, and that the local
+    /// breaker decides before the first lease and while the coordinator is unreachable.
+    pub fn state_at(&self, now: LocalTime) -> State {
+        let local = self.local.state_at(Timestamp(now.0.max(self.now)));
+        match self.known {
+            Some(k) if self.fallback_until.is_none() => match (k.state, k.mode) {
+                (State::Closed, Mode::Automatic) => local,
+                (state, _) => state,
+            },
+            _ => local,
+        }
+    }
+
+    /// What a call would be told at `now`, without taking anything: `Err` with the refusal
+    /// [`admit`](Self::admit) would give, `Ok` when it would admit or ask the coordinator (the
+    /// fleet's throttle draws per call and is not read here).
+    pub fn peek(&self, now: LocalTime) -> Result<(), Rejected> {
+        let now = now.0.max(self.now);
+        let local = || {
+            if self.opts.fail_closed && self.fallback_until.is_some_and(|u| now < u) {
+                return Err(Rejected {
+                    reason: RejectReason::Open,
+                    retry_after_ms: self
+                        .fallback_until
+                        .unwrap_or(now)
+                        .saturating_sub(now)
+                        .max(1),
+                });
+            }
+            self.local.peek(Timestamp(now))
+        };
+        match self.known {
+            Some(k) if self.fallback_until.is_none() => match (k.state, k.mode, k.refusal) {
+                (_, Mode::Disabled, _) => Ok(()),
+                (State::Closed, _, _) => local(),
+                (_, _, Some((reason, back_at))) if now < k.until => Err(Rejected {
+                    reason,
+                    retry_after_ms: back_at.saturating_sub(now).max(1),
+                }),
+                _ => Ok(()),
+            },
+            _ => local(),
         }
     }
 

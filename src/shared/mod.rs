@@ -24,7 +24,10 @@ pub mod protocol;
 pub mod spec;
 mod wire;
 
-pub use client::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket};
+pub use client::{
+    Background, ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket,
+    PARKED_PERMIT_MS,
+};
 pub use coordinator::{
     session_key, Coordinator, Grant, OnMismatch, Record, SessionKey, Step, STORAGE_KEY,
 };

@@ -30,7 +30,7 @@ use crate::breaker::{RejectReason, State};
 use crate::shared::json;
 use crate::shared::protocol::ExchangeReply;
 use crate::shared::{
-    ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, SharedSpec, Ticket,
+    Background, ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, SharedSpec, Ticket,
 };
 
 const TICKETS: usize = 4_096;
@@ -121,6 +121,49 @@ impl WasmLeaseClient {
     pub fn admit(&mut self, now: f64) -> f64 {
         let d = self.inner.admit(lt(now));
         self.decision(d)
+    }
+
+    // `admit` for a caller that cannot wait: never acquire or refresh (what to send in the
+    // background is `take_background`'s).
+    pub fn admit_now(&mut self, now: f64) -> f64 {
+        let d = self.inner.admit_now(lt(now));
+        self.decision(d)
+    }
+
+    // What `admit_now` left to send in the background, once: 0 nothing, `decision::ACQUIRE`
+    // or `decision::REFRESH`.
+    pub fn take_background(&mut self) -> u32 {
+        match self.inner.take_background() {
+            None => 0,
+            Some(Background::Acquire) => decision::ACQUIRE as u32,
+            Some(Background::Refresh) => decision::REFRESH as u32,
+        }
+    }
+
+    // Feeds the answer to a background `/acquire`; returns whether a report is due, or false
+    // when the answer was unreadable (the client then counts the coordinator unreachable).
+    pub fn on_background_reply(&mut self, now: f64, reply: &str) -> bool {
+        match json::from_str::<ExchangeReply>(reply) {
+            Ok(r) => self.inner.on_background_reply(lt(now), &r),
+            Err(e) => {
+                self.inner
+                    .on_unreachable(lt(now), false, format!("unreadable answer: {e}"));
+                false
+            }
+        }
+    }
+
+    // The state this process acts on (a `layout::state` code).
+    pub fn state(&self, now: f64) -> f64 {
+        state_code(Some(self.inner.state_at(lt(now))))
+    }
+
+    // 0 when a call would be admitted (or ask), else the refusal, encoded as `admit`'s.
+    pub fn peek(&self, now: f64) -> f64 {
+        match self.inner.peek(lt(now)) {
+            Ok(()) => 0.0,
+            Err(r) => super::encode_rejected(r),
+        }
     }
 
     pub fn acquire_request(&mut self) -> String {

@@ -12,7 +12,10 @@ import {
   type CircuitBreakerOptions,
   type ConsecutiveTrip,
   type FailureRateTrip,
+  type OutcomeEvent,
+  type RejectEvent,
   type RejectReason,
+  type StateChangeEvent,
   type Unsubscribe,
 } from 'breakwater';
 import {
@@ -191,7 +194,16 @@ export interface SharedBreakerOptions {
    * lease. Default: 5 consecutive failures open it for 30 s, then one probe.
    */
   fallback?: CircuitBreakerOptions | LocalBreakerLike | undefined;
-  /** How a result or error counts. Default: `classifyOutcome`, as `CircuitBreaker.execute` counts. */
+  /**
+   * Where to hand the reports and lease renewals that `isHealthy()` and `record*` start in the
+   * background (`waitUntil` from `cloudflare:workers` or `@vercel/functions`), so that the
+   * runtime keeps them alive after the response. Default: none (they run on their own).
+   */
+  waitUntil?: ((promise: Promise<unknown>) => void) | undefined;
+  /**
+   * How a result or error counts. Default: `classifyOutcome`, as `CircuitBreaker.execute`
+   * counts, with `breaker.isFailure` consulted first when given.
+   */
   classify?: ((result: { ok: true; value: unknown } | { ok: false; error: unknown }) => Outcome) | undefined;
   /** The clock, ms since the epoch. Default `Date.now`. */
   clock?: (() => number) | undefined;
@@ -200,7 +212,7 @@ export interface SharedBreakerOptions {
 }
 
 export interface ExecuteOptions {
-  /** Where to hand a report that need not delay this call (`(p) => ctx.waitUntil(p)`). */
+  /** Where to hand a report that need not delay this call (`(p) => ctx.waitUntil(p)`). Default: the breaker's `waitUntil`. */
   waitUntil?: ((promise: Promise<unknown>) => void) | undefined;
   /** Overrides the breaker's `classify` for this call. */
   classify?: SharedBreakerOptions['classify'] | undefined;
@@ -208,6 +220,12 @@ export interface ExecuteOptions {
   signal?: AbortSignal | undefined;
   /** Fail the call with `TimeoutError` (an upstream failure) after this many ms. */
   timeoutMs?: number | undefined;
+}
+
+/** `execute`'s options: as `CircuitBreaker.execute`'s, plus where to hand the report and how to count. */
+export interface SharedExecuteOptions<T> extends ExecuteOptions {
+  /** Called instead of throwing `CircuitOpenError` when the breaker refuses the call. */
+  fallback?: ((error: CircuitOpenError) => T | Promise<T>) | undefined;
 }
 
 /** `stream`'s options: the guard's, plus where to hand the report and how to count. */
@@ -414,8 +432,16 @@ export class SharedCircuitBreaker {
   #classify: NonNullable<SharedBreakerOptions['classify']>;
   #now: () => number;
   #inFlight: Promise<void> | null = null;
+  #background = new Set<Promise<void>>();
+  #waitUntil: ((promise: Promise<unknown>) => void) | undefined;
   #tickets: number[] = [];
   #events = new Emitter<SharedEvent>();
+  #stateChange = new Emitter<StateChangeEvent>();
+  #reject = new Emitter<RejectEvent>();
+  #success = new Emitter<OutcomeEvent>();
+  #failure = new Emitter<OutcomeEvent>();
+  /** The state last told to `onStateChange` listeners (a `State` code; -1 before any). */
+  #told = -1;
 
   constructor(name: string, options: SharedBreakerOptions);
   constructor(name: string, options: SharedBreakerInternalOptions) {
@@ -441,7 +467,16 @@ export class SharedCircuitBreaker {
     this.#timeoutMs = positive(o.requestTimeoutMs, 'requestTimeoutMs', 5000, 300_000);
     this.#now = o.clock ?? Date.now;
     if (typeof this.#now !== 'function') throw new TypeError('breakwater: invalid option "clock" (expected a function)');
-    this.#classify = o.classify ?? ((r) => classifyOutcome(r));
+    const isFailure = o.breaker?.isFailure;
+    this.#classify =
+      o.classify ??
+      (isFailure === undefined
+        ? (r) => classifyOutcome(r)
+        : (r) => OUTCOMES[r.ok ? outcomeCode(r.value, true, undefined, isFailure) : outcomeCode(r.error, false, undefined, isFailure)] ?? 'success');
+    if (o.waitUntil !== undefined && typeof o.waitUntil !== 'function') {
+      throw new TypeError(`breakwater: invalid option "waitUntil": ${String(o.waitUntil)} (expected a function)`);
+    }
+    this.#waitUntil = o.waitUntil;
     const id = o.clientId;
     if (id !== undefined && (typeof id !== 'string' || !CLIENT_RE.test(id))) {
       throw new TypeError(`breakwater: invalid option "clientId": ${JSON.stringify(id)} (expected 1 to 64 of A-Za-z0-9-_)`);
@@ -478,9 +513,29 @@ export class SharedCircuitBreaker {
     return this.#made;
   }
 
+  /**
+   * The state this process acts on: the coordinator's, or this process's own breaker's before
+   * the first lease, while the coordinator is unreachable, and when this process's own failures
+   * opened it under a CLOSED lease. Never null.
+   */
+  get state(): SharedState {
+    return STATES[this.#core.state(this.#now())]!;
+  }
   /** The state this client last learned from the coordinator (null before the first answer). */
-  get state(): SharedState | null {
+  get fleetState(): SharedState | null {
     return STATES[this.#info()[LeaseInfo.KnownState]!] ?? null;
+  }
+  /**
+   * Whether a call would be refused now, as `CircuitBreaker.isOpen()`: takes nothing and counts
+   * nothing. An OPEN breaker whose period has elapsed reads `false`: the next call asks for the probe.
+   */
+  isOpen(): boolean {
+    return this.#core.peek(this.#now()) < 0;
+  }
+  /** Milliseconds until a call may be admitted (a Retry-After); 0 when one would be now. */
+  get retryAfterMs(): number {
+    const code = this.#core.peek(this.#now());
+    return code < 0 ? this.#decode(code).retryAfterMs : 0;
   }
   /** Whether the local breaker decides now (the coordinator did not answer). */
   get inFallback(): boolean {
@@ -503,17 +558,48 @@ export class SharedCircuitBreaker {
     return this.#core.info(this.#now());
   }
 
-  /** Listens to state changes, fallbacks, recoveries and dropped outcomes. */
+  /** Listens to the coordinator's state changes, fallbacks, recoveries and dropped outcomes. */
   onEvent(listener: (e: SharedEvent) => void): Unsubscribe {
     return this.#events.subscribe(listener);
   }
+  /** As `CircuitBreaker.onStateChange`: the state this process acts on (`state`) changed. */
+  onStateChange(listener: (event: StateChangeEvent) => void): Unsubscribe {
+    if (this.#told < 0) this.#told = this.#core.state(this.#now());
+    return this.#stateChange.subscribe(listener);
+  }
+  /** As `CircuitBreaker.onReject`: a call was refused. */
+  onReject(listener: (event: RejectEvent) => void): Unsubscribe {
+    return this.#reject.subscribe(listener);
+  }
+  /** As `CircuitBreaker.onSuccess`: a call was reported a success. */
+  onSuccess(listener: (event: OutcomeEvent) => void): Unsubscribe {
+    return this.#success.subscribe(listener);
+  }
+  /** As `CircuitBreaker.onFailure`: a call was reported an upstream failure. */
+  onFailure(listener: (event: OutcomeEvent) => void): Unsubscribe {
+    return this.#failure.subscribe(listener);
+  }
+
+  #rejectEvent(e: CircuitOpenError): RejectEvent {
+    return { breaker: this.name, reason: e.reason, retryAfterMs: e.retryAfterMs };
+  }
 
   /** Runs `fn` if admitted; throws a `CircuitOpenError` (`isCircuitOpenError`) if not. */
-  async execute<T>(fn: (context: { signal?: AbortSignal | undefined }) => T | Promise<T>, opts: ExecuteOptions = {}): Promise<T> {
-    checkKeys('execute options', opts ?? {}, ['waitUntil', 'classify', 'signal', 'timeoutMs']);
+  async execute<T>(fn: (context: { signal?: AbortSignal | undefined }) => T | Promise<T>, opts: SharedExecuteOptions<T> = {}): Promise<T> {
+    checkKeys('execute options', opts ?? {}, ['waitUntil', 'classify', 'signal', 'timeoutMs', 'fallback']);
     const { signal, timeoutMs } = checkGuard(opts ?? {});
     if (signal?.aborted) throw signal.reason;
-    const ticket = await this.#admit();
+    if (opts.fallback !== undefined && typeof opts.fallback !== 'function') {
+      throw new TypeError(`breakwater: invalid option "fallback" in execute options: ${String(opts.fallback)} (expected a function)`);
+    }
+    let ticket: number;
+    try {
+      ticket = await this.#admit();
+    } catch (e) {
+      if (opts.fallback !== undefined && e instanceof CircuitOpenError) return opts.fallback(e);
+      throw e;
+    }
+    opts = { ...opts, waitUntil: opts.waitUntil ?? this.#waitUntil };
     const classify = opts.classify ?? this.#classify;
     if (signal !== undefined || timeoutMs !== undefined) {
       // The same guard as CircuitBreaker.execute's; the report follows the call, as below.
@@ -561,7 +647,7 @@ export class SharedCircuitBreaker {
     fn: (context: { signal: AbortSignal }) => StreamSource<T> | Promise<StreamSource<T>>,
     opts: SharedStreamOptions<T> = {},
   ): Promise<ReadableStream<T>> {
-    const { waitUntil, classify = this.#classify, ...options } = opts ?? {};
+    const { waitUntil = this.#waitUntil, classify = this.#classify, ...options } = opts ?? {};
     if (options.signal?.aborted) throw options.signal.reason;
     const ticket = await this.#admit();
     return guardStream(
@@ -576,31 +662,56 @@ export class SharedCircuitBreaker {
     );
   }
 
-  /** The `isHealthy()` pattern: may one call go ahead? Report it with `recordSuccess/Failure`. */
-  async isHealthy(): Promise<boolean> {
-    try {
-      const ticket = await this.#admit();
-      // Calls let through and never reported are forgotten beyond the core's own ticket ring
-      // (a report without a ticket counts under the current lease).
-      if (this.#tickets.length >= MAX_TICKETS) this.#tickets.shift();
-      this.#tickets.push(ticket);
-      return true;
-    } catch {
+  /**
+   * Seed 000's check, synchronous as `CircuitBreaker.isHealthy()`: may one call go ahead now?
+   * Answered from the lease, or from this process's own breaker before the first lease and
+   * while a renewal is on its way; what must be asked of the coordinator is sent in the
+   * background (handed to `waitUntil`). In HALF_OPEN a `true` holds one of the fleet's probes,
+   * which a background request fetched: the first call after the open period is refused while
+   * it is asked for. Report every `true` with `recordSuccess()`, `recordFailure(error)` or
+   * `recordIgnored()`.
+   */
+  isHealthy(): boolean {
+    const d = this.#core.admit_now(this.#now());
+    this.#drain();
+    this.#kick();
+    if (d < 0) {
+      this.#rejection(d);
       return false;
     }
+    // Calls let through and never reported are forgotten beyond the core's own ticket ring
+    // (a report without a ticket counts under the current lease).
+    if (this.#tickets.length >= MAX_TICKETS) this.#tickets.shift();
+    this.#tickets.push(d);
+    return true;
   }
-  /** Reports a success of the oldest call let through by `isHealthy()`. */
-  recordSuccess(opts: ExecuteOptions = {}): Promise<void> {
-    return this.#settleUntracked('success', opts.waitUntil);
+  /** Reports a success of the oldest call let through by `isHealthy()`; the report goes in the background. */
+  recordSuccess(): void {
+    this.#settleUntracked('success');
   }
-  /** Reports a failure of the oldest call let through by `isHealthy()` (classified like `execute`'s errors when given one). */
-  recordFailure(error?: unknown, opts: ExecuteOptions = {}): Promise<void> {
-    const outcome = error === undefined ? 'failure' : safeClassify(this.#classify, { ok: false, error }, 'failure');
-    return this.#settleUntracked(outcome, opts.waitUntil);
+  /**
+   * Reports how the oldest call let through by `isHealthy()` failed, classified as `execute`
+   * would (`breaker.isFailure`, then the package's rules; no error: an upstream failure). Pass
+   * the call's `signal` so that the caller's own abort is not counted.
+   */
+  recordFailure(error?: unknown, signal?: AbortSignal): void {
+    let outcome: Outcome = 'failure';
+    if (error !== undefined) {
+      outcome =
+        signal?.aborted && error === signal.reason
+          ? (OUTCOMES[outcomeCode(error, false, signal)] ?? 'failure')
+          : safeClassify(this.#classify, { ok: false, error }, 'failure');
+    }
+    this.#settleUntracked(outcome);
+  }
+  /** Reports a call let through by `isHealthy()` that says nothing about the upstream (or was never made). */
+  recordIgnored(): void {
+    this.#settleUntracked('ignored');
   }
 
   /** Sends whatever waits and renews the lease. Resolves to whether the coordinator answered. */
   async flush(): Promise<boolean> {
+    while (this.#background.size) await Promise.all(this.#background);
     if (this.#inFlight) await this.#inFlight;
     await this.#flush(true);
     return !this.inFallback;
@@ -632,10 +743,16 @@ export class SharedCircuitBreaker {
       if (r >= 0) return r;
       if (r <= -Reject.Scale) throw this.#rejection(r);
     }
-    throw new CircuitOpenError(this.name, this.state ?? 'OPEN', 'open', 1);
+    throw new CircuitOpenError(this.name, this.state, 'open', 1);
   }
 
   #rejection(code: number): CircuitOpenError {
+    const e = this.#decode(code);
+    if (this.#reject.size) this.#reject.emit(this.#rejectEvent(e));
+    return e;
+  }
+
+  #decode(code: number): CircuitOpenError {
     const c = -code;
     const reason = REASONS[c % Reject.Scale] ?? 'open';
     const retryAfterMs = Math.max(1, (c - (c % Reject.Scale)) / Reject.Scale);
@@ -648,25 +765,52 @@ export class SharedCircuitBreaker {
   #settle(ticket: number, outcome: Outcome, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
     const due = this.#core.record(this.#now(), ticket, OUTCOMES.indexOf(outcome));
     this.#drain();
+    this.#tellOutcome(outcome);
     if (!due) return Promise.resolve();
     const p = this.#flush(false);
     if (waitUntil) waitUntil(p);
     return p;
   }
 
-  #settleUntracked(outcome: Outcome, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
+  #settleUntracked(outcome: Outcome): void {
     const ticket = this.#tickets.shift();
     const now = this.#now();
     const due =
       ticket === undefined ? this.#core.record_untracked(now, OUTCOMES.indexOf(outcome)) : this.#core.record(now, ticket, OUTCOMES.indexOf(outcome));
     this.#drain();
-    if (!due) return Promise.resolve();
-    const p = this.#flush(false);
-    if (waitUntil) {
-      waitUntil(p);
-      return Promise.resolve();
-    }
-    return p;
+    if (due) this.#hand(this.#flush(false));
+    this.#tellOutcome(outcome);
+  }
+
+  #tellOutcome(outcome: Outcome): void {
+    if (outcome === 'success') {
+      if (this.#success.size) this.#success.emit({ breaker: this.name });
+    } else if (outcome === 'failure' && this.#failure.size) this.#failure.emit({ breaker: this.name });
+  }
+
+  /** Sends what `admit_now` left for the background: a lease renewal, or an `/acquire`. */
+  #kick(): void {
+    const need = this.#core.take_background();
+    if (need === Decision.Refresh) this.#hand(this.#flush(true));
+    else if (need === Decision.Acquire) this.#hand(this.#acquireInBackground());
+  }
+
+  async #acquireInBackground(): Promise<void> {
+    const answer = await this.#exchange('acquire', this.#core.acquire_request());
+    const now = this.#now();
+    let due = false;
+    if (answer.kind === 'ok') due = this.#core.on_background_reply(now, answer.text);
+    else if (answer.kind === 'refused') this.#core.on_acquire_refused(now, answer.status, answer.reason);
+    else this.#core.on_unreachable(now, false, answer.reason);
+    this.#drain();
+    if (due) await this.#flush(false);
+  }
+
+  /** A request started in the background: handed to `waitUntil`, and awaited by `flush()`. */
+  #hand(p: Promise<void>): void {
+    const tracked = p.catch(() => {}).finally(() => this.#background.delete(tracked));
+    this.#background.add(tracked);
+    this.#waitUntil?.(tracked);
   }
 
   /** One report at a time; a failure recorded meanwhile is sent right after. */
@@ -697,6 +841,14 @@ export class SharedCircuitBreaker {
   }
 
   #drain(): void {
+    if (this.#stateChange.size) {
+      const now = this.#now();
+      const to = this.#core.state(now);
+      if (this.#told >= 0 && to !== this.#told) {
+        this.#stateChange.emit({ breaker: this.name, from: STATES[this.#told]!, to: STATES[to]!, at: now });
+      }
+      this.#told = to;
+    }
     for (let json = this.#core.next_event(); json !== undefined; json = this.#core.next_event()) {
       const e = { ...(JSON.parse(json) as object), breaker: this.name } as SharedEvent;
       warnMisconfigured(this.name, e);

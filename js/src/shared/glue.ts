@@ -20,6 +20,16 @@
 export interface WasmLeaseClient {
   /** A ticket handle (≥ 0), `-Decision.Acquire`, `-Decision.Refresh`, `-Decision.Retry`, or a refusal (`Reject`, ≤ `-Reject.Scale`). */
   admit(now: number): number;
+  /** As `admit`, for a caller that cannot wait: a ticket handle or a refusal, never a request. */
+  admit_now(now: number): number;
+  /** What `admit_now` left to send in the background, once: 0, `Decision.Acquire` or `Decision.Refresh`. */
+  take_background(): number;
+  /** Feeds a background acquire's answer; whether a report is due (false: unreadable). */
+  on_background_reply(now: number, reply: string): boolean;
+  /** The state this process acts on (a `State` code). */
+  state(now: number): number;
+  /** 0 when a call would be admitted (or ask), else the refusal as `admit` encodes it. */
+  peek(now: number): number;
   acquire_request(): string;
   on_acquire_reply(now: number, reply: string): number;
   /** Whether a report is due. */
