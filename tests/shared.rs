@@ -1011,3 +1011,165 @@ fn a_record_written_with_the_old_trip_spelling_keeps_its_state() {
     assert!(back.restore_error().is_some());
     assert_eq!(back.breaker().state(), State::Closed);
 }
+
+/// What a host does in the background after `admit_now`: sends the request it left, if any.
+fn background(c: &mut LeaseClient, co: &mut Coordinator, now: u64) {
+    match c.take_background() {
+        Some(breakwater::shared::Background::Acquire) => {
+            let req = c.acquire_request();
+            let reply = exchange(co, now, &req, true);
+            if c.on_background_reply(lt(now), &reply) {
+                flush(c, co, now, false);
+            }
+        }
+        Some(breakwater::shared::Background::Refresh) => flush(c, co, now, true),
+        None => {}
+    }
+}
+
+/// Seed 000's synchronous `isHealthy()`: `admit_now` never asks the host to wait. Before the first
+/// lease the instance's own breaker admits (and the outcomes count under the lease once it is
+/// here); the instance's failures block it at once, before the coordinator has answered; another
+/// instance learns within one lease; after the open period the probe a background request
+/// fetched waits for the next call, and (liveness) everybody is admitted again once it succeeds.
+#[test]
+fn admit_now_answers_at_once_blocks_the_failing_instance_at_once_and_recovers() {
+    let config = BreakerConfig::new()
+        .with_trip(TripRule::ConsecutiveFailures { threshold: 2 })
+        .with_open_duration_ms(1_000)
+        .with_probe_timeout_ms(2_000);
+    let mut co = coordinator(SharedSpec::new(config).with_lease_ms(500));
+    let own = LeaseOptions::new().with_fallback(config);
+    let mut a = LeaseClient::new("a".into(), 1, own).unwrap();
+    let mut b = LeaseClient::new("b".into(), 2, own).unwrap();
+    let now = 10_000;
+
+    // No lease yet: admitted by the instance's own breaker, the acquire left for the background.
+    let Decision::Admit(ticket) = a.admit_now(lt(now)) else {
+        panic!("admitted before the first lease")
+    };
+    assert_eq!(
+        a.take_background(),
+        Some(breakwater::shared::Background::Acquire)
+    );
+    // While the first lease is on its way, a failure waits for it instead of being sent alone.
+    let _ = a.acquire_request();
+    assert!(!a.record(lt(now), ticket, Outcome::Failure));
+    let reply = exchange(&mut co, now, &req("a", 1, vec![]), true);
+    assert!(
+        a.on_background_reply(lt(now), &reply),
+        "the failure is due now"
+    );
+    flush(&mut a, &mut co, now, false);
+    assert_eq!(
+        co.breaker().stats().failures,
+        1,
+        "counted under the first lease"
+    );
+
+    // The second failure opens the instance's own breaker at once: refused before any answer.
+    let Decision::Admit(ticket) = a.admit_now(lt(now)) else {
+        panic!("admitted on the lease")
+    };
+    assert!(
+        a.record(lt(now), ticket, Outcome::Failure),
+        "a failure is sent at once"
+    );
+    let refused = a.admit_now(lt(now));
+    assert!(
+        matches!(refused, Decision::Reject(r) if r.reason == RejectReason::Open),
+        "{refused:?}"
+    );
+    assert_eq!(a.state_at(lt(now)), State::Open);
+    flush(&mut a, &mut co, now, false);
+    assert_eq!(co.breaker().state(), State::Open);
+
+    // b had a lease from before; within one lease it learns.
+    let Decision::Admit(t0) = b.admit_now(lt(now - 100)) else {
+        panic!()
+    };
+    background(&mut b, &mut co, now - 100);
+    let _ = b.record(lt(now - 100), t0, Outcome::Success);
+    let later = now + 500;
+    let _ = b.admit_now(lt(later));
+    background(&mut b, &mut co, later);
+    assert!(matches!(b.admit_now(lt(later)), Decision::Reject(_)));
+    assert_eq!(
+        b.peek(lt(later)).map_err(|r| r.reason),
+        Err(RejectReason::Open)
+    );
+
+    // After the open period: the first call is refused while the probe is fetched, the next one
+    // takes it; its success closes the fleet's breaker, and both instances are admitted again.
+    let healed = now + 1_100;
+    assert!(matches!(a.admit_now(lt(healed)), Decision::Reject(_)));
+    background(&mut a, &mut co, healed);
+    let Decision::Admit(probe) = a.admit_now(lt(healed)) else {
+        panic!("the parked probe")
+    };
+    assert!(probe.is_probe());
+    assert!(a.record(lt(healed), probe, Outcome::Success));
+    flush(&mut a, &mut co, healed, false);
+    assert_eq!(co.breaker().state(), State::Closed);
+    assert!(matches!(a.admit_now(lt(healed)), Decision::Admit(_)));
+    let _ = b.admit_now(lt(healed + 500));
+    background(&mut b, &mut co, healed + 500);
+    assert!(matches!(b.admit_now(lt(healed + 500)), Decision::Admit(_)));
+}
+
+/// A probe a background request fetched and no call took is given back after
+/// `PARKED_PERMIT_MS`, so that a quiet instance does not hold the fleet's only probe until the
+/// coordinator's probe time-out.
+#[test]
+fn a_parked_probe_no_call_takes_is_given_back() {
+    let mut co = coordinator(spec());
+    let mut a = client("a");
+    let mut b = client("b");
+    let now = 10_000;
+    trip(&mut co, now);
+    let _ = a.admit_now(lt(now + 1_000));
+    background(&mut a, &mut co, now + 1_000);
+    assert_eq!(
+        co.breaker().probes_in_flight(),
+        1,
+        "a holds the probe, parked"
+    );
+    // Nobody calls on a for a while: the parked probe is given back with the next report.
+    let quiet = now + 1_000 + breakwater::shared::PARKED_PERMIT_MS;
+    let _ = a.admit_now(lt(quiet));
+    flush(&mut a, &mut co, quiet, true);
+    assert_eq!(co.breaker().probes_in_flight(), 0, "given back as ignored");
+    // b can probe now.
+    let _ = b.admit_now(lt(quiet));
+    background(&mut b, &mut co, quiet);
+    assert!(matches!(b.admit_now(lt(quiet)), Decision::Admit(t) if t.is_probe()));
+}
+
+/// An instance's own breaker yields once the coordinator has heard everything it saw and still
+/// says CLOSED (it counts other instances' successes, or runs other settings): its refusals last
+/// one round trip at most.
+#[test]
+fn the_instances_own_breaker_yields_to_a_coordinator_that_heard_it() {
+    let lenient = BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 10 });
+    let strict = BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 2 });
+    let mut co = coordinator(SharedSpec::new(lenient).with_lease_ms(500));
+    let mut a = LeaseClient::new("a".into(), 1, LeaseOptions::new().with_fallback(strict)).unwrap();
+    let now = 10_000;
+    assert!(call(&mut a, &mut co, now, Outcome::Success).is_ok());
+    assert!(call(&mut a, &mut co, now, Outcome::Failure).is_ok());
+    let Decision::Admit(t) = a.admit(lt(now)) else {
+        panic!()
+    };
+    assert!(a.record(lt(now), t, Outcome::Failure));
+    assert!(
+        matches!(a.admit(lt(now)), Decision::Reject(_)),
+        "blocked at once"
+    );
+    flush(&mut a, &mut co, now, false);
+    assert_eq!(co.breaker().state(), State::Closed);
+    assert_eq!(a.state_at(lt(now)), State::Closed);
+    assert!(
+        matches!(a.admit(lt(now)), Decision::Admit(_)),
+        "the fleet's view again"
+    );
+}
