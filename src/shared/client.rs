@@ -856,9 +856,10 @@ impl LeaseClient {
         };
         let before = self.known.map(|k| k.state);
         let generation = self.known.map(|k| k.generation);
-        if before.is_none() {
+        if before.is_none() && self.fallback_until.is_none() {
             // Outcomes of calls admitted before the first lease (by the local breaker, while it
-            // was on its way) count under it, not as another generation's.
+            // was on its way: moments ago) count under it. Those decided while the coordinator
+            // was unreachable, maybe minutes ago, stay without a generation: statistics only.
             for c in self.pending.iter_mut().filter(|c| c.generation.is_none()) {
                 c.generation = Some(lease.generation);
             }

@@ -98,8 +98,13 @@ test('a probe reports for itself: with two probes, a failed one is not lost when
   const store = new MemoryStore(clock);
   const breaker = { ...BREAKER, halfOpenMaxProbes: 2, halfOpenSuccessThreshold: 2 };
   const [a, b, c] = instances(uniq('two-probes'), store, clock, { breaker });
+  // Each instance has a lease (before its first, an instance's own breaker decides).
+  await Promise.all([a, b, c].map((x) => x.flush()));
   await trip(a);
   now += 1_000;
+  // Each learns HALF_OPEN (a lapsed lease is otherwise answered by the instance's own breaker
+  // until the renewal is back).
+  await Promise.all([a, b, c].map((x) => x.flush()));
   assert.equal(await healthy(a), true);
   assert.equal(await healthy(b), true);
   assert.equal(await healthy(c), false, 'two probe slots, both taken');
