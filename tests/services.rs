@@ -460,6 +460,42 @@ async fn the_tower_layer_counts_responses_by_status_and_refuses_from_call() {
     assert_eq!(breaker.state(), State::Closed);
 }
 
+/// The layer on an axum `Router` in one line (`answer_503`): the handlers' 529s open the
+/// breaker, an OPEN circuit answers 503 with `Retry-After` without running the handler, served
+/// over real HTTP on 127.0.0.1, and (liveness) the route answers again after the open period.
+#[tokio::test]
+async fn the_tower_layer_goes_on_an_axum_router_in_one_line_and_answers_503() {
+    let provider = Provider::new();
+    let clock = ManualClock::new(Timestamp(1_700_000_000_000));
+    let breaker = Arc::new(CircuitBreaker::new("anthropic", open_after(2), clock.clone()).unwrap());
+    // The gateway: its handler calls the provider; the breaker guards the route.
+    let app = provider
+        .router()
+        .layer(BreakerLayer::new(Arc::clone(&breaker)).answer_503());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let http = reqwest::Client::new();
+    let get = || http.post(format!("http://{addr}/v1/messages")).send();
+
+    provider.cue([Answer::status(529), Answer::status(529)]);
+    for _ in 0..2 {
+        assert_eq!(get().await.unwrap().status(), 529);
+    }
+    assert_eq!(breaker.state(), State::Open);
+    let hits = provider.hits();
+    clock.advance(10_500);
+    let refused = get().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "50", "49.5 s rounded up");
+    assert_eq!(provider.hits(), hits, "the handler did not run");
+
+    clock.advance(50_000);
+    assert_eq!(get().await.unwrap().status(), 200);
+    assert_eq!(breaker.state(), State::Closed);
+    server.abort();
+}
+
 /// A time-out inside the layer (`tower::timeout`) is a failure; a caller that drops the response
 /// future while the provider hangs settles the call as ignored, freeing the probe slot at once.
 #[tokio::test]

@@ -24,6 +24,7 @@
 import {
   BreakerRegistry,
   FallbackChain,
+  globalBreakers,
   classifyError,
   endingOf,
   isTimeoutError,
@@ -117,7 +118,7 @@ export interface FallbackTier<M extends LanguageModelLike> {
   model: M;
   /**
    * Its breaker: a `CircuitBreaker`, `SharedCircuitBreaker` or `StoreCircuitBreaker`. Default:
-   * the one named `provider:modelId` in `modelBreakers()` (one per model in the process).
+   * the one named `provider:modelId` in `globalBreakers()` (one per model in the process).
    */
   breaker?: ChainBreaker | undefined;
   /** Named in `onTier` events. Default: the breaker's name. */
@@ -130,7 +131,7 @@ export interface FallbackModelOptions extends GuardOptions {
   name?: string | undefined;
   /** Whether an error moves on to the next tier (see `FallbackChainOptions.fallThrough`). */
   fallThrough?: ((error: unknown) => boolean) | undefined;
-  /** Where tiers without a breaker find theirs. Default: `modelBreakers()`. */
+  /** Where tiers without a breaker find theirs. Default: `globalBreakers()`. */
   registry?: BreakerRegistry | undefined;
   /** Options of the breakers the registry creates for tiers without one (when it creates them). */
   breakerOptions?: CircuitBreakerOptions | undefined;
@@ -564,18 +565,6 @@ export function breakerMiddleware(breaker: ChainBreaker, options: BreakerMiddlew
   };
 }
 
-const REGISTRY = Symbol.for('breakwater.ai.modelBreakers');
-
-/**
- * The process-wide registry of `fallbackModel`'s default breakers, one per `provider:modelId`
- * (e.g. `anthropic.messages:claude-sonnet-4-5`). Kept on `globalThis`, so separately bundled
- * copies of this package (a route and a middleware, say) share it.
- */
-export function modelBreakers(): BreakerRegistry {
-  const g = globalThis as unknown as Record<symbol, BreakerRegistry | undefined>;
-  return (g[REGISTRY] ??= new BreakerRegistry());
-}
-
 /** Per media type, the URL patterns every tier supports (same source and flags). */
 async function commonUrls(models: readonly LanguageModelLike[]): Promise<Record<string, RegExp[]>> {
   const all = await Promise.all(models.map((m) => m.supportedUrls));
@@ -596,7 +585,7 @@ async function commonUrls(models: readonly LanguageModelLike[]): Promise<Record<
  * refused, `CircuitOpenError` with the soonest `retryAfterMs`. Built on `FallbackChain`.
  *
  * Tiers must share one specification version (all AI SDK 6 providers, or all AI SDK 7). A tier
- * without `breaker` uses the one named `provider:modelId` in `modelBreakers()`.
+ * without `breaker` uses the one named `provider:modelId` in `globalBreakers()`.
  */
 export function fallbackModel<M extends LanguageModelLike>(
   tiers: ReadonlyArray<FallbackTier<M>>,
@@ -626,7 +615,7 @@ export function fallbackModel<M extends LanguageModelLike>(
     }
     const breaker =
       tier.breaker === undefined
-        ? ((o.registry as BreakerRegistry | undefined) ?? modelBreakers()).get(`${model.provider}:${model.modelId}`, breakerOptions)
+        ? ((o.registry as BreakerRegistry | undefined) ?? globalBreakers()).get(`${model.provider}:${model.modelId}`, breakerOptions)
         : checkBreaker(`tiers[${i}].breaker`, tier.breaker);
     return { model, breaker, ...(tier.name === undefined ? {} : { name: tier.name as string }) };
   });

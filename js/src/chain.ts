@@ -2,11 +2,11 @@
 // OPEN refuses at once (no call, no latency) and the next one is asked; an upstream failure moves
 // on too; a client error stops the chain (it would fail on every tier). The breakers decide; the
 // chain only walks.
-import { CircuitOpenError, isCircuitOpenError } from './helpers/errors.js';
+import { CircuitOpenError, isCircuitOpenError, isTimeoutError } from './helpers/errors.js';
 import { Emitter, type Unsubscribe } from './helpers/events.js';
 import { checkKeys, fail, fn as optFn, obj } from './helpers/options.js';
 import { classifyError, isResponse, statusOf } from './classify.js';
-import { EXECUTE_KEYS, type CallContext, type ExecuteOptions } from './breakers/breaker.js';
+import { EXECUTE_KEYS, type CallContext, type ExecuteOptions, type FallbackReason } from './breakers/breaker.js';
 import type { StreamOptions, StreamSource } from './guards/stream.js';
 
 /** What a tier's breaker must offer: `CircuitBreaker`, `SharedCircuitBreaker` and `StoreCircuitBreaker` do. */
@@ -38,7 +38,7 @@ export interface FallbackChainOptions {
 
 export interface ChainResult<T> {
   value: T;
-  /** The index of the tier that answered; -1 for `execute`'s `fallback` (every tier refused). */
+  /** The index of the tier that answered; -1 for `execute`'s `fallback` (no tier answered). */
   tier: number;
   /** The tier's name; `"fallback"` for `execute`'s `fallback`. */
   name: string;
@@ -96,22 +96,22 @@ export class FallbackChain<T = unknown> {
   }
 
   /**
-   * Answers from the first tier that admits the call and succeeds. `fallback` answers when every
-   * tier refused (each breaker OPEN): the tiers never see it, so an OPEN primary does not answer
-   * with it while the backup is up. When a tier was called and failed, its error is thrown.
+   * Answers from the first tier that admits the call and succeeds. `fallback` answers when no
+   * tier could: every tier refused (its reason is the refusal's, `'open'`, with the soonest
+   * `retryAfterMs` on the `CircuitOpenError`), or the tiers that were called failed with upstream
+   * failures (`'failure'` or `'timeout'`, with the last error). The tiers never see it, so an OPEN
+   * primary does not answer with it while the backup is up. A client error stops the walk and is
+   * thrown, fallback or not.
    */
   async execute(options?: ExecuteOptions<T>): Promise<ChainResult<T>> {
     if (options !== undefined) checkKeys('FallbackChain execute options', obj('FallbackChain execute options', options) ?? {}, EXECUTE_KEYS);
     const { fallback, ...tierOptions } = options ?? {};
     if (fallback !== undefined && typeof fallback !== 'function') fail('fallback', fallback, 'a function');
-    try {
-      return await this.#walk(options?.signal, (t) =>
-        (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, options === undefined ? undefined : tierOptions),
-      );
-    } catch (e) {
-      if (fallback === undefined || !(e instanceof CircuitOpenError && e.breaker === this.name)) throw e;
-      return { value: await fallback(e), tier: -1, name: 'fallback' };
-    }
+    return this.#walk(
+      options?.signal,
+      (t) => (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, options === undefined ? undefined : tierOptions),
+      fallback,
+    );
   }
 
   /**
@@ -134,7 +134,11 @@ export class FallbackChain<T = unknown> {
     return this.#events.subscribe(listener);
   }
 
-  async #walk<V>(signal: AbortSignal | undefined, attempt: (tier: { breaker: ChainBreaker; call: Tier<T>['call'] }) => Promise<V>): Promise<ChainResult<V>> {
+  async #walk<V>(
+    signal: AbortSignal | undefined,
+    attempt: (tier: { breaker: ChainBreaker; call: Tier<T>['call'] }) => Promise<V>,
+    fallback?: (error: unknown, reason: FallbackReason) => V | Promise<V>,
+  ): Promise<ChainResult<V>> {
     let soonest = Infinity;
     let last: unknown;
     let failed = false;
@@ -164,8 +168,10 @@ export class FallbackChain<T = unknown> {
       last = error;
       failed = true;
     }
-    if (failed) throw last;
-    throw new CircuitOpenError(this.name, 'OPEN', 'open', soonest);
+    const error = failed ? last : new CircuitOpenError(this.name, 'OPEN', 'open', soonest);
+    if (fallback === undefined) throw error;
+    const reason = failed ? (isTimeoutError(last) ? 'timeout' : 'failure') : 'open';
+    return { value: await fallback(error, reason), tier: -1, name: 'fallback' };
   }
 
   #moveOn(error: unknown): boolean {

@@ -16,6 +16,7 @@ export {
   type CircuitBreakerOptions,
   type ConsecutiveTrip,
   type ExecuteOptions,
+  type FallbackReason,
   type FailureRateTrip,
   type OutcomeEvent,
   type RateRule,

@@ -120,6 +120,98 @@ impl<C: Clock> BreakerLayer<C> {
     pub fn breaker(&self) -> &Arc<CircuitBreaker<C>> {
         &self.breaker
     }
+
+    /// The same layer for a server: a refusal becomes a `503 Service Unavailable` response
+    /// with `Retry-After` (whole seconds, rounded up) and an empty body, and the service's error
+    /// stays the inner service's own. An axum `Router` takes it as it is:
+    /// `Router::new().route(…).layer(BreakerLayer::new(breaker).answer_503())`.
+    pub fn answer_503(self) -> Answer503Layer<C> {
+        Answer503Layer { inner: self }
+    }
+}
+
+/// A [`BreakerLayer`] whose refusals are answered with a 503 ([`BreakerLayer::answer_503`]).
+#[derive(Clone, Debug)]
+pub struct Answer503Layer<C: Clock> {
+    inner: BreakerLayer<C>,
+}
+
+impl<S, C: Clock> Layer<S> for Answer503Layer<C> {
+    type Service = Answer503<BreakerService<S, C>>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Answer503 {
+            inner: self.inner.layer(inner),
+        }
+    }
+}
+
+/// A [`BreakerService`] whose refusals are answered with a 503 ([`BreakerLayer::answer_503`]).
+#[derive(Clone, Debug)]
+pub struct Answer503<S> {
+    inner: S,
+}
+
+impl<S, C, Req, B> Service<Req> for Answer503<BreakerService<S, C>>
+where
+    S: Service<Req, Response = Response<B>>,
+    C: Clock,
+    B: Default,
+{
+    type Response = Response<B>;
+    type Error = S::Error;
+    type Future = Answer503Future<ResponseFuture<S::Future, C>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        // The breaker refuses from `call` only: readiness is the inner service's.
+        self.inner.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        Answer503Future {
+            fut: Box::pin(self.inner.call(req)),
+        }
+    }
+}
+
+/// The future of an [`Answer503`] call.
+pub struct Answer503Future<F> {
+    fut: Pin<Box<F>>,
+}
+
+impl<F> fmt::Debug for Answer503Future<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Answer503Future")
+    }
+}
+
+impl<F, B, E> Future for Answer503Future<F>
+where
+    F: Future<Output = Result<Response<B>, Error<E>>>,
+    B: Default,
+{
+    type Output = Result<Response<B>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match this.fut.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(response)) => Poll::Ready(Ok(response)),
+            Poll::Ready(Err(Error::Inner(e))) => Poll::Ready(Err(e)),
+            Poll::Ready(Err(Error::Rejected(r))) => Poll::Ready(Ok(unavailable(r))),
+        }
+    }
+}
+
+/// A 503 with `Retry-After` in whole seconds (at least 1), for a refusal.
+fn unavailable<B: Default>(r: Rejected) -> Response<B> {
+    let seconds = r.retry_after_ms.div_ceil(1000).max(1);
+    let mut response = Response::new(B::default());
+    *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+    response
 }
 
 impl<S, C: Clock> Layer<S> for BreakerLayer<C> {

@@ -20,8 +20,8 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
   const { generateText, wrapLanguageModel, simulateReadableStream } = ai;
   // Errors reach the tests through the stream; the SDK's default onError would log them too.
   const streamText = (options) => ai.streamText({ onError: () => {}, ...options });
-  const { CircuitBreaker, BreakerRegistry, isCircuitOpenError, classifyError, retryAfterMs } = breakwater;
-  const { breakerMiddleware, fallbackModel, modelBreakers, isModelAnswerError } = bwai;
+  const { CircuitBreaker, BreakerRegistry, globalBreakers, isCircuitOpenError, classifyError, retryAfterMs } = breakwater;
+  const { breakerMiddleware, fallbackModel, isModelAnswerError } = bwai;
   globalThis.AI_SDK_LOG_WARNINGS = false;
 
   let provider;
@@ -370,9 +370,9 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     assert.deepEqual(counts(c), { admitted: 1, rejected: 0, successes: 0, failures: 0, ignored: 1 });
   });
 
-  test(`${label}: fallbackModel: default breakers, one per provider:modelId, in a registry on globalThis`, async () => {
-    const registry = modelBreakers();
-    assert.equal(registry, globalThis[Symbol.for('breakwater.ai.modelBreakers')]);
+  test(`${label}: fallbackModel: default breakers, one per provider:modelId, in the process-wide registry`, async () => {
+    const registry = globalBreakers();
+    assert.equal(registry, globalThis[Symbol.for('breakwater.globalBreakers')]);
     assert.ok(registry instanceof BreakerRegistry);
     const model = fallbackModel([{ model: anthropic('claude-default') }, { model: openai.chat('gpt-default') }], {
       breakerOptions: { failureThreshold: 1 },

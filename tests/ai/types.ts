@@ -5,7 +5,8 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { CircuitBreaker } from 'breakwater';
 import { StoreCircuitBreaker, MemoryStore } from 'breakwater/store';
-import { breakerMiddleware, fallbackModel, modelBreakers } from 'breakwater/ai';
+import { globalBreakers } from 'breakwater';
+import { breakerMiddleware, fallbackModel } from 'breakwater/ai';
 const anthropic = createAnthropic({ apiKey: 'k' });
 const openai = createOpenAI({ apiKey: 'k' });
 const b = new CircuitBreaker('a');
@@ -16,9 +17,9 @@ const fb = fallbackModel([{ model: anthropic('x'), breaker: b }, { model: openai
   onInterrupted: (e: unknown) => `\n[interrupted: ${String(e)}]`,
 });
 fb.onTier((e) => e.outcome);
-// The README recipe: breakwater's own limits, the backup's breaker from modelBreakers().
+// The README recipe: breakwater's own limits, the backup's breaker from globalBreakers().
 const limits = { firstChunkTimeoutMs: 15_000, idleTimeoutMs: 10_000, totalTimeoutMs: 120_000 };
-export const openaiBreaker = modelBreakers().get('openai.chat:gpt-5-mini');
+export const openaiBreaker = globalBreakers().get('openai.chat:gpt-5-mini');
 export const assistant = fallbackModel(
   [
     { model: anthropic('claude-sonnet-4-5'), breaker: b },

@@ -151,9 +151,9 @@ test('halfOpenMaxProbes lets that many probes through at once', async () => {
   assert.equal(b.state, 'CLOSED');
 });
 
-test('a probe that never reports frees its slot after probeTimeout', async () => {
+test('a probe that never reports frees its slot after probeTimeoutMs', async () => {
   const clock = manualClock();
-  const b = tripped(clock, { ...seed000, probeTimeout: 5_000 });
+  const b = tripped(clock, { ...seed000, probeTimeoutMs: 5_000 });
   clock.advance(30_000);
   assert.equal(b.isHealthy(), true); // the probe's caller vanishes without reporting
   assert.equal(b.isHealthy(), false);
@@ -264,9 +264,9 @@ test('openJitter spreads the open period by ±fraction, drawn from the injected 
   assert.ok(periods.size > 1, 'different seeds give different periods');
 });
 
-test('openBackoffFactor grows the open period after each failed probe, up to maxResetTimeout', () => {
+test('openBackoffFactor grows the open period after each failed probe, up to maxResetTimeoutMs', () => {
   const clock = manualClock();
-  const b = tripped(clock, { failureThreshold: 1, resetTimeout: 1_000, openBackoffFactor: 2, maxResetTimeout: 5_000 });
+  const b = tripped(clock, { failureThreshold: 1, resetTimeout: 1_000, openBackoffFactor: 2, maxResetTimeoutMs: 5_000 });
   const periods = [];
   for (let i = 0; i < 5; i++) {
     clock.advance(b.openUntil - clock());
@@ -382,6 +382,33 @@ test('fallback replaces CircuitOpenError when the breaker refuses', async () => 
   assert.equal(upstream, 0);
 });
 
+test("execute's fallback answers a refused call and an upstream failure, with the reason; a client error and an abort are thrown", async () => {
+  const clock = manualClock();
+  const b = new CircuitBreaker('fb', { failureThreshold: 3, clock });
+  const answer = (e, reason) => ({ reason, status: e?.status, open: isCircuitOpenError(e) });
+  const overloaded = () => Promise.reject(Object.assign(new Error('Overloaded'), { status: 529 }));
+  assert.deepEqual(await b.execute(overloaded, { fallback: answer }), { reason: 'failure', status: 529, open: false });
+  // A resolved failing Response: counted, and answered by the fallback instead of returned.
+  const r503 = await b.execute(() => new Response('busy', { status: 503 }), { fallback: (e, reason) => `${reason} ${e.status}` });
+  assert.equal(r503, 'failure 503');
+  // A time-out is an upstream failure too.
+  const slow = (c) => new Promise((_, reject) => c.signal.addEventListener('abort', () => reject(c.signal.reason)));
+  const late = b.execute(slow, { timeoutMs: 10, fallback: (e, reason) => reason });
+  assert.equal(await late, 'timeout');
+  assert.equal(b.state, 'OPEN');
+  assert.deepEqual(await b.execute(() => 'never', { fallback: answer }), { reason: 'open', status: undefined, open: true });
+  assert.equal(b.stats.fallbacks, 4);
+  // What is the caller's own is thrown, fallback or not.
+  const c = new CircuitBreaker('fb2', { clock });
+  const bad = Object.assign(new Error('bad request'), { status: 400 });
+  await assert.rejects(c.execute(() => Promise.reject(bad), { fallback: () => 'no' }), (e) => e === bad);
+  const ac = new AbortController();
+  const pending = c.execute(slow, { signal: ac.signal, fallback: () => 'no' });
+  ac.abort(new Error('the client left'));
+  await assert.rejects(pending, /the client left/);
+  assert.equal(c.stats.fallbacks, 0);
+});
+
 test('events are subscriptions that return an unsubscribe', async () => {
   const clock = manualClock();
   const b = new CircuitBreaker('ev', { failureThreshold: 1, clock });
@@ -480,9 +507,9 @@ test('invalid options throw RangeError/TypeError naming the option and the value
     [{ resetTimout: 30_000 }, TypeError, /unknown option "resetTimout".*did you mean "resetTimeout"/],
     [{ openJitter: 1 }, RangeError, /"openJitter" in CircuitBreaker options: 1/],
     [{ openBackoffFactor: 0.5 }, RangeError, /"openBackoffFactor" in CircuitBreaker options: 0.5/],
-    [{ resetTimeout: 10_000, maxResetTimeout: 5_000 }, RangeError, /"maxResetTimeout" in CircuitBreaker options: 5000 \(expected an integer in \[10000, /],
+    [{ resetTimeout: 10_000, maxResetTimeoutMs: 5_000 }, RangeError, /"maxResetTimeoutMs" in CircuitBreaker options: 5000 \(expected an integer in \[10000, /],
     [{ halfOpenMaxProbes: 2000 }, RangeError, /"halfOpenMaxProbes" in CircuitBreaker options: 2000/],
-    [{ probeTimeout: 0 }, RangeError, /"probeTimeout" in CircuitBreaker options: 0/],
+    [{ probeTimeoutMs: 0 }, RangeError, /"probeTimeoutMs" in CircuitBreaker options: 0/],
     [{ clock: 5 }, TypeError, /"clock" in CircuitBreaker options: 5/],
     [{ failureRate: { threshold: 150 } }, RangeError, /"failureRate.threshold" in CircuitBreaker options: 150/],
     [{ failureRate: { threshold: 50, windowCals: 10 } }, TypeError, /unknown option "windowCals"/],

@@ -113,9 +113,9 @@ test('maxConcurrent: a time-out frees the slot, and a stream holds it until it e
   assert.equal(b.inFlight, 0);
 });
 
-test('maxConcurrent: a permit never settled frees its slot after probeTimeout', () => {
+test('maxConcurrent: a permit never settled frees its slot after probeTimeoutMs', () => {
   const clock = manualClock();
-  const b = new CircuitBreaker('p', { maxConcurrent: 1, probeTimeout: 10_000, clock });
+  const b = new CircuitBreaker('p', { maxConcurrent: 1, probeTimeoutMs: 10_000, clock });
   const lost = b.tryAcquire();
   assert.ok(lost);
   assert.equal(b.tryAcquire(), undefined, 'full while the first is held');

@@ -1,4 +1,4 @@
-// Very long durations in CircuitBreaker options (resetTimeout, probeTimeout) against the snapshot
+// Very long durations in CircuitBreaker options (resetTimeout, probeTimeoutMs) against the snapshot
 // round trip an app relies on to keep a breaker across restarts: toJSON() → JSON →
 // CircuitBreaker.fromJSON(...) or restore(). The clock is injected.
 //
@@ -7,7 +7,7 @@
 // then refuse its own toJSON() ("cannot restore the snapshot: malformed data"): the app that
 // persists its breakers cannot start again.
 // Property: every value is either refused by the constructor (a RangeError naming the option) or
-// round-trips, OPEN (and, for probeTimeout, HALF_OPEN with the probe out) included; the largest
+// round-trips, OPEN (and, for probeTimeoutMs, HALF_OPEN with the probe out) included; the largest
 // value the constructor's own error message documents is accepted and round-trips.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,7 +21,7 @@ const LARGE = [2 ** 53 - 1, 2 ** 53 - 2, 2 ** 53 - 1 - NOW, 2 ** 53 - NOW, 2 ** 
 /** The options a breaker with `option` set to `value` is built with (its clock fixed at `now`). */
 function options(option, value, clock) {
   const o = { failureThreshold: 1, clock };
-  if (option === 'probeTimeout') o.resetTimeout = 1000;
+  if (option === 'probeTimeoutMs') o.resetTimeout = 1000;
   o[option] = value;
   return o;
 }
@@ -45,7 +45,7 @@ function documentedMax(option) {
 }
 
 /**
- * Builds the breaker; if the constructor takes the value, opens it (and for probeTimeout, lets the
+ * Builds the breaker; if the constructor takes the value, opens it (and for probeTimeoutMs, lets the
  * probe out) and checks the snapshot round trip. Answers 'refused' or 'round-trips'.
  */
 function check(option, value) {
@@ -75,7 +75,7 @@ function check(option, value) {
   const open = roundTrip(b.toJSON());
   assert.equal(open.isOpen(), true);
   assert.equal(open.openUntil, b.openUntil, 'the open period ends when it did');
-  if (option === 'probeTimeout') {
+  if (option === 'probeTimeoutMs') {
     now += 1000;
     const permit = b.tryAcquire();
     assert.ok(permit, 'the probe is let through');
@@ -85,7 +85,7 @@ function check(option, value) {
   return 'round-trips';
 }
 
-for (const option of ['resetTimeout', 'probeTimeout']) {
+for (const option of ['resetTimeout', 'probeTimeoutMs']) {
   test(`${option}: a large value is refused by the constructor or survives toJSON() → fromJSON() / restore()`, async (t) => {
     const max = documentedMax(option);
     t.diagnostic(`${option}: documented maximum ${max}`);

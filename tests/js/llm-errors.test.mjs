@@ -173,6 +173,21 @@ test('FallbackChain.execute: the fallback answers only when every tier refused',
   await assert.rejects(chain.execute({ fallback: 'cached' }), /fallback/);
 });
 
+test('FallbackChain.execute: the fallback also answers when the tiers called failed, with the reason; a client error is thrown', async () => {
+  const overloaded = () => Promise.reject(Object.assign(new Error('Overloaded'), { status: 529 }));
+  const chain = new FallbackChain([
+    { breaker: new CircuitBreaker('fc-primary', { failureThreshold: 5 }), call: overloaded },
+    { breaker: new CircuitBreaker('fc-backup', { failureThreshold: 5 }), call: overloaded },
+  ]);
+  const f = await chain.execute({ fallback: (e, reason) => `${reason} ${e.status}` });
+  assert.deepEqual([f.value, f.tier, f.name], ['failure 529', -1, 'fallback']);
+  await assert.rejects(chain.execute(), (e) => e.status === 529);
+  const bad = new FallbackChain([
+    { breaker: new CircuitBreaker('fc-bad', { failureThreshold: 5 }), call: () => Promise.reject(Object.assign(new Error('bad'), { status: 400 })) },
+  ]);
+  await assert.rejects(bad.execute({ fallback: () => 'no' }), (e) => e.status === 400);
+});
+
 test("endingOf reads the AI SDK's { unified, raw } as well as a provider's string, and nothing else", () => {
   assert.equal(endingOf('end_turn'), 'complete');
   assert.equal(endingOf({ unified: 'content-filter', raw: 'refusal' }), 'declined');

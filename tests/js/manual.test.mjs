@@ -9,7 +9,7 @@ import { CircuitBreaker, CircuitOpenError, TimeoutError, StreamError, globalBrea
 import { manualClock, httpError } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
-const options = { failureThreshold: 3, resetTimeout: 10_000, probeTimeout: 60_000 };
+const options = { failureThreshold: 3, resetTimeout: 10_000, probeTimeoutMs: 60_000 };
 
 function tripped(clock, extra = {}) {
   const b = new CircuitBreaker('llm', { ...options, ...extra, clock });

@@ -49,9 +49,13 @@ test('the README route handler works as written', async () => {
   assert.deepEqual(await ok.json(), { text: 'hello from the fake provider' });
 
   // A spent quota is not retried but counts: five of them within the window open the circuit.
+  // The users who met them got the route's busy answer, not a bare 500: the fallback answers a
+  // failed call as it answers a refused one.
   for (let i = 0; i < 5; i++) {
     provider.cue({ status: 429, body: errors.openai.quota });
-    await assert.rejects(call(), (e) => e.status === 429);
+    const failed = await call();
+    assert.equal(failed.status, 503);
+    assert.deepEqual(await failed.json(), { text: 'The assistant is busy, try again shortly.' });
   }
   assert.equal(anthropicBreaker.state, 'OPEN');
   const before = provider.requests.length;

@@ -67,7 +67,7 @@ test("the settings the lease client's module writes, the coordinator's module re
   const g = coordinatorGlue();
   for (const [breaker, leaseMs] of [
     [{ failureThreshold: 5, resetTimeout: 30_000 }, 1000],
-    [{ failureThreshold: 3, monitoringWindow: 60_000, openJitter: 0.1, openBackoffFactor: 2.5, maxResetTimeout: 600_000 }, 2500],
+    [{ failureThreshold: 3, monitoringWindow: 60_000, openJitter: 0.1, openBackoffFactor: 2.5, maxResetTimeoutMs: 600_000 }, 2500],
     [{ failureRate: { threshold: 33.333333333333336, minimumCalls: 7, windowMs: 10_000 }, halfOpenMaxProbes: 3 }, 1000],
     [{ failureRate: { threshold: 0.5, windowCalls: 50 }, openJitter: 1e-7, resetTimeout: 1500 }, 1000],
   ]) {

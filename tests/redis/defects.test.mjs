@@ -23,7 +23,7 @@ const ok = () => 'ok';
 const boom = () => {
   throw Object.assign(new Error('upstream 529'), { status: 529 });
 };
-const BREAKER = { failureThreshold: 2, resetTimeout: 1_000, probeTimeout: 5_000 };
+const BREAKER = { failureThreshold: 2, resetTimeout: 1_000, probeTimeoutMs: 5_000 };
 
 /** Five instances of one app sharing `store`, on `clock` (each may be off by `skew[i]`). */
 function instances(name, store, clock, { skew = [0, 0, 0, 0, 0], breaker = BREAKER } = {}) {
@@ -54,7 +54,7 @@ for (const where of ['memory', 'redis']) {
     const clock = memory ? () => now : Date.now;
     const store = memory ? new MemoryStore(clock) : new RedisStore(fromNodeRedis(redis));
     const wait = memory ? async (ms) => void (now += ms) : (ms) => new Promise((r) => setTimeout(r, ms));
-    const breaker = memory ? BREAKER : { failureThreshold: 2, resetTimeout: 200, probeTimeout: 400 };
+    const breaker = memory ? BREAKER : { failureThreshold: 2, resetTimeout: 200, probeTimeoutMs: 400 };
     const [killed, ...others] = instances(uniq('lost-probe'), store, clock, { breaker });
     await trip(killed);
     await wait(breaker.resetTimeout + 20);
@@ -71,7 +71,7 @@ for (const where of ['memory', 'redis']) {
       assert.equal(e.reason, 'half-open-full');
     }
     assert.equal(upstream.calls, 0);
-    await wait(breaker.probeTimeout);
+    await wait(breaker.probeTimeoutMs);
     // The lease ran out: exactly one instance probes, the others are still refused while it runs.
     let release;
     const held = new Promise((r) => (release = r));

@@ -152,7 +152,7 @@ async function healthyUntilClosed(fleet, { rounds, stepMs, pass }) {
 // same way).
 // Liveness: a failing upstream trips it within threshold + the calls in flight (8), every
 // instance sees OPEN; once the open period has passed, a healthy upstream closes it for everyone.
-const A = { failureThreshold: 3, resetTimeout: 1000, probeTimeout: 5000 };
+const A = { failureThreshold: 3, resetTimeout: 1000, probeTimeoutMs: 5000 };
 const B = { ...A, resetTimeout: 1500 };
 
 for (const kind of ['memory', 'redis']) {
@@ -321,7 +321,7 @@ for (const kind of ['memory', 'redis-shifted']) {
     const w = where(kind);
     const store = flaky(w.store);
     const name = uniq('outage');
-    const breaker = { failureThreshold: 5, resetTimeout: 1000, probeTimeout: 5000 };
+    const breaker = { failureThreshold: 5, resetTimeout: 1000, probeTimeoutMs: 5000 };
     const fleet = Array.from(
       { length: 4 },
       (_, i) => new StoreCircuitBreaker(name, { store, clock: w.clock, clientId: `outage-${i}`, breaker }),
@@ -397,7 +397,7 @@ for (const kind of ['memory', 'redis-shifted']) {
 for (const kind of ['memory', 'redis']) {
   test(`${kind}: an instance whose clock steps back 10 minutes admits again once the store's open period is over`, async (t) => {
     const w = where(kind);
-    const breaker = { failureThreshold: 3, resetTimeout: 1000, probeTimeout: 5000 };
+    const breaker = { failureThreshold: 3, resetTimeout: 1000, probeTimeoutMs: 5000 };
     const leaseMs = 1000;
     let offset = 0;
     const b = new StoreCircuitBreaker(uniq('ntp'), { store: w.store, clock: () => w.clock() + offset, clientId: 'ntp', breaker, leaseMs });
@@ -451,7 +451,7 @@ for (const kind of ['memory', 'redis']) {
 // ----- coordinator requests while one instance holds the only probe -----
 
 // One instance holds the only half-open probe and never reports for 30 s of store time (its
-// function was killed; probeTimeout is 60 s). Four other instances call 100 times each meanwhile.
+// function was killed; probeTimeoutMs is 60 s). Four other instances call 100 times each meanwhile.
 // Today: every one of their calls is one more coordinator request (a read, on Redis an EVAL),
 // 100 per instance, each answered "half-open-full" with a retry-after the client does not keep.
 // Liveness (of the store, under load): each refused instance asks again only when its lease or the
@@ -459,7 +459,7 @@ for (const kind of ['memory', 'redis']) {
 for (const kind of ['memory', 'redis-shifted']) {
   test(`${kind}: while one instance holds the only probe, the others do not ask the store on every call`, async (t) => {
     const w = where(kind);
-    const breaker = { failureThreshold: 1, resetTimeout: 1000, probeTimeout: 60_000 };
+    const breaker = { failureThreshold: 1, resetTimeout: 1000, probeTimeoutMs: 60_000 };
     const leaseMs = 5000;
     const name = uniq('probe-held');
     const [holder, ...others] = Array.from(

@@ -1,7 +1,7 @@
 import { create, read, readAt, wasm, type Exports } from '../glue.js';
 import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Snap, Transition, Trip, WindowKind } from '../codes/layout.js';
 import type { Slots } from './slots.js';
-import { CircuitOpenError } from '../helpers/errors.js';
+import { CircuitOpenError, isTimeoutError } from '../helpers/errors.js';
 import { Emitter, type Unsubscribe } from '../helpers/events.js';
 import { checkKeys, fail, fn, num, obj, within } from '../helpers/options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from '../classify.js';
@@ -61,7 +61,7 @@ export interface BreakerSettings {
   /**
    * Calls in flight at once (1–100 000); over it a call waits in line (`maxQueued`) or is refused
    * (`CircuitOpenError`, `reason: 'full'`). A stream holds its slot until it settles; a slot whose
-   * call never settles is freed after `probeTimeout`. Default: no limit.
+   * call never settles is freed after `probeTimeoutMs`. Default: no limit.
    */
   maxConcurrent?: number | undefined;
   /** Calls that may wait for a slot (0–100 000); 0 refuses at once. Default 0. Needs `maxConcurrent`. */
@@ -75,13 +75,13 @@ export interface BreakerSettings {
   /** Probes in flight at once while HALF_OPEN (1–1024). Default 1. */
   halfOpenMaxProbes?: number | undefined;
   /** A probe that never reports frees its slot after this many ms. Default 30 000. */
-  probeTimeout?: number | undefined;
+  probeTimeoutMs?: number | undefined;
   /** Spread of each open period, a fraction in [0, 1): ±openJitter × resetTimeout. Default 0. */
   openJitter?: number | undefined;
   /** Each failed half-open round multiplies the next open period by this (≥ 1). Default 1. */
   openBackoffFactor?: number | undefined;
   /** Cap of the grown open period, ms. Default max(300 000, resetTimeout). */
-  maxResetTimeout?: number | undefined;
+  maxResetTimeoutMs?: number | undefined;
   /** Decide yourself: true = upstream failure, false = ignore, undefined = default rules. */
   isFailure?: ((error: unknown) => boolean | undefined) | undefined;
   /** Milliseconds since the epoch. Default `Date.now`. */
@@ -138,10 +138,10 @@ const KEYS = [
   'resetTimeout',
   'halfOpenSuccessThreshold',
   'halfOpenMaxProbes',
-  'probeTimeout',
+  'probeTimeoutMs',
   'openJitter',
   'openBackoffFactor',
-  'maxResetTimeout',
+  'maxResetTimeoutMs',
   'isFailure',
   'clock',
   'random',
@@ -151,9 +151,21 @@ const KEYS = [
 /** @internal */
 export const EXECUTE_KEYS = ['fallback', 'signal', 'timeoutMs'];
 
+/**
+ * Why `execute`'s `fallback` answered: the breaker refused the call (a `RejectReason`: `error` is
+ * the `CircuitOpenError`), the call failed with an upstream failure after whatever retries it
+ * made itself (`'failure'`: `error` is its error, or the failing `Response`), or it ran out of
+ * `timeoutMs` (`'timeout'`: a `TimeoutError`).
+ */
+export type FallbackReason = RejectReason | 'failure' | 'timeout';
+
 export interface ExecuteOptions<T> {
-  /** Called instead of throwing `CircuitOpenError` when the breaker refuses the call. */
-  fallback?: ((error: CircuitOpenError) => T | Promise<T>) | undefined;
+  /**
+   * Answers instead of the upstream when the breaker refuses the call (`CircuitOpenError`) or
+   * the call fails with an upstream failure (429, 5xx, 529, a network error, `timeoutMs`); the
+   * second argument says which. A client error or an abort is still thrown.
+   */
+  fallback?: ((error: unknown, reason: FallbackReason) => T | Promise<T>) | undefined;
   /** Aborting rejects at once with the signal's reason; not counted as an upstream failure. */
   signal?: AbortSignal | undefined;
   /** Fail the call with `TimeoutError` (an upstream failure) after this many ms. */
@@ -212,7 +224,7 @@ export interface BreakerStats {
   throttled: number;
   /** Calls `maxConcurrent` refused, at once or after waiting `queueTimeoutMs` (not in `rejected`). */
   full: number;
-  /** Rejected calls answered by `execute`'s `fallback` (kept in this process, not in snapshots). */
+  /** Calls answered by `execute`'s `fallback`, refused or failed (kept in this process, not in snapshots). */
   fallbacks: number;
 }
 
@@ -290,10 +302,10 @@ function config(o: Record<string, unknown>, where: string, extra: AdaptiveOption
   cfg[Cfg.OpenDuration] = reset;
   cfg[Cfg.OpenJitter] = num('openJitter', o.openJitter, 0, 0, 0.999999, false);
   cfg[Cfg.OpenBackoff] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, 1e6, false);
-  cfg[Cfg.MaxOpenDuration] = num('maxResetTimeout', o.maxResetTimeout, Math.max(300_000, reset), reset);
+  cfg[Cfg.MaxOpenDuration] = num('maxResetTimeoutMs', o.maxResetTimeoutMs, Math.max(300_000, reset), reset);
   cfg[Cfg.Probes] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, 1024);
   cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 2 ** 32 - 1);
-  cfg[Cfg.ProbeTimeout] = num('probeTimeout', o.probeTimeout, 30_000, 1);
+  cfg[Cfg.ProbeTimeout] = num('probeTimeoutMs', o.probeTimeoutMs, 30_000, 1);
   // breakwater/adaptive's options, read by the code that entry (or a shared breaker) brings.
   const wants = ADAPTIVE.find((k) => o[k] !== undefined && o[k] !== false);
   if (wants !== undefined) {
@@ -480,7 +492,7 @@ export class CircuitBreaker {
    * Asks to run one call you make yourself (when it cannot be wrapped in `execute`): a permit to
    * settle exactly once with `success()`, `failure(error)` or `ignore()`, or `undefined` when
    * the breaker refuses (see `retryAfterMs`). In HALF_OPEN a permit holds a probe slot until it
-   * is settled (or `probeTimeout` passes), so settle it on every path, `ignore()` included when
+   * is settled (or `probeTimeoutMs` passes), so settle it on every path, `ignore()` included when
    * the call was never made. Settling again does nothing. With `maxConcurrent` a permit also
    * holds a slot (never a place in line: `tryAcquire` does not wait).
    */
@@ -565,7 +577,8 @@ export class CircuitBreaker {
   /**
    * Runs `fn` if the breaker admits it and counts how it ended. Errors are classified (a 400 or
    * an abort does not count against the upstream; 429, 5xx, 529, timeouts and network errors do).
-   * A resolved fetch `Response` with a failing status counts as a failure but is returned.
+   * A resolved fetch `Response` with a failing status counts as a failure but is returned (or
+   * answered by `fallback`, when given: it answers refused calls and upstream failures alike).
    */
   execute<T>(fn: (context: CallContext) => T | Promise<T>, options?: ExecuteOptions<T>): Promise<T> {
     // A misspelt `timeoutMs` would otherwise mean no time limit at all.
@@ -588,11 +601,20 @@ export class CircuitBreaker {
     try {
       v = await fn(NO_CONTEXT);
     } catch (e) {
-      this.#settle(now, h, this.#outcome(e), e, slot);
+      const outcome = this.#outcome(e);
+      this.#settle(now, h, outcome, e, slot);
+      if (fallback !== undefined && outcome === FAILURE) return this.#fallBack(fallback, e);
       throw e;
     }
-    this.#settle(now, h, this.#outcome(v, true), undefined, slot);
-    return v;
+    const outcome = this.#outcome(v, true);
+    this.#settle(now, h, outcome, undefined, slot);
+    return fallback !== undefined && outcome === FAILURE ? this.#fallBack(fallback, v) : v;
+  }
+
+  /** `execute`'s fallback for a call that failed (`error`: its error, or the failing `Response`). */
+  #fallBack<T>(fallback: NonNullable<ExecuteOptions<T>['fallback']>, error: unknown): Promise<T> {
+    this.#fallbacks++;
+    return (async () => fallback(error, isTimeoutError(error) ? 'timeout' : 'failure'))();
   }
 
   #runGuarded<T>(fn: (context: CallContext) => T | Promise<T>, options: ExecuteOptions<T>): Promise<T> {
@@ -614,12 +636,21 @@ export class CircuitBreaker {
     const now = this.#now();
     const h = this.#acquire(now);
     if (h < 0) return this.#rejected(-h, fallback, slot);
-    return guardCall(
+    let settled = SUCCESS;
+    const call = guardCall(
       fn,
       signal,
       timeoutMs,
-      (outcome, error) => this.#settle(now, h, outcome, error, slot),
+      (outcome, error) => {
+        settled = outcome;
+        this.#settle(now, h, outcome, error, slot);
+      },
       (result, resolved, s) => this.#outcome(result, resolved, s),
+    );
+    if (fallback === undefined) return call;
+    return call.then(
+      (v) => (settled === FAILURE ? this.#fallBack(fallback, v) : v),
+      (e) => (settled === FAILURE ? this.#fallBack(fallback, e) : Promise.reject(e)),
     );
   }
 
@@ -677,7 +708,7 @@ export class CircuitBreaker {
     if (fallback !== undefined) {
       this.#fallbacks++;
       try {
-        return Promise.resolve(fallback(err));
+        return Promise.resolve(fallback(err, event.reason));
       } catch (e) {
         return Promise.reject(e);
       }

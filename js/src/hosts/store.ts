@@ -11,7 +11,7 @@
  * so the lease works the same: CLOSED → admit locally and batch the outcomes; OPEN → reject
  * locally until the retry-after; HALF_OPEN → ask the store for every admission, so exactly the
  * configured number of probes run across all instances, and a probe that never reports (a
- * function killed at its time-out) frees its slot after `probeTimeout`.
+ * function killed at its time-out) frees its slot after `probeTimeoutMs`.
  *
  * Time is the store's: `TIME` inside the Redis script, so an instance whose clock is off moves
  * nothing. Instances configured differently (a rolling deploy) never wipe the shared state: the

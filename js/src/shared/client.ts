@@ -5,6 +5,7 @@
 import {
   CircuitBreaker,
   CircuitOpenError,
+  isTimeoutError,
   type StreamOptions,
   type StreamSource,
   type BreakerState,
@@ -12,6 +13,7 @@ import {
   type CircuitBreakerOptions,
   type ConsecutiveTrip,
   type FailureRateTrip,
+  type FallbackReason,
   type OutcomeEvent,
   type RejectEvent,
   type RejectReason,
@@ -224,8 +226,8 @@ export interface ExecuteOptions {
 
 /** `execute`'s options: as `CircuitBreaker.execute`'s, plus where to hand the report and how to count. */
 export interface SharedExecuteOptions<T> extends ExecuteOptions {
-  /** Called instead of throwing `CircuitOpenError` when the breaker refuses the call. */
-  fallback?: ((error: CircuitOpenError) => T | Promise<T>) | undefined;
+  /** As `CircuitBreaker.execute`'s: answers a refused call, or one that failed against the upstream. */
+  fallback?: ((error: unknown, reason: FallbackReason) => T | Promise<T>) | undefined;
 }
 
 /** `stream`'s options: the guard's, plus where to hand the report and how to count. */
@@ -587,47 +589,51 @@ export class SharedCircuitBreaker {
   /** Runs `fn` if admitted; throws a `CircuitOpenError` (`isCircuitOpenError`) if not. */
   async execute<T>(fn: (context: { signal?: AbortSignal | undefined }) => T | Promise<T>, opts: SharedExecuteOptions<T> = {}): Promise<T> {
     checkKeys('execute options', opts ?? {}, ['waitUntil', 'classify', 'signal', 'timeoutMs', 'fallback']);
-    const { signal, timeoutMs } = checkGuard(opts ?? {});
+    const { signal, timeoutMs, fallback } = checkGuard(opts ?? {});
     if (signal?.aborted) throw signal.reason;
-    if (opts.fallback !== undefined && typeof opts.fallback !== 'function') {
-      throw new TypeError(`breakwater: invalid option "fallback" in execute options: ${String(opts.fallback)} (expected a function)`);
+    if (fallback !== undefined && typeof fallback !== 'function') {
+      throw new TypeError(`breakwater: invalid option "fallback" in execute options: ${String(fallback)} (expected a function)`);
     }
     let ticket: number;
     try {
       ticket = await this.#admit();
     } catch (e) {
-      if (opts.fallback !== undefined && e instanceof CircuitOpenError) return opts.fallback(e);
+      if (fallback !== undefined && e instanceof CircuitOpenError) return fallback(e, e.reason);
       throw e;
     }
-    opts = { ...opts, waitUntil: opts.waitUntil ?? this.#waitUntil };
+    const waitUntil = opts.waitUntil ?? this.#waitUntil;
     const classify = opts.classify ?? this.#classify;
-    if (signal !== undefined || timeoutMs !== undefined) {
-      // The same guard as CircuitBreaker.execute's; the report follows the call, as below.
-      let done: Promise<void> = Promise.resolve();
-      const settle = (outcome: number) => {
-        done = this.#settle(ticket, OUTCOMES[outcome] ?? 'failure', opts.waitUntil);
-      };
-      const count = (result: unknown, resolved: boolean, s: AbortSignal | undefined): number => {
-        if (!resolved && s?.aborted && result === s.reason) return outcomeCode(result, false, s);
-        return OUTCOMES.indexOf(safeClassify(classify, resolved ? { ok: true, value: result } : { ok: false, error: result }, resolved ? 'success' : 'failure'));
-      };
-      try {
-        return await guardCall(fn, signal, timeoutMs, settle, count);
-      } finally {
-        if (!opts.waitUntil) await done;
-      }
-    }
+    // The report follows the call (awaited unless a waitUntil takes it); a call that failed
+    // against the upstream is answered by `fallback` when given, as CircuitBreaker.execute does.
+    let done: Promise<void> = Promise.resolve();
+    let outcome = 'success' as Outcome;
+    const settle = (code: number) => {
+      outcome = OUTCOMES[code] ?? 'failure';
+      done = this.#settle(ticket, outcome, waitUntil);
+    };
+    const count = (result: unknown, resolved: boolean, s: AbortSignal | undefined): number => {
+      if (!resolved && s?.aborted && result === s.reason) return outcomeCode(result, false, s);
+      return OUTCOMES.indexOf(safeClassify(classify, resolved ? { ok: true, value: result } : { ok: false, error: result }, resolved ? 'success' : 'failure'));
+    };
     let value: T;
     try {
-      value = await fn(NO_CONTEXT);
+      if (signal !== undefined || timeoutMs !== undefined) value = await guardCall(fn, signal, timeoutMs, settle, count);
+      else {
+        try {
+          value = await fn(NO_CONTEXT);
+        } catch (error) {
+          settle(count(error, false, undefined));
+          throw error;
+        }
+        settle(count(value, true, undefined));
+      }
     } catch (error) {
-      const done = this.#settle(ticket, safeClassify(classify, { ok: false, error }, 'failure'), opts.waitUntil);
-      if (!opts.waitUntil) await done;
+      if (!waitUntil) await done;
+      if (fallback !== undefined && outcome === 'failure') return fallback(error, isTimeoutError(error) ? 'timeout' : 'failure');
       throw error;
     }
-    const done = this.#settle(ticket, safeClassify(classify, { ok: true, value }, 'success'), opts.waitUntil);
-    if (!opts.waitUntil) await done;
-    return value;
+    if (!waitUntil) await done;
+    return fallback !== undefined && outcome === 'failure' ? fallback(value, 'failure') : value;
   }
 
   /**

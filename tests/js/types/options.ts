@@ -35,8 +35,8 @@ export async function forwarded(): Promise<unknown> {
 // Every option may be given as undefined.
 export const allUndefined: CircuitBreakerOptions = {
   failureThreshold: undefined, monitoringWindow: undefined, failureRate: undefined, slowCallRate: undefined,
-  resetTimeout: undefined, halfOpenSuccessThreshold: undefined, halfOpenMaxProbes: undefined, probeTimeout: undefined,
-  openJitter: undefined, openBackoffFactor: undefined, maxResetTimeout: undefined, isFailure: undefined,
+  resetTimeout: undefined, halfOpenSuccessThreshold: undefined, halfOpenMaxProbes: undefined, probeTimeoutMs: undefined,
+  openJitter: undefined, openBackoffFactor: undefined, maxResetTimeoutMs: undefined, isFailure: undefined,
   clock: undefined, random: undefined,
 };
 export const execUndefined: ExecuteOptions<string> = { fallback: undefined, signal: maybeSignal, timeoutMs: maybeMs };
