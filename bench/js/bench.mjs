@@ -16,7 +16,7 @@
 //   BENCH_JSON=FILE   append this run's ratio results to FILE as one JSON line (see report.mjs)
 import { run, bench, group, summary, do_not_optimize } from 'mitata';
 import { CircuitBreaker, withRetry } from 'breakwater';
-import 'breakwater/adaptive';
+import { limit, throttle } from 'breakwater/adaptive';
 import { PrometheusMetrics } from 'breakwater/prometheus';
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
@@ -274,9 +274,9 @@ if (only.has('metrics')) {
 if (only.has('options')) {
   const rule = { failureThreshold: 5, resetTimeout: 30_000 };
   const plain = new CircuitBreaker('plain', rule);
-  const throttled = new CircuitBreaker('throttled', { ...rule, adaptiveThrottle: true });
-  const limited = new CircuitBreaker('limited', { ...rule, maxConcurrent: 100 });
-  const queued = new CircuitBreaker('queued', { ...rule, maxConcurrent: 100, maxQueued: 100 });
+  const throttled = new CircuitBreaker('throttled', { ...rule, adaptiveThrottle: throttle() });
+  const limited = new CircuitBreaker('limited', { ...rule, concurrency: limit({ maxConcurrent: 100 }) });
+  const queued = new CircuitBreaker('queued', { ...rule, concurrency: limit({ maxConcurrent: 100, maxQueued: 100 }) });
   const ckBulkhead = bulkhead(100);
   group('execute with each option (healthy upstream)', () => {
     summary(() => {

@@ -1,6 +1,6 @@
 // Instantiates breakwater/adaptive's compiled WebAssembly.Module over its `bundler` glue (see
-// instantiate.mjs for why not wasm-bindgen's own initSync) and hands it to the main entry's
-// breakers. The main module is loaded too (adaptive-api.mjs imports `breakwater`): the adaptive
+// instantiate.mjs for why not wasm-bindgen's own initSync) and hands it to this entry's
+// option values (`throttle()`, `limit()`). The main module is loaded too (adaptive-api.mjs imports `breakwater`): the adaptive
 // one holds only breakers, the rest (the retry policy, the classifier) is the main module's.
 import * as bg from '../web-adaptive/breakwater_adaptive_bg.js';
 import { setAdaptiveModule } from './adaptive-api.mjs';

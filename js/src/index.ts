@@ -14,10 +14,12 @@ export {
   type BreakerStats,
   type CallContext,
   type CircuitBreakerOptions,
+  type ConcurrencyLimit,
   type ConsecutiveTrip,
   type ExecuteOptions,
   type FallbackReason,
   type FailureRateTrip,
+  type LimitOption,
   type OutcomeEvent,
   type RateRule,
   type RejectEvent,
@@ -25,6 +27,7 @@ export {
   type StreamContext,
   type SlowCallRule,
   type StateChangeEvent,
+  type ThrottleOption,
   type TripRule,
 } from './breakers/breaker.js';
 export {

@@ -4,7 +4,7 @@
 // runtime's entry has loaded the core; this subpath is the same module without the loader.
 export * from './index.js';
 export { setGlue, wasm, type Exports } from './glue.js';
-export { build as breakerConfig, setAdaptive, type AdaptiveOptions } from './breakers/breaker.js';
+export { build as breakerConfig, type AdaptiveValue } from './breakers/breaker.js';
 export { outcomeCode } from './classify.js';
 export { Chunks } from './guards/stream.js';
 export { guardStream } from './guards/load-guard.js';

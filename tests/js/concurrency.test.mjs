@@ -4,26 +4,28 @@
 // 10 000 random settles nothing is leaked.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FallbackChain, isCircuitOpenError } from 'breakwater';
-import { CircuitBreaker } from 'breakwater/adaptive';
+import { CircuitBreaker, FallbackChain, isCircuitOpenError } from 'breakwater';
+import { limit } from 'breakwater/adaptive';
 import { manualClock, httpError, deferred, tick } from './helpers.mjs';
 
 const full = (e) => isCircuitOpenError(e) && e.reason === 'full';
 
-test('maxConcurrent: options are checked, naming the option', () => {
-  assert.throws(() => new CircuitBreaker('c', { maxConcurrent: 0 }), (e) => e instanceof RangeError && /"maxConcurrent".*0/.test(e.message));
-  assert.throws(() => new CircuitBreaker('c', { maxConcurrent: 1.5 }), /"maxConcurrent".*1\.5/);
-  assert.throws(() => new CircuitBreaker('c', { maxQueued: 3 }), (e) => e instanceof TypeError && /"maxQueued".*needs "maxConcurrent"/.test(e.message));
-  assert.throws(() => new CircuitBreaker('c', { maxConcurrent: 2, queueTimeoutMs: 10 }), /"queueTimeoutMs".*needs "maxQueued"/);
-  assert.throws(() => new CircuitBreaker('c', { maxConcurrent: 2, maxQueued: -1 }), /"maxQueued".*-1/);
-  assert.throws(() => new CircuitBreaker('c', { maxConcurrent: 2, maxQueued: 1, queueTimeoutMs: 0 }), /"queueTimeoutMs".*0/);
-  const b = new CircuitBreaker('c', { maxConcurrent: 2 });
+test('limit(): options are checked, naming the option', () => {
+  assert.throws(() => limit({ maxConcurrent: 0 }), (e) => e instanceof RangeError && /"concurrency\.maxConcurrent".*0/.test(e.message));
+  assert.throws(() => limit({ maxConcurrent: 1.5 }), /"concurrency\.maxConcurrent".*1\.5/);
+  assert.throws(() => limit({ maxQueued: 3 }), (e) => e instanceof TypeError && /"concurrency\.maxConcurrent"/.test(e.message));
+  assert.throws(() => limit({ maxConcurrent: 2, queueTimeoutMs: 10 }), /"concurrency\.queueTimeoutMs".*needs "concurrency\.maxQueued"/);
+  assert.throws(() => limit({ maxConcurrent: 2, maxQueued: -1 }), /"concurrency\.maxQueued".*-1/);
+  assert.throws(() => limit({ maxConcurrent: 2, maxQueued: 1, queueTimeoutMs: 0 }), /"concurrency\.queueTimeoutMs".*0/);
+  assert.throws(() => limit({ maxConcurrent: 2, maxQueue: 1 }), /maxQueue/);
+  assert.throws(() => new CircuitBreaker('c', { concurrency: { maxConcurrent: 2 } }), (e) => e instanceof TypeError && /"concurrency".*limit\(\) from breakwater\/adaptive/.test(e.message));
+  const b = new CircuitBreaker('c', { concurrency: limit({ maxConcurrent: 2 }) });
   assert.equal(b.inFlight, 0);
   assert.equal(b.stats.full, 0);
 });
 
 test('maxConcurrent: over the limit a call is refused as full, while CLOSED', async () => {
-  const b = new CircuitBreaker('c', { maxConcurrent: 2 });
+  const b = new CircuitBreaker('c', { concurrency: limit({ maxConcurrent: 2 }) });
   const rejects = [];
   b.onReject((e) => rejects.push(e.reason));
   const gates = [deferred(), deferred()];
@@ -46,7 +48,7 @@ test('maxConcurrent: over the limit a call is refused as full, while CLOSED', as
 });
 
 test('maxQueued: the line is first in, first out; a full line refuses at once; a long wait times out', async () => {
-  const b = new CircuitBreaker('q', { maxConcurrent: 1, maxQueued: 2, queueTimeoutMs: 200 });
+  const b = new CircuitBreaker('q', { concurrency: limit({ maxConcurrent: 1, maxQueued: 2, queueTimeoutMs: 200 }) });
   const order = [];
   const first = deferred();
   const a = b.execute(() => first.promise);
@@ -73,7 +75,7 @@ test('maxQueued: the line is first in, first out; a full line refuses at once; a
 });
 
 test('maxQueued: a caller that aborts while waiting leaves the line at once', async () => {
-  const b = new CircuitBreaker('abort', { maxConcurrent: 1, maxQueued: 1, queueTimeoutMs: 60_000 });
+  const b = new CircuitBreaker('abort', { concurrency: limit({ maxConcurrent: 1, maxQueued: 1, queueTimeoutMs: 60_000 }) });
   const held = deferred();
   const h = b.execute(() => held.promise);
   const ac = new AbortController();
@@ -91,7 +93,7 @@ test('maxQueued: a caller that aborts while waiting leaves the line at once', as
 });
 
 test('maxConcurrent: a time-out frees the slot, and a stream holds it until it ends', async () => {
-  const b = new CircuitBreaker('s', { maxConcurrent: 1 });
+  const b = new CircuitBreaker('s', { concurrency: limit({ maxConcurrent: 1 }) });
   await assert.rejects(b.execute(() => new Promise(() => {}), { timeoutMs: 20 }), (e) => e.name === 'TimeoutError');
   assert.equal(b.inFlight, 0);
   let push;
@@ -115,7 +117,7 @@ test('maxConcurrent: a time-out frees the slot, and a stream holds it until it e
 
 test('maxConcurrent: a permit never settled frees its slot after probeTimeoutMs', () => {
   const clock = manualClock();
-  const b = new CircuitBreaker('p', { maxConcurrent: 1, probeTimeoutMs: 10_000, clock });
+  const b = new CircuitBreaker('p', { concurrency: limit({ maxConcurrent: 1 }), probeTimeoutMs: 10_000, clock });
   const lost = b.tryAcquire();
   assert.ok(lost);
   assert.equal(b.tryAcquire(), undefined, 'full while the first is held');
@@ -128,7 +130,7 @@ test('maxConcurrent: a permit never settled frees its slot after probeTimeoutMs'
 });
 
 test('maxConcurrent: restore() keeps the slots in flight and the line', async () => {
-  const b = new CircuitBreaker('r', { maxConcurrent: 1, maxQueued: 1, queueTimeoutMs: 60_000 });
+  const b = new CircuitBreaker('r', { concurrency: limit({ maxConcurrent: 1, maxQueued: 1, queueTimeoutMs: 60_000 }) });
   const held = deferred();
   const h = b.execute(() => held.promise);
   const waiter = b.execute(async () => 'waited');
@@ -142,7 +144,7 @@ test('maxConcurrent: restore() keeps the slots in flight and the line', async ()
 });
 
 test('maxConcurrent: FallbackChain falls to the backup when the primary is full', async () => {
-  const primary = new CircuitBreaker('primary', { maxConcurrent: 1 });
+  const primary = new CircuitBreaker('primary', { concurrency: limit({ maxConcurrent: 1 }) });
   const backup = new CircuitBreaker('backup');
   const held = deferred();
   const chain = new FallbackChain([
@@ -156,12 +158,12 @@ test('maxConcurrent: FallbackChain falls to the backup when the primary is full'
   assert.equal((await first).value, 'from the primary');
 });
 
-test('maxConcurrent: 10 000 random settles leak no slot', async () => {
+test('concurrency: limit({ maxConcurrent: 10 }) 000 random settles leak no slot', async () => {
   // Calls end every way there is, 100 at a time: success, upstream failure, a thrown client
   // error, the caller's abort (in line or running), a time-out, a stream read to its end or
   // cancelled, a tryAcquire permit settled or ignored. Liveness: afterwards nothing is held and
   // nobody waits, and the limit admits as many as it did at first.
-  const b = new CircuitBreaker('random', { failureThreshold: 2 ** 32 - 1, maxConcurrent: 8, maxQueued: 16, queueTimeoutMs: 5 });
+  const b = new CircuitBreaker('random', { failureThreshold: 2 ** 32 - 1, concurrency: limit({ maxConcurrent: 8, maxQueued: 16, queueTimeoutMs: 5 }) });
   let seed = 12345;
   const rand = (n) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
   let settled = 0;
@@ -218,10 +220,10 @@ test('maxConcurrent: a shared breaker refuses it, naming it, rather than ignorin
   // no calls in flight to count.
   const { SharedCircuitBreaker } = await import('breakwater/shared');
   const service = { url: 'http://127.0.0.1:1', token: 't' };
-  for (const options of [{ breaker: { maxConcurrent: 4 } }, { fallback: { maxConcurrent: 4 } }]) {
+  for (const options of [{ breaker: { concurrency: limit({ maxConcurrent: 4 }) } }, { fallback: { concurrency: limit({ maxConcurrent: 4 }) } }]) {
     assert.throws(
       () => new SharedCircuitBreaker('x', { service, ...options }),
-      (e) => e instanceof TypeError && /"maxConcurrent".*not supported here/.test(e.message),
+      (e) => e instanceof TypeError && /"concurrency".*not supported here/.test(e.message),
     );
   }
 });

@@ -221,7 +221,7 @@ const SUBPATHS = {
   },
   'breakwater/adaptive (workerd, with its module; on top of the main entry)': {
     size: async () => {
-      const a = await app('breakwater/adaptive', ['CircuitBreaker'], WORKERD, MAIN_ENTRY);
+      const a = await app('breakwater/adaptive', ['throttle', 'limit'], WORKERD, MAIN_ENTRY);
       assert.deepEqual(a.wasm, ['web-adaptive/breakwater_adaptive_bg.wasm']);
       return withWasm(a);
     },

@@ -3,8 +3,8 @@
 // itself once the upstream answers well again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CircuitOpenError, FallbackChain, isCircuitOpenError } from 'breakwater';
-import { CircuitBreaker } from 'breakwater/adaptive';
+import { CircuitBreaker, CircuitOpenError, FallbackChain, isCircuitOpenError } from 'breakwater';
+import { throttle } from 'breakwater/adaptive';
 import { PrometheusMetrics } from 'breakwater/prometheus';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { manualClock, httpError } from './helpers.mjs';
@@ -33,22 +33,28 @@ async function offer(b, n, call) {
 }
 
 test('adaptiveThrottle: options are checked, naming the option and the value', () => {
-  const make = (adaptiveThrottle) => new CircuitBreaker('t', { adaptiveThrottle });
+  const make = (options) => new CircuitBreaker('t', { adaptiveThrottle: throttle(options) });
   assert.throws(() => make({ multiplier: 0.5 }), (e) => e instanceof RangeError && /"adaptiveThrottle\.multiplier".*0\.5/.test(e.message));
   assert.throws(() => make({ windowMs: 0 }), /"adaptiveThrottle\.windowMs".*0/);
   assert.throws(() => make({ minimumRequests: 1.5 }), /"adaptiveThrottle\.minimumRequests".*1\.5/);
   assert.throws(() => make({ maxRejectionProbability: 0 }), /"adaptiveThrottle\.maxRejectionProbability".*\(0, 1\]/);
   assert.throws(() => make({ maxRejectionProbability: 1.2 }), /"adaptiveThrottle\.maxRejectionProbability".*1\.2/);
   assert.throws(() => make({ multipler: 2 }), (e) => e instanceof TypeError && /did you mean "multiplier"/.test(e.message));
-  assert.throws(() => make('yes'), (e) => e instanceof TypeError && /"adaptiveThrottle"/.test(e.message));
-  assert.equal(make(true).throttleProbability, 0);
-  assert.equal(make(false).throttleProbability, 0);
+  assert.throws(() => make('yes'), (e) => e instanceof TypeError && /throttle options/.test(e.message));
+  // Settings alone are not a value of breakwater/adaptive: refused, naming the option and the import.
+  for (const value of [{ multiplier: 2 }, true, false]) {
+    assert.throws(
+      () => new CircuitBreaker('t', { adaptiveThrottle: value }),
+      (e) => e instanceof TypeError && /"adaptiveThrottle".*throttle\(\) from breakwater\/adaptive/.test(e.message),
+    );
+  }
+  assert.equal(make().throttleProbability, 0);
   assert.equal(make({}).stats.throttled, 0);
 });
 
 test('adaptiveThrottle: a healthy upstream is never shed', async () => {
   const clock = manualClock();
-  const b = new CircuitBreaker('healthy', { ...NEVER, adaptiveThrottle: true, clock });
+  const b = new CircuitBreaker('healthy', { ...NEVER, adaptiveThrottle: throttle(), clock });
   for (let i = 0; i < 1_000; i++) {
     assert.equal(await b.execute(ok), 'ok');
     clock.advance(10);
@@ -61,7 +67,7 @@ test('adaptiveThrottle: a healthy upstream is never shed', async () => {
 
 test('adaptiveThrottle: an overloaded upstream is shed at the capped probability, while CLOSED', async () => {
   const clock = manualClock();
-  const b = new CircuitBreaker('claude', { ...NEVER, adaptiveThrottle: true, clock, random: () => 0.123 });
+  const b = new CircuitBreaker('claude', { ...NEVER, adaptiveThrottle: throttle(), clock, random: () => 0.123 });
   const rejects = [];
   b.onReject((e) => rejects.push(e));
   // 20 requests, no accepts: from here on the SRE formula gives 20/21, capped at 0.8.
@@ -93,7 +99,7 @@ test('adaptiveThrottle: an overloaded upstream is shed at the capped probability
 
 test('adaptiveThrottle: the same random source gives the same refusals', async () => {
   const run = async (seed) => {
-    const b = new CircuitBreaker('s', { ...NEVER, adaptiveThrottle: true, clock: manualClock(), random: () => seed });
+    const b = new CircuitBreaker('s', { ...NEVER, adaptiveThrottle: throttle(), clock: manualClock(), random: () => seed });
     await offer(b, 30, overloaded);
     const out = [];
     for (let i = 0; i < 100; i++) out.push(await b.execute(overloaded).then(() => 'ok', (e) => (isCircuitOpenError(e) ? 'shed' : 'failed')));
@@ -107,7 +113,7 @@ test('adaptiveThrottle: shedding stops by itself once the upstream recovers', as
   // Liveness: a minute of 529s at 10 calls a second, then a healthy upstream at the same rate.
   // The fifth of the calls the cap lets through succeed; nothing is shed two windows later.
   const clock = manualClock();
-  const b = new CircuitBreaker('recovering', { ...NEVER, adaptiveThrottle: true, clock });
+  const b = new CircuitBreaker('recovering', { ...NEVER, adaptiveThrottle: throttle(), clock });
   let lastShed = -1;
   for (let s = 0; s < 400; s++) {
     if ((await offer(b, 10, s < 60 ? overloaded : ok)) > 0) lastShed = s;
@@ -120,7 +126,7 @@ test('adaptiveThrottle: shedding stops by itself once the upstream recovers', as
 
 test('adaptiveThrottle: a hard outage still opens the breaker, and it closes to an empty window', async () => {
   const clock = manualClock();
-  const b = new CircuitBreaker('hard', { failureThreshold: 5, resetTimeout: 1_000, adaptiveThrottle: { minimumRequests: 3 }, clock });
+  const b = new CircuitBreaker('hard', { failureThreshold: 5, resetTimeout: 1_000, adaptiveThrottle: throttle({ minimumRequests: 3 }), clock });
   const reasons = new Set();
   for (let i = 0; i < 30; i++) await b.execute(overloaded).catch((e) => reasons.add(e.reason ?? e.status));
   assert.equal(b.state, 'OPEN');
@@ -133,7 +139,7 @@ test('adaptiveThrottle: a hard outage still opens the breaker, and it closes to 
 
 test('adaptiveThrottle: FallbackChain treats a shed primary like an OPEN tier', async () => {
   const clock = manualClock();
-  const primary = new CircuitBreaker('primary', { ...NEVER, adaptiveThrottle: true, clock });
+  const primary = new CircuitBreaker('primary', { ...NEVER, adaptiveThrottle: throttle(), clock });
   const backup = new CircuitBreaker('backup', { clock });
   const shedBefore = await offer(primary, 40, overloaded);
   const chain = new FallbackChain([
@@ -161,7 +167,7 @@ test('adaptiveThrottle: FallbackChain treats a shed primary like an OPEN tier', 
 
 test('adaptiveThrottle: toJSON / fromJSON carry the window', async () => {
   const clock = manualClock();
-  const options = { ...NEVER, adaptiveThrottle: true, clock, random: () => 0.5 };
+  const options = { ...NEVER, adaptiveThrottle: throttle(), clock, random: () => 0.5 };
   const a = new CircuitBreaker('snap', options);
   await offer(a, 60, overloaded);
   const p = a.throttleProbability;
@@ -181,17 +187,17 @@ test('adaptiveThrottle: a shared breaker takes it (the coordinator counts, the l
   // here the options travel: into the settings the coordinator reads, and the local fallback.
   const { SharedCircuitBreaker } = await import('breakwater/shared');
   const service = { url: 'http://127.0.0.1:1', token: 't' };
-  assert.ok(new SharedCircuitBreaker('x', { service, breaker: { adaptiveThrottle: true } }));
-  assert.ok(new SharedCircuitBreaker('x', { service, fallback: { adaptiveThrottle: true } }));
+  assert.ok(new SharedCircuitBreaker('x', { service, breaker: { adaptiveThrottle: throttle() } }));
+  assert.ok(new SharedCircuitBreaker('x', { service, fallback: { adaptiveThrottle: throttle() } }));
   assert.throws(
-    () => new SharedCircuitBreaker('x', { service, breaker: { adaptiveThrottle: { multiplier: 0 } } }),
+    () => new SharedCircuitBreaker('x', { service, breaker: { adaptiveThrottle: throttle({ multiplier: 0 }) } }),
     /adaptiveThrottle\.multiplier/,
   );
 });
 
 test('adaptiveThrottle: Prometheus counts shed calls apart from the state\'s refusals', async () => {
   const clock = manualClock();
-  const b = new CircuitBreaker('metered', { failureThreshold: 50, resetTimeout: 1_000, adaptiveThrottle: true, clock, random: () => 0.5 });
+  const b = new CircuitBreaker('metered', { failureThreshold: 50, resetTimeout: 1_000, adaptiveThrottle: throttle(), clock, random: () => 0.5 });
   const metrics = new PrometheusMetrics(b);
   let open = 0;
   for (let i = 0; i < 200; i++) {

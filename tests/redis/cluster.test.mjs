@@ -234,6 +234,7 @@ test('8 processes, adaptiveThrottle: the fleet sheds a degraded upstream togethe
   const name = `throttle-${process.pid}`;
   const breaker = {
     failureRate: { threshold: 100, minimumCalls: 1000, windowCalls: 1000 },
+    // throttle({ … }) of breakwater/adaptive, made in each process (tests/redis/worker.mjs).
     adaptiveThrottle: { windowMs: 3_000, minimumRequests: 20 },
   };
   const w = await startWorkers(N, { mode: 'shared', name, redisUrl: redisUrl(), upstream: upstream.url, breaker, leaseMs: 200 });

@@ -52,9 +52,20 @@ function stats() {
   };
 }
 
+/**
+ * The breaker's settings as the test sent them (JSON): an `adaptiveThrottle` given as its
+ * settings becomes breakwater/adaptive's `throttle(settings)` here, in the process.
+ */
+async function settings(breaker) {
+  if (breaker?.adaptiveThrottle === undefined) return breaker;
+  const { throttle } = await import('breakwater/adaptive');
+  return { ...breaker, adaptiveThrottle: throttle(breaker.adaptiveThrottle) };
+}
+
 const commands = {
   async init(m) {
     upstream = m.upstream;
+    m.breaker = await settings(m.breaker);
     if (m.mode === 'local') {
       breaker = new CircuitBreaker(m.name, m.breaker);
       return stats();

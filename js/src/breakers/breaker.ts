@@ -2,7 +2,7 @@ import { create, read, readAt, wasm, type Exports } from '../glue.js';
 import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Snap, Transition, Trip, WindowKind } from '../codes/layout.js';
 import type { Slots } from './slots.js';
 import { CircuitOpenError, isTimeoutError } from '../helpers/errors.js';
-import { Emitter, type Unsubscribe } from '../helpers/events.js';
+import { Emitter, describe, type Unsubscribe } from '../helpers/events.js';
 import { checkKeys, fail, fn, num, obj, within } from '../helpers/options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from '../classify.js';
 import type { StreamOptions, StreamSource } from '../guards/stream.js';
@@ -51,23 +51,48 @@ export interface AdaptiveThrottle {
   maxRejectionProbability?: number | undefined;
 }
 
+/** Only `breakwater/adaptive` makes the values of `adaptiveThrottle` and `concurrency`. */
+declare const fromAdaptive: unique symbol;
+
+/** `throttle()` of `breakwater/adaptive`: the value of the `adaptiveThrottle` option. */
+export interface ThrottleOption {
+  readonly kind: 'throttle';
+  readonly [fromAdaptive]: true;
+}
+
+/** `limit()` of `breakwater/adaptive`: the value of the `concurrency` option. */
+export interface LimitOption {
+  readonly kind: 'limit';
+  readonly [fromAdaptive]: true;
+}
+
+/** `limit()`'s options: a concurrency limit with a bounded line. */
+export interface ConcurrencyLimit {
+  /**
+   * Calls in flight at once (1–100 000); over it a call waits in line (`maxQueued`) or is refused
+   * (`CircuitOpenError`, `reason: 'full'`). A stream holds its slot until it settles; a slot whose
+   * call never settles is freed after `probeTimeoutMs`.
+   */
+  maxConcurrent: number;
+  /** Calls that may wait for a slot (0–100 000); 0 refuses at once. Default 0. */
+  maxQueued?: number | undefined;
+  /** How long a call may wait for a slot before it is refused, ms. Default 1 000. Needs `maxQueued`. */
+  queueTimeoutMs?: number | undefined;
+}
+
 /** The options every trip rule shares. */
 export interface BreakerSettings {
   /**
    * Shed a degraded upstream's excess smoothly while CLOSED, on top of the trip rule (which still
-   * opens the breaker on a hard outage). `true` for the defaults. Default: off.
+   * opens the breaker on a hard outage): `throttle()` or `throttle({ … })` from
+   * `breakwater/adaptive`, whose module it brings. Default: off.
    */
-  adaptiveThrottle?: AdaptiveThrottle | boolean | undefined;
+  adaptiveThrottle?: ThrottleOption | undefined;
   /**
-   * Calls in flight at once (1–100 000); over it a call waits in line (`maxQueued`) or is refused
-   * (`CircuitOpenError`, `reason: 'full'`). A stream holds its slot until it settles; a slot whose
-   * call never settles is freed after `probeTimeoutMs`. Default: no limit.
+   * A concurrency limit: `limit({ maxConcurrent, maxQueued, queueTimeoutMs })` from
+   * `breakwater/adaptive`, whose module it brings. Default: no limit.
    */
-  maxConcurrent?: number | undefined;
-  /** Calls that may wait for a slot (0–100 000); 0 refuses at once. Default 0. Needs `maxConcurrent`. */
-  maxQueued?: number | undefined;
-  /** How long a call may wait for a slot before it is refused, ms. Default 1 000. Needs `maxQueued`. */
-  queueTimeoutMs?: number | undefined;
+  concurrency?: LimitOption | undefined;
   /** ms OPEN before a probe is let through. Default 30 000. */
   resetTimeout?: number | undefined;
   /** Successful probes needed to close. Default 1. */
@@ -127,8 +152,6 @@ export type TripRule = ConsecutiveTrip | FailureRateTrip | SlowCallRateTrip;
 /** A breaker's options: the shared settings and one trip rule. */
 export type CircuitBreakerOptions = BreakerSettings & TripRule;
 
-/** breakwater/adaptive's options (`AdaptiveOptions`). */
-const ADAPTIVE = ['adaptiveThrottle', 'maxConcurrent', 'maxQueued', 'queueTimeoutMs'] as const;
 
 const KEYS = [
   'failureThreshold',
@@ -145,7 +168,8 @@ const KEYS = [
   'isFailure',
   'clock',
   'random',
-  ...ADAPTIVE,
+  'adaptiveThrottle',
+  'concurrency',
 ] as const;
 
 /** @internal */
@@ -243,19 +267,36 @@ export interface BreakerSnapshot {
  * `breakwater/shared`, `breakwater/store` and `breakwater/ai` (as `breakerConfig`, from
  * `breakwater/internal`).
  */
-export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options', extra = adaptive?.options): Float64Array {
+export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options', shared = false): Float64Array {
   const o = obj(where, options) ?? {};
-  return within(where, () => config(o, where, extra));
+  return within(where, () => config(o, where, shared));
 }
 
 /**
- * Reads breakwater/adaptive's options (`adaptiveThrottle`, `maxConcurrent`, …) into `cfg`.
- * Brought by that entry and by the shared breakers (js/src/adaptive/options.ts), not by the main
- * entry: `build` refuses them, naming the import, when none is given.
+ * What the values of `adaptiveThrottle` and `concurrency` carry at run time: the adaptive module
+ * they live in (`x`), the writer of their settings into the configuration array, and the
+ * concurrency limit's JavaScript (js/src/adaptive/options.ts makes them).
  */
-export type AdaptiveOptions = (o: Record<string, unknown>, cfg: Float64Array, where: string) => void;
+export interface AdaptiveValue {
+  readonly kind: 'throttle' | 'limit';
+  readonly x: Exports;
+  write(cfg: Float64Array): void;
+  slots?(x: Exports, h: () => number, now: () => number): Slots;
+}
 
-function config(o: Record<string, unknown>, where: string, extra: AdaptiveOptions | undefined): Float64Array {
+/** The value of option `key`, made by `breakwater/adaptive`'s `throttle()` or `limit()`, or a `TypeError` saying so. */
+function adaptiveValue(o: Record<string, unknown>, key: string, kind: AdaptiveValue['kind'], where: string): AdaptiveValue | undefined {
+  const v = o[key] as AdaptiveValue | undefined;
+  if (v === undefined) return undefined;
+  if (typeof v !== 'object' || v === null || v.kind !== kind || typeof v.write !== 'function') {
+    throw new TypeError(
+      `breakwater: invalid option "${key}" in ${where}: ${describe(v)} (expected ${kind}() from breakwater/adaptive: import { ${kind} } from 'breakwater/adaptive')`,
+    );
+  }
+  return v;
+}
+
+function config(o: Record<string, unknown>, where: string, shared: boolean): Float64Array {
   checkKeys(where, o, KEYS);
   const cfg = new Float64Array(Cfg.Len);
   const rules = ['failureRate', 'slowCallRate'].filter((k) => o[k] !== undefined);
@@ -306,16 +347,15 @@ function config(o: Record<string, unknown>, where: string, extra: AdaptiveOption
   cfg[Cfg.Probes] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, 1024);
   cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 2 ** 32 - 1);
   cfg[Cfg.ProbeTimeout] = num('probeTimeoutMs', o.probeTimeoutMs, 30_000, 1);
-  // breakwater/adaptive's options, read by the code that entry (or a shared breaker) brings.
-  const wants = ADAPTIVE.find((k) => o[k] !== undefined && o[k] !== false);
-  if (wants !== undefined) {
-    if (!extra) {
-      throw new TypeError(
-        `breakwater: option "${wants}" in ${where} needs breakwater/adaptive: import { CircuitBreaker } from 'breakwater/adaptive'`,
-      );
-    }
-    extra(o, cfg, where);
+  // breakwater/adaptive's options: values that bring their own code and module.
+  adaptiveValue(o, 'adaptiveThrottle', 'throttle', where)?.write(cfg);
+  const limit = adaptiveValue(o, 'concurrency', 'limit', where);
+  if (limit !== undefined && shared) {
+    throw new TypeError(
+      `breakwater: option "concurrency" in ${where} is not supported here: the concurrency limit is a CircuitBreaker's (wrap the calls in one with concurrency: limit(...))`,
+    );
   }
+  limit?.write(cfg);
   const random = fn<() => number>('random', o.random) ?? Math.random;
   cfg[Cfg.Seed] = Math.floor(Math.min(Math.max(Number(random()) || 0, 0), 1) * 2 ** 53) % 2 ** 53;
   return cfg;
@@ -326,25 +366,6 @@ const NO_CONTEXT: CallContext = Object.freeze({});
 /** Frees a collected breaker's state in the module that holds it. */
 const finalizer =
   typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<[Exports, number]>(([x, h]) => x.release(h)) : undefined;
-
-/** What breakwater/adaptive hands the breakers: its module, and the concurrency limit's code. */
-export interface Adaptive {
-  /** The adaptive module: the breaker's exports with the throttle and the concurrency limit. */
-  exports: Exports;
-  options: AdaptiveOptions;
-  slots(x: Exports, h: () => number, now: () => number): Slots;
-}
-
-let adaptive: Adaptive | undefined;
-
-/**
- * Called by breakwater/adaptive's entries once its module is loaded. Breakers made with
- * `adaptiveThrottle` or `maxConcurrent` from then on live in that module; the others, and those
- * made before, stay in the main one (a breaker keeps the module it was made in).
- */
-export function setAdaptive(a: Adaptive): void {
-  adaptive ??= a;
-}
 
 /**
  * A circuit breaker: CLOSED → OPEN after the trip rule fires, HALF_OPEN after `resetTimeout`
@@ -392,12 +413,12 @@ export class CircuitBreaker {
     this.#cfg = build(options);
     this.#clock = options.clock ?? Date.now;
     this.#isFailure = options.isFailure;
-    const limited = this.#cfg[Cfg.MaxConcurrent]! > 0;
-    // Options of breakwater/adaptive pass `build` only once it is loaded.
-    this.#x = this.#cfg[Cfg.ThrottleMultiplier]! > 0 || limited ? adaptive!.exports : wasm();
+    // breakwater/adaptive's values bring the module the breaker then lives in (checked by `build`).
+    const adaptive = (options.concurrency ?? options.adaptiveThrottle) as AdaptiveValue | undefined;
+    this.#x = adaptive?.x ?? wasm();
     this.#h = create(this.#x.breaker, this.#cfg, this.#x);
     finalizer?.register(this, [this.#x, this.#h], this);
-    if (limited) this.#slots = adaptive!.slots(this.#x, () => this.#h, () => this.#now());
+    this.#slots = (options.concurrency as AdaptiveValue | undefined)?.slots?.(this.#x, () => this.#h, () => this.#now());
     this.#fast = this.#info(Info.Fast);
     this.#clean = this.#fast & Fast.Success;
   }

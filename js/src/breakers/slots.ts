@@ -1,7 +1,7 @@
-// The concurrency limit (`maxConcurrent`) of a CircuitBreaker, on the JavaScript side: the core
+// The concurrency limit (`concurrency: limit(...)`) of a CircuitBreaker, on the JavaScript side: the core
 // holds the slots and the line (src/bulkhead.rs, through the adaptive module's `queue` export);
 // this class keeps the promises of the calls waiting in line and a timer for the line's next
-// deadline. breakwater/adaptive hands it to the breakers (`setAdaptive`), so that the main entry
+// deadline. breakwater/adaptive's `limit()` brings it to the breakers, so that the main entry
 // does not carry it.
 import type { Exports } from '../glue.js';
 import { Bulkhead, Queue, Reject, Sentinel } from '../codes/layout.js';

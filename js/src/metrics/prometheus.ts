@@ -50,7 +50,7 @@ const FAMILIES = [
   ['breakwater_state', 'gauge', '1 for the state the breaker is in (closed, open, half_open).'],
   ['breakwater_opened_total', 'counter', 'Times the breaker opened.'],
   ['breakwater_incident_seconds', 'histogram', 'Incidents: from opening to closing again, seconds.'],
-  ['breakwater_calls_total', 'counter', 'Calls by result: success, failure, ignored (not counted against the upstream), rejected (by the breaker\'s state), throttled (shed by adaptiveThrottle), full (refused by maxConcurrent).'],
+  ['breakwater_calls_total', 'counter', 'Calls by result: success, failure, ignored (not counted against the upstream), rejected (by the breaker\'s state), throttled (shed by adaptiveThrottle), full (refused by the concurrency limit).'],
   ['breakwater_fallbacks_total', 'counter', 'Calls answered by a fallback (alert above 5 % of calls).'],
   ['breakwater_retries', 'histogram', 'Retries per call (a p50 above 0: the provider is degraded).'],
   ['breakwater_retry_delay_seconds', 'histogram', 'Backoff that retries added to a call, seconds.'],

@@ -34,13 +34,12 @@ import {
   STATES,
   type CallOutcome,
 } from 'breakwater/internal';
-import { sharedOptions } from '../adaptive/options.js';
-
 /**
- * The main entry's `build`, with the adaptive throttle read (the shared modules shed, the fleet's
- * share on each lease) and the concurrency limit refused, naming it: it is a `CircuitBreaker`'s.
+ * The main entry's `build` for a shared breaker: the adaptive throttle is read (the shared
+ * modules shed, the fleet's share on each lease) and the concurrency limit refused, naming it: it
+ * is a `CircuitBreaker`'s.
  */
-export const breakerConfig = (o: CircuitBreakerOptions, where: string): Float64Array => build(o, where, sharedOptions);
+export const breakerConfig = (o: CircuitBreakerOptions, where: string): Float64Array => build(o, where, true);
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
 import { Decision, LeaseInfo, LeaseOpts, Reject } from '../codes/layout.js';
 
