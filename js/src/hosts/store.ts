@@ -44,13 +44,15 @@ import {
   checkBreakerName,
   localConfig,
   settingsJson,
+  SHARED_KEYS,
+  ownSettings,
   RAW_TRANSPORT,
   type Answer,
   type RawTransport,
   type SharedBreakerInternalOptions,
   type SharedBreakerOptions,
 } from 'breakwater/shared/internal';
-import { withTimeout } from 'breakwater/internal';
+import { checkKeys, withTimeout } from 'breakwater/internal';
 
 export {
   SharedCircuitOpenError,
@@ -426,6 +428,14 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
   constructor(name: string, options: StoreBreakerOptions) {
     checkBreakerName(name);
     const o = options ?? ({} as StoreBreakerOptions);
+    checkKeys('StoreCircuitBreaker options', o, [
+      ...SHARED_KEYS.filter((k) => k !== 'shared' && k !== 'service' && k !== 'transport'),
+      'store',
+      'prefix',
+      'keyTtlMs',
+      'maxCasAttempts',
+      'storeTimeoutMs',
+    ]);
     const store = o.store;
     if (typeof store?.read !== 'function' || typeof store?.compareAndSet !== 'function') {
       throw new TypeError('breakwater: `store` must be a BreakerStore (e.g. new RedisStore(fromNodeRedis(client)))');
@@ -458,8 +468,10 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
       timeoutMs: int(o.storeTimeoutMs, 'storeTimeoutMs', 1000, 1),
       clock,
     });
-    const { store: _s, breaker: _b, prefix: _p, leaseMs: _l, keyTtlMs: _k, maxCasAttempts: _m, storeTimeoutMs: _st, ...rest } = o;
-    const shared: SharedBreakerInternalOptions = { ...rest, fallback: o.fallback ?? breaker, [RAW_TRANSPORT]: t.raw };
+    const { store: _s, prefix: _p, leaseMs: _l, keyTtlMs: _k, maxCasAttempts: _m, storeTimeoutMs: _st, ...rest } = o;
+    // `breaker` goes along for what the client itself applies (`isFailure`); the settings travel
+    // in the store's record.
+    const shared: SharedBreakerInternalOptions = { ...rest, fallback: o.fallback ?? ownSettings(breaker), [RAW_TRANSPORT]: t.raw };
     super(name, shared);
     this.key = prefix + name;
     this.#t = t;

@@ -316,6 +316,8 @@ function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE
  */
 export function settingsJson(breaker: SharedBreakerRule | undefined, leaseMs: unknown, where: string): string {
   const b = { ...(breaker ?? {}) };
+  refuse(b, ['clock', 'random'], `${where}.breaker`, 'the coordinator runs the breaker on its own clock and draws (give this client\'s clock as the top-level `clock`)');
+  refuse(b, ['slowCallRate'], `${where}.breaker`, 'outcomes reach the coordinator as counts, without durations, so a slow-call rule could never trip');
   const json = sharedGlue().spec_json(breakerConfig(b, `${where}.breaker`), positive(leaseMs, 'leaseMs', 1000, 3_600_000));
   if (json.startsWith('!')) {
     const [field, why] = json.slice(1).split('|');
@@ -324,8 +326,47 @@ export function settingsJson(breaker: SharedBreakerRule | undefined, leaseMs: un
   return json;
 }
 
+/** Options a shared breaker's settings or its local breaker cannot honour: refused by name, never ignored. */
+function refuse(o: object, keys: readonly string[], where: string, why: string): void {
+  for (const k of keys) {
+    if ((o as Record<string, unknown>)[k] !== undefined) throw new TypeError(`breakwater: option "${k}" in ${where} is not supported here: ${why}`);
+  }
+}
+
+/**
+ * The breaker settings as the local breaker takes them when no `fallback` is given: without
+ * `isFailure`, which the client applies before any breaker sees an outcome.
+ */
+export function ownSettings(breaker: SharedBreakerRule | undefined): CircuitBreakerOptions | undefined {
+  if (breaker?.isFailure === undefined) return breaker;
+  const { isFailure: _, ...rest } = breaker;
+  return rest as CircuitBreakerOptions;
+}
+
+/** The options of `SharedCircuitBreaker` (and of `StoreCircuitBreaker`, which adds its own). */
+export const SHARED_KEYS = [
+  'shared',
+  'service',
+  'transport',
+  'breaker',
+  'leaseMs',
+  'maxBatch',
+  'failClosed',
+  'retryUnreachableMs',
+  'requestTimeoutMs',
+  'fallback',
+  'waitUntil',
+  'classify',
+  'clock',
+  'clientId',
+] as const;
+
 /** The local breaker's configuration array (`where`: the constructor, for error messages). */
 export function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number, where: string): Float64Array {
+  if (fallback !== undefined && typeof fallback === 'object' && !(fallback instanceof LocalFallbackBreaker)) {
+    refuse(fallback, ['clock'], `${where}.fallback`, "the local breaker runs on this client's clock (the top-level `clock`)");
+    refuse(fallback, ['isFailure'], `${where}.fallback`, 'outcomes reach the local breaker classified by the client (`breaker.isFailure` or `classify`)');
+  }
   if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock }, where);
   if (fallback instanceof LocalFallbackBreaker) {
     return breakerConfig({ failureThreshold: fallback.threshold, resetTimeout: fallback.openMs, clock }, where);
@@ -448,6 +489,7 @@ export class SharedCircuitBreaker {
   constructor(name: string, options: SharedBreakerInternalOptions) {
     checkBreakerName(name);
     const o = options ?? ({} as SharedBreakerInternalOptions);
+    checkKeys('SharedCircuitBreaker options', o, SHARED_KEYS);
     const service = o.service;
     const settings = () => settingsJson(o.breaker, o.leaseMs, 'SharedCircuitBreaker options');
     let send: RawTransport;
@@ -488,7 +530,7 @@ export class SharedCircuitBreaker {
     lease[LeaseOpts.FailClosed] = o.failClosed === true ? 1 : 0;
     lease[LeaseOpts.RetryUnreachable] = positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000);
     lease[LeaseOpts.RequestDeadline] = this.#timeoutMs;
-    const fallback = localConfig(o.fallback ?? o.breaker, this.#now, 'SharedCircuitBreaker options');
+    const fallback = localConfig(o.fallback ?? ownSettings(o.breaker), this.#now, 'SharedCircuitBreaker options');
     const g = sharedGlue();
     const invalid = g.check_lease(lease, fallback);
     if (invalid !== '') {

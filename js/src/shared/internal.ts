@@ -9,6 +9,8 @@ export {
   breakerConfig,
   localConfig,
   settingsJson,
+  SHARED_KEYS,
+  ownSettings,
   isBreakerName,
   checkBreakerName,
   RAW_TRANSPORT,
