@@ -29,17 +29,16 @@ import {
   endingOf,
   isTimeoutError,
   type CallContext,
-  type ChainBreaker,
   type CircuitBreakerOptions,
   type Ending,
   type StreamOptions,
   type TierEvent,
   type Unsubscribe,
 } from 'breakwater';
-import { breakerConfig, Emitter, checkKeys, fail, num, obj } from 'breakwater/internal';
+import { breakerConfig, Emitter, checkKeys, fail, num, obj, type ChainBreaker } from 'breakwater/internal';
 
 /** What breakwater reads of a model call's options (v3 and v4 alike). */
-export interface ModelCallOptions {
+interface ModelCallOptions {
   abortSignal?: AbortSignal | undefined;
 }
 
@@ -91,7 +90,6 @@ export interface GuardOptions {
 }
 
 /** `breakerMiddleware`'s options. */
-export type BreakerMiddlewareOptions = GuardOptions;
 
 /**
  * The middleware `breakerMiddleware` returns. Its `specificationVersion` is `'v3'`: AI SDK 6
@@ -541,7 +539,7 @@ const rethrowCall = (e: unknown): never => {
  * - The SDK's time-outs (`timeout`, `abortSignal: AbortSignal.timeout(…)`) count as failures; a
  *   user's abort is ignored.
  */
-export function breakerMiddleware(breaker: ChainBreaker, options: BreakerMiddlewareOptions = {}): BreakerMiddleware {
+export function breakerMiddleware(breaker: ChainBreaker, options: GuardOptions = {}): BreakerMiddleware {
   checkBreaker('breaker', breaker);
   const o = obj('breakerMiddleware options', options) ?? {};
   checkKeys('breakerMiddleware options', o, GUARD_KEYS);

@@ -5,30 +5,21 @@
  */
 export {
   CircuitBreaker,
-  type AdaptiveThrottle,
   type BreakerMode,
   type BreakerPermit,
-  type BreakerSettings,
   type BreakerSnapshot,
   type BreakerState,
   type BreakerStats,
   type CallContext,
   type CircuitBreakerOptions,
-  type ConcurrencyLimit,
-  type ConsecutiveTrip,
   type ExecuteOptions,
   type FallbackReason,
-  type FailureRateTrip,
   type LimitOption,
   type OutcomeEvent,
-  type RateRule,
   type RejectEvent,
-  type SlowCallRateTrip,
   type StreamContext,
-  type SlowCallRule,
   type StateChangeEvent,
   type ThrottleOption,
-  type TripRule,
 } from './breakers/breaker.js';
 export {
   CircuitOpenError,
@@ -40,20 +31,16 @@ export {
 export {
   withRetry,
   RetryBudget,
-  type AttemptContext,
   type GiveUpEvent,
   type GiveUpReason,
-  type Jitter,
-  type RetryBudgetOptions,
   type RetryEvent,
   type RetryObserver,
   type RetryOptions,
 } from './breakers/retry.js';
 export { BreakerRegistry, globalBreakers } from './breakers/registry.js';
-export { StreamError, type SseEvent, type StreamOptions, type StreamSource } from './guards/stream.js';
+export { StreamError, type SseEvent, type StreamOptions } from './guards/stream.js';
 export {
   FallbackChain,
-  type ChainBreaker,
   type ChainResult,
   type FallbackChainOptions,
   type Tier,

@@ -4,7 +4,15 @@
 // runtime's entry has loaded the core; this subpath is the same module without the loader.
 export * from './index.js';
 export { setGlue, wasm, type Exports } from './glue.js';
-export { build as breakerConfig, type AdaptiveValue } from './breakers/breaker.js';
+export {
+  build as breakerConfig,
+  type AdaptiveValue,
+  type BreakerSettings,
+  type ConsecutiveTrip,
+  type FailureRateTrip,
+} from './breakers/breaker.js';
+export type { ChainBreaker } from './chain.js';
+export type { StreamSource } from './guards/stream.js';
 export { outcomeCode } from './classify.js';
 export { Chunks } from './guards/stream.js';
 export { guardStream } from './guards/load-guard.js';

@@ -11,7 +11,7 @@ const require = createRequire(import.meta.url);
 /** The exported classes of each entry. */
 const CLASSES = {
   breakwater: ['CircuitBreaker', 'BreakerRegistry', 'FallbackChain', 'RetryBudget', 'CircuitOpenError', 'TimeoutError', 'StreamError'],
-  'breakwater/shared': ['SharedCircuitBreaker', 'LocalFallbackBreaker'],
+  'breakwater/shared': ['SharedCircuitBreaker'],
   'breakwater/store': ['StoreCircuitBreaker', 'RedisStore', 'MemoryStore'],
   'breakwater/ai': ['ModelAnswerError'],
   'breakwater/prometheus': ['PrometheusMetrics'],
@@ -52,13 +52,19 @@ for (const [format, load] of [
   }
 }
 
-test('the shared entries re-export the main entry\'s error, under its name', async () => {
+test('a shared breaker refuses with the main entry\'s error, under its name: no alias of it', async () => {
   const { CircuitOpenError } = await import('breakwater');
   const shared = await import('breakwater/shared');
   const store = await import('breakwater/store');
-  assert.equal(shared.SharedCircuitOpenError, CircuitOpenError);
-  assert.equal(store.SharedCircuitOpenError, CircuitOpenError);
-  assert.equal(shared.SharedCircuitOpenError.name, 'CircuitOpenError');
+  assert.equal(shared.SharedCircuitOpenError, undefined);
+  assert.equal(store.SharedCircuitOpenError, undefined);
+  const { MemoryStore, StoreCircuitBreaker } = store;
+  const b = new StoreCircuitBreaker('names', { store: new MemoryStore() });
+  await b.isolate();
+  await b.flush();
+  const e = await b.execute(() => 1).catch((x) => x);
+  assert.ok(e instanceof CircuitOpenError, String(e));
+  assert.equal(e.constructor.name, 'CircuitOpenError');
 });
 
 test('the errors the breakers throw name their class', async () => {

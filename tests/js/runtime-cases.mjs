@@ -138,7 +138,7 @@ export const cases = [
   }],
 
   ['breakwater/shared loads its wasm: a shared breaker opens against an in-process coordinator', async () => {
-    const { SharedCircuitBreaker, LocalFallbackBreaker } = await import('breakwater/shared');
+    const { SharedCircuitBreaker } = await import('breakwater/shared');
     // The core's coordinator in this process, from the package's hidden subpath (which loads the
     // coordinator's module, as breakwater/store does).
     const { coordinatorGlue } = await import('breakwater/coordinator');
@@ -149,7 +149,7 @@ export const cases = [
       new Response(co.exchange(now, init.body, url.includes('/v1/acquire')), { status: 200 });
     const b = new SharedCircuitBreaker('llm', {
       service: { url: 'https://breakwater.example', token: 't', fetch },
-      fallback: new LocalFallbackBreaker(2, 1_000),
+      fallback: { failureThreshold: 2, resetTimeout: 1_000 },
       clock: () => now,
     });
     assert.equal(await b.execute(() => 'fine'), 'fine');

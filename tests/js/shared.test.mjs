@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
-import { SharedCircuitBreaker, LocalFallbackBreaker, classifyOutcome } from 'breakwater/shared';
+import { SharedCircuitBreaker, classifyOutcome } from 'breakwater/shared';
 // The core's coordinator in this process, from the package's hidden subpath (what breakwater/store
 // and breakwater/cloudflare use), which loads its wasm module.
 import { coordinatorGlue } from 'breakwater/coordinator';
@@ -53,10 +53,9 @@ test('the service URL must be https, except on loopback; the token is required',
   assert.throws(() => new SharedCircuitBreaker('llm', { service: { url: 'https://x', token: '' } }), /token/);
 });
 
-test('the local breaker is the core: options or a LocalFallbackBreaker, never another object', () => {
+test('the local breaker is the core: CircuitBreaker options, never another object', () => {
   const s = service(Date.now);
   assert.ok(new SharedCircuitBreaker('llm', { ...s.options, fallback: { failureThreshold: 2, resetTimeout: 1000 } }));
-  assert.ok(new SharedCircuitBreaker('llm', { ...s.options, fallback: new LocalFallbackBreaker(2, 1000) }));
   const homemade = { isHealthy: () => true, recordSuccess() {}, recordFailure() {} };
   assert.throws(() => new SharedCircuitBreaker('llm', { ...s.options, fallback: homemade }), /fallback/);
   assert.throws(() => new SharedCircuitBreaker('llm', { ...s.options, fallback: { failureThreshold: 0 } }), /failureThreshold/);
@@ -94,7 +93,7 @@ test('while the coordinator is unreachable the local breaker trips, probes, and 
     service: { url: 'https://breakwater.example', token: 't', fetch: down },
     clock: () => now,
     retryUnreachableMs: 300_000,
-    fallback: new LocalFallbackBreaker(2, 1_000),
+    fallback: { failureThreshold: 2, resetTimeout: 1_000 },
   });
   const events = [];
   b.onEvent((e) => events.push(e.type));

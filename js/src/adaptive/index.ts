@@ -12,5 +12,4 @@
  * ```
  * @packageDocumentation
  */
-export { throttle, limit } from './options.js';
-export type { AdaptiveThrottle, ConcurrencyLimit, LimitOption, ThrottleOption } from 'breakwater';
+export { throttle, limit, type AdaptiveThrottle, type ConcurrencyLimit } from './options.js';

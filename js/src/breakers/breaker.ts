@@ -29,28 +29,6 @@ export interface SlowCallRule extends RateRule {
   slowCallMs: number;
 }
 
-/**
- * Adaptive throttling while CLOSED (Google SRE's client-side throttling): over the last
- * `windowMs`, each call is refused locally (`CircuitOpenError`, `reason: 'throttled'`) with
- * probability `max(0, (requests − multiplier × accepts) / (requests + 1))`, at most
- * `maxRejectionProbability`. Requests are the calls that ended in a success or an upstream
- * failure, and the throttled ones; accepts are the successes. A healthy upstream is never
- * throttled; at the default multiplier shedding starts once fewer than half the calls succeed.
- */
-export interface AdaptiveThrottle {
-  /** Requests allowed per accepted one before calls are shed (≥ 1; lower sheds earlier). Default 2. */
-  multiplier?: number | undefined;
-  /** The window, ms (12 buckets). Default 120 000. */
-  windowMs?: number | undefined;
-  /** Requests the window must hold before anything is shed. Default 20. */
-  minimumRequests?: number | undefined;
-  /**
-   * The most a call is refused with, in (0, 1]. Default 0.8 (as Envoy's admission control): the
-   * calls still let through are what sees the upstream recover.
-   */
-  maxRejectionProbability?: number | undefined;
-}
-
 /** Only `breakwater/adaptive` makes the values of `adaptiveThrottle` and `concurrency`. */
 declare const fromAdaptive: unique symbol;
 
@@ -64,20 +42,6 @@ export interface ThrottleOption {
 export interface LimitOption {
   readonly kind: 'limit';
   readonly [fromAdaptive]: true;
-}
-
-/** `limit()`'s options: a concurrency limit with a bounded line. */
-export interface ConcurrencyLimit {
-  /**
-   * Calls in flight at once (1–100 000); over it a call waits in line (`maxQueued`) or is refused
-   * (`CircuitOpenError`, `reason: 'full'`). A stream holds its slot until it settles; a slot whose
-   * call never settles is freed after `probeTimeoutMs`.
-   */
-  maxConcurrent: number;
-  /** Calls that may wait for a slot (0–100 000); 0 refuses at once. Default 0. */
-  maxQueued?: number | undefined;
-  /** How long a call may wait for a slot before it is refused, ms. Default 1 000. Needs `maxQueued`. */
-  queueTimeoutMs?: number | undefined;
 }
 
 /** The options every trip rule shares. */

@@ -53,16 +53,7 @@ import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
 import { Step, Verb } from '../codes/layout.js';
 import { STATES } from 'breakwater/internal';
 
-export {
-  SharedCircuitBreaker,
-  SharedCircuitOpenError,
-  type ExecuteOptions,
-  type SharedBreakerOptions,
-  type SharedBreakerRule,
-  type SharedEvent,
-  type SharedState,
-  type SharedStreamOptions,
-} from 'breakwater/shared/internal';
+export { SharedCircuitBreaker } from 'breakwater/shared/internal';
 
 /** The storage key of the record (src/shared/coordinator.rs `STORAGE_KEY`, as the Rust object). */
 const STORAGE_KEY = 'breaker';

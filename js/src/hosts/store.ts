@@ -37,7 +37,8 @@
 // that code), and the lease client's own module is never loaded; `breakwater/internal` is the
 // main entry's code without the loader.
 import 'breakwater';
-import type { BreakerSettings, CircuitBreaker, ConsecutiveTrip, FailureRateTrip } from 'breakwater';
+import type { CircuitBreaker } from 'breakwater';
+import type { BreakerSettings, ConsecutiveTrip, FailureRateTrip } from 'breakwater/internal';
 import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
 import {
   SharedCircuitBreaker,
@@ -54,21 +55,11 @@ import {
 } from 'breakwater/shared/internal';
 import { checkKeys, withTimeout } from 'breakwater/internal';
 
-export {
-  SharedCircuitOpenError,
-  type SharedEvent,
-  type SharedState,
-  type SharedMode,
-  type Outcome,
-  type ExecuteOptions,
-  type LocalBreakerLike,
-  type Unsubscribe,
-} from 'breakwater/shared/internal';
 
 // ----- the store -----
 
 /** A stored value and its version (1 for the first write). */
-export interface Versioned {
+interface Versioned {
   version: number;
   value: string;
   /** The store's clock when it was read (ms since the epoch), if the store has one. */
@@ -94,7 +85,7 @@ export interface BreakerStore {
   compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult>;
 }
 
-export type CasResult = { ok: true } | { ok: false; current: Versioned | null };
+type CasResult = { ok: true } | { ok: false; current: Versioned | null };
 
 /** The one command the Redis store needs: `EVAL script numkeys key... arg...`. */
 export interface RedisEval {
@@ -202,7 +193,7 @@ export class MemoryStore implements BreakerStore {
 // ----- the view -----
 
 /** What the store keeps besides the core's snapshot (visible through `inspect()`). */
-export interface StoreCounters {
+interface StoreCounters {
   /** Outcomes applied, by kind (from leases, fallbacks and probes), stale ones included. */
   successes: number;
   failures: number;
@@ -393,7 +384,7 @@ class StoreTransport {
  * The shared breaker's options: `CircuitBreaker` options without `clock` (the store's clock
  * rules) and without `slowCallRate` (outcomes reach the store as counts, without durations).
  */
-export type StoreBreakerRule = Omit<BreakerSettings, 'clock'> & (ConsecutiveTrip | FailureRateTrip);
+type StoreBreakerRule = Omit<BreakerSettings, 'clock'> & (ConsecutiveTrip | FailureRateTrip);
 
 export interface StoreBreakerOptions extends Omit<SharedBreakerOptions, 'shared' | 'transport' | 'service'> {
   /** Where the state lives: `new RedisStore(fromNodeRedis(client))`, or your own `BreakerStore`. */

@@ -20,8 +20,7 @@
 import type { BatchObservableResult, Histogram, Meter, Observable } from '@opentelemetry/api';
 import { Collector, DELAY_BUCKETS, INCIDENT_BUCKETS, RETRY_BUCKETS, type MetricsSource } from './collect.js';
 
-export { DELAY_BUCKETS, INCIDENT_BUCKETS, RETRY_BUCKETS, type MetricsSource } from './collect.js';
-export type { RetryObserver } from '../breakers/retry.js';
+export type { MetricsSource } from './collect.js';
 
 const STATES = [
   ['CLOSED', 'closed'],

@@ -21,8 +21,7 @@ import {
   type MetricsSource,
 } from './collect.js';
 
-export { DELAY_BUCKETS, INCIDENT_BUCKETS, RETRY_BUCKETS, type MetricsSource } from './collect.js';
-export type { RetryObserver } from '../breakers/retry.js';
+export type { MetricsSource } from './collect.js';
 
 /** One sample, in prom-client's shape (`metricName` for a histogram's `_bucket`/`_sum`/`_count`). */
 export interface Sample {
@@ -56,7 +55,7 @@ const FAMILIES = [
   ['breakwater_retry_delay_seconds', 'histogram', 'Backoff that retries added to a call, seconds.'],
 ] as const;
 
-export type FamilyName = (typeof FAMILIES)[number][0];
+type FamilyName = (typeof FAMILIES)[number][0];
 
 const STATES = [
   ['CLOSED', 'closed'],

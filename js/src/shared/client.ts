@@ -3,20 +3,15 @@
 // coordinator and back (a Durable Object stub, the Worker's breaker service, or a store), runs
 // the guarded call, and tells listeners what the core reports. It decides nothing itself.
 import {
-  CircuitBreaker,
   CircuitOpenError,
   isTimeoutError,
   type StreamOptions,
-  type StreamSource,
+  type BreakerMode,
   type BreakerState,
-  type BreakerSettings,
   type CircuitBreakerOptions,
-  type ConsecutiveTrip,
-  type FailureRateTrip,
   type FallbackReason,
   type OutcomeEvent,
   type RejectEvent,
-  type RejectReason,
   type StateChangeEvent,
   type Unsubscribe,
 } from 'breakwater';
@@ -33,6 +28,10 @@ import {
   REASONS,
   STATES,
   type CallOutcome,
+  type BreakerSettings,
+  type ConsecutiveTrip,
+  type FailureRateTrip,
+  type StreamSource,
 } from 'breakwater/internal';
 /**
  * The main entry's `build` for a shared breaker: the adaptive throttle is read (the shared
@@ -59,20 +58,17 @@ export function classifyOutcome(
   return OUTCOMES[code] ?? 'success';
 }
 
-export type SharedState = BreakerState;
-export type SharedMode = 'automatic' | 'isolated' | 'disabled';
-export type Outcome = CallOutcome;
-export type SharedRejectReason = RejectReason;
+type Outcome = CallOutcome;
 
 /**
  * A shared breaker's settings: `CircuitBreaker` options without `clock` (the coordinator's clock
  * rules) and without `slowCallRate` (outcomes reach the coordinator as counts, without
  * durations).
  */
-export type SharedBreakerRule = Omit<BreakerSettings, 'clock'> & (ConsecutiveTrip | FailureRateTrip);
+type SharedBreakerRule = Omit<BreakerSettings, 'clock'> & (ConsecutiveTrip | FailureRateTrip);
 
 /** The bits of a Durable Object stub this client uses. */
-export interface StubLike {
+interface StubLike {
   fetch(input: string, init?: RequestInit): Promise<Response>;
 }
 
@@ -83,35 +79,29 @@ export interface NamespaceLike {
   getByName?: ((name: string) => StubLike) | undefined;
 }
 
-/** A local breaker's shape (a `LocalFallbackBreaker` is one). */
-export interface LocalBreakerLike {
-  isHealthy(): boolean;
-  recordSuccess(): void;
-  recordFailure(error?: unknown): void;
-}
 
 // ----- wire shapes (src/shared/protocol.rs), for transports written by hand -----
 
-export interface Counts {
+interface Counts {
   generation: number | null;
   successes: number;
   failures: number;
   ignored: number;
 }
-export interface ProbeReport {
+interface ProbeReport {
   generation: number;
   id: number;
   issued_at: number;
   outcome: Outcome;
 }
-export interface Batch {
+interface Batch {
   seq: number;
   counts: Counts[];
   probes: ProbeReport[];
 }
-export interface Lease {
-  state: SharedState;
-  mode: SharedMode;
+interface Lease {
+  state: BreakerState;
+  mode: BreakerMode;
   generation: number;
   lease_ms: number;
   retry_after_ms: number;
@@ -191,10 +181,10 @@ export interface SharedBreakerOptions {
   requestTimeoutMs?: number | undefined;
   /**
    * The local breaker that decides while the coordinator is unreachable: `CircuitBreaker`
-   * options, or a `LocalFallbackBreaker` whose settings to use. It runs in the core, beside the
+   * options. It runs in the core, beside the
    * lease. Default: 5 consecutive failures open it for 30 s, then one probe.
    */
-  fallback?: CircuitBreakerOptions | LocalBreakerLike | undefined;
+  fallback?: CircuitBreakerOptions | undefined;
   /**
    * Where to hand the reports and lease renewals that `isHealthy()` and `record*` start in the
    * background (`waitUntil` from `cloudflare:workers` or `@vercel/functions`), so that the
@@ -212,7 +202,7 @@ export interface SharedBreakerOptions {
   clientId?: string | undefined;
 }
 
-export interface ExecuteOptions {
+interface ExecuteOptions {
   /** Where to hand a report that need not delay this call (`(p) => ctx.waitUntil(p)`). Default: the breaker's `waitUntil`. */
   waitUntil?: ((promise: Promise<unknown>) => void) | undefined;
   /** Overrides the breaker's `classify` for this call. */
@@ -233,7 +223,7 @@ export interface SharedExecuteOptions<T> extends ExecuteOptions {
 export interface SharedStreamOptions<T> extends StreamOptions<T>, ExecuteOptions {}
 
 export type SharedEvent =
-  | { type: 'state'; breaker: string; from: SharedState | null; to: SharedState }
+  | { type: 'state'; breaker: string; from: BreakerState | null; to: BreakerState }
   | {
       type: 'fallback';
       breaker: string;
@@ -245,26 +235,6 @@ export type SharedEvent =
     }
   | { type: 'recovered'; breaker: string }
   | { type: 'dropped'; breaker: string; outcomes: number; reason: string };
-
-/** The error `execute` throws when the shared breaker refuses: the package's `CircuitOpenError`. */
-export const SharedCircuitOpenError = CircuitOpenError;
-export type SharedCircuitOpenError = CircuitOpenError;
-
-/**
- * A consecutive-failures breaker for the shared client's fallback: `threshold` failures in a row
- * open it for `openMs`, then one call probes. It is the package's `CircuitBreaker` (the core).
- */
-export class LocalFallbackBreaker extends CircuitBreaker {
-  /** Kept through minification (the bundles' own and an app's). */
-  static readonly name: string = 'LocalFallbackBreaker';
-  constructor(
-    readonly threshold = 5,
-    readonly openMs = 30_000,
-    readonly clock: () => number = Date.now,
-  ) {
-    super('local-fallback', { failureThreshold: threshold, resetTimeout: openMs, clock });
-  }
-}
 
 const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
 /** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /). */
@@ -363,20 +333,15 @@ export const SHARED_KEYS = [
 
 /** The local breaker's configuration array (`where`: the constructor, for error messages). */
 export function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number, where: string): Float64Array {
-  if (fallback !== undefined && typeof fallback === 'object' && !(fallback instanceof LocalFallbackBreaker)) {
-    refuse(fallback, ['clock'], `${where}.fallback`, "the local breaker runs on this client's clock (the top-level `clock`)");
-    refuse(fallback, ['isFailure'], `${where}.fallback`, 'outcomes reach the local breaker classified by the client (`breaker.isFailure` or `classify`)');
-  }
   if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock }, where);
-  if (fallback instanceof LocalFallbackBreaker) {
-    return breakerConfig({ failureThreshold: fallback.threshold, resetTimeout: fallback.openMs, clock }, where);
-  }
-  if (typeof (fallback as LocalBreakerLike).isHealthy === 'function') {
+  if (typeof fallback !== 'object' || fallback === null || typeof (fallback as { isHealthy?: unknown }).isHealthy === 'function') {
     throw new TypeError(
-      `breakwater: invalid option "fallback" in ${where}: the local breaker runs in the core, beside the lease; give its CircuitBreaker options (e.g. { failureThreshold: 5, resetTimeout: 30000 }) or a LocalFallbackBreaker`,
+      `breakwater: invalid option "fallback" in ${where}: the local breaker runs in the core, beside the lease; give its CircuitBreaker options (e.g. { failureThreshold: 5, resetTimeout: 30000 })`,
     );
   }
-  return breakerConfig({ ...(fallback as CircuitBreakerOptions), clock }, `${where}.fallback`);
+  refuse(fallback, ['clock'], `${where}.fallback`, "the local breaker runs on this client's clock (the top-level `clock`)");
+  refuse(fallback, ['isFailure'], `${where}.fallback`, 'outcomes reach the local breaker classified by the client (`breaker.isFailure` or `classify`)');
+  return breakerConfig({ ...fallback, clock }, `${where}.fallback`);
 }
 
 function randomHex(): string {
@@ -561,11 +526,11 @@ export class SharedCircuitBreaker {
    * the first lease, while the coordinator is unreachable, and when this process's own failures
    * opened it under a CLOSED lease. Never null.
    */
-  get state(): SharedState {
+  get state(): BreakerState {
     return STATES[this.#core.state(this.#now())]!;
   }
   /** The state this client last learned from the coordinator (null before the first answer). */
-  get fleetState(): SharedState | null {
+  get fleetState(): BreakerState | null {
     return STATES[this.#info()[LeaseInfo.KnownState]!] ?? null;
   }
   /**

@@ -12,9 +12,9 @@ import {
 } from 'breakwater';
 import { SharedCircuitBreaker, type SharedBreakerOptions } from 'breakwater/shared';
 import { MemoryStore, StoreCircuitBreaker } from 'breakwater/store';
-import { fallbackModel, type FallbackModelOptions, type LanguageModelLike } from 'breakwater/ai';
+import { fallbackModel, type FallbackModelOptions, type FallbackTier } from 'breakwater/ai';
 
-declare const model: LanguageModelLike;
+declare const model: FallbackTier<never>['model'];
 declare const maybeSignal: AbortSignal | undefined;
 declare const maybeMs: number | undefined;
 const breaker = new CircuitBreaker('opts');

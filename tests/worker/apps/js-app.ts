@@ -2,7 +2,8 @@
 // shared breaker (breakwater/shared, from the built package) through a Durable Object binding to the Rust Worker's
 // BreakerObject (`scriptName`), or with a per-isolate local breaker (MODE = "local").
 // Bundled by esbuild into tests/worker/.build/js-app.mjs.
-import { LocalFallbackBreaker, SharedCircuitBreaker, type NamespaceLike } from 'breakwater/shared';
+import { CircuitBreaker } from 'breakwater';
+import { SharedCircuitBreaker, type NamespaceLike } from 'breakwater/shared';
 import { guardedRoutes, json, raw, upstream, type UpstreamError } from './guarded.js';
 
 interface Env {
@@ -16,7 +17,7 @@ interface Env {
 }
 
 let shared: SharedCircuitBreaker | null = null;
-let local: LocalFallbackBreaker | null = null;
+let local: CircuitBreaker | null = null;
 const events: string[] = [];
 
 function breaker(env: Env): SharedCircuitBreaker {
@@ -26,7 +27,7 @@ function breaker(env: Env): SharedCircuitBreaker {
       failClosed: env.FAIL_CLOSED === 'true',
       retryUnreachableMs: 500,
       requestTimeoutMs: 2000,
-      fallback: new LocalFallbackBreaker(Number(env.LOCAL_THRESHOLD ?? 5), Number(env.LOCAL_OPEN_MS ?? 30000)),
+      fallback: { failureThreshold: Number(env.LOCAL_THRESHOLD ?? 5), resetTimeout: Number(env.LOCAL_OPEN_MS ?? 30000) },
     });
     shared.onEvent((e) => events.push(e.type === 'state' ? `state:${e.to}` : e.type));
   }
@@ -38,7 +39,7 @@ export default {
     const url = new URL(req.url);
     const waitUntil = (p: Promise<unknown>) => ctx.waitUntil(p);
     if (env.MODE === 'local') {
-      local ??= new LocalFallbackBreaker(Number(env.LOCAL_THRESHOLD ?? 5), Number(env.LOCAL_OPEN_MS ?? 30000));
+      local ??= new CircuitBreaker('local', { failureThreshold: Number(env.LOCAL_THRESHOLD ?? 5), resetTimeout: Number(env.LOCAL_OPEN_MS ?? 30000) });
       if (url.pathname === '/app/call') {
         if (!local.isHealthy()) return json({ result: 'rejected', state: local.state });
         try {

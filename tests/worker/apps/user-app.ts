@@ -7,7 +7,8 @@
 // user-worker-shared.ts (breakwater/shared: both shared modules), bundled by
 // scripts/test-worker.sh into tests/worker/.build/.
 import { env } from 'cloudflare:workers';
-import type { NamespaceLike, SharedBreakerRule, SharedCircuitBreaker } from 'breakwater/shared';
+import type { CircuitBreakerOptions } from 'breakwater';
+import type { NamespaceLike, SharedCircuitBreaker } from 'breakwater/shared';
 import { breakerRoutes } from 'breakwater/cloudflare';
 import { guardedRoutes, json, raw } from './guarded.js';
 
@@ -15,7 +16,7 @@ interface Env {
   BREAKER: NamespaceLike;
   UPSTREAM: string;
   BREAKER_NAME?: string;
-  /** JSON of the `breaker` option (SharedBreakerRule). */
+  /** JSON of the `breaker` option (CircuitBreakerOptions). */
   SETTINGS?: string;
   LEASE_MS?: string;
   /** Comma-separated names the routes serve (their `names` option); default: BREAKERS' names. */
@@ -28,7 +29,7 @@ interface Env {
  */
 export function userApp(Breaker: typeof SharedCircuitBreaker, entry: Record<string, unknown>): ExportedHandler<Env> {
   const vars = env as unknown as Env;
-  const settings: SharedBreakerRule = vars.SETTINGS ? JSON.parse(vars.SETTINGS) : { failureThreshold: 3, resetTimeout: 2000 };
+  const settings: CircuitBreakerOptions = vars.SETTINGS ? JSON.parse(vars.SETTINGS) : { failureThreshold: 3, resetTimeout: 2000 };
   const events: string[] = [];
 
   // Module scope (the entry calls this at its top level): one client per isolate, as in the README.
