@@ -81,24 +81,32 @@ export interface NamespaceLike {
 
 
 // ----- wire shapes (src/shared/protocol.rs), for transports written by hand -----
+// Checked against the messages the core writes (tests/conformance/messages.json) by
+// tests/js/wire-types.test.mjs: every field and value, both ways.
 
+/** Outcomes of calls admitted under one generation (`null`: under no lease the client knew of). */
 interface Counts {
   generation: number | null;
   successes: number;
   failures: number;
   ignored: number;
+  /** Calls the client shed under the lease's throttle; left out when 0. */
+  throttled?: number;
 }
+/** A half-open probe's outcome. */
 interface ProbeReport {
   generation: number;
   id: number;
   issued_at: number;
   outcome: Outcome;
 }
+/** One numbered batch of outcomes. */
 interface Batch {
   seq: number;
   counts: Counts[];
   probes: ProbeReport[];
 }
+/** The state a client may act on without asking, and for how long. */
 interface Lease {
   state: BreakerState;
   mode: BreakerMode;
@@ -106,18 +114,25 @@ interface Lease {
   lease_ms: number;
   retry_after_ms: number;
   now: number;
+  /** The fleet's throttle probability while CLOSED, in millionths; left out when 0. */
+  throttle_ppm?: number;
 }
+/** What a client sends to `/acquire` and `/report`. */
 export interface Exchange {
   client: string;
-  session?: number | undefined;
+  session: number;
   batches: Batch[];
 }
+/** The coordinator's answer. */
 export interface Reply {
   lease: Lease;
-  permit?: { generation: number; probe: number | null; issued_at: number } | undefined;
-  rejected?: { reason: 'open' | 'half_open_full' | 'isolated'; retry_after_ms: number } | undefined;
+  /** `/acquire` only: the permit granted (`probe: null` for a CLOSED one). */
+  permit?: { generation: number; probe: number | null; issued_at: number };
+  /** `/acquire` only: the refusal. */
+  rejected?: { reason: 'open' | 'half_open_full' | 'isolated' | 'throttled' | 'full'; retry_after_ms: number };
   acked: number[];
-  refused?: Array<{ seq: number; reason: string }> | undefined;
+  /** Batches not applied; `last_applied` when one was numbered too far ahead (the client renumbers). */
+  refused?: Array<{ seq: number; reason: string; last_applied?: number }>;
 }
 
 /**
