@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkAdaptive } from './adaptive-case.mjs';
+import { checkSeed000 } from './seed000-case.mjs';
 import http from 'node:http';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -65,6 +66,7 @@ test('the edge-light entry runs a route handler in the edge runtime', async () =
   const modules = {
     'breakwater_bg.wasm': await compiled('web/breakwater_bg.wasm'),
     'breakwater_adaptive_bg.wasm': await compiled('web-adaptive/breakwater_adaptive_bg.wasm'),
+    'breakwater_coordinator_bg.wasm': await compiled('web-coordinator/breakwater_coordinator_bg.wasm'),
   };
   const runtime = new EdgeRuntime({
     codeGeneration: { strings: false, wasm: false },
@@ -92,4 +94,6 @@ test('the edge-light entry runs a route handler in the edge runtime', async () =
   assert.deepEqual(trip, { state: 'OPEN', openFor: 30_000, refused: true });
   // breakwater/adaptive: its module imported with `?module`, beside the main one.
   checkAdaptive(await (await runtime.dispatchFetch('http://edge.test/api/adaptive')).json(), assert);
+  // Seed 000's synchronous pattern on a store-backed shared breaker, in the edge runtime.
+  checkSeed000(await (await runtime.dispatchFetch('http://edge.test/api/seed000')).json(), assert);
 });

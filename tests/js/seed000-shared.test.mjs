@@ -10,60 +10,11 @@ import { CircuitBreaker } from 'breakwater';
 import { SharedCircuitBreaker } from 'breakwater/shared';
 import { settingsJson } from 'breakwater/shared/internal';
 import { coordinatorGlue } from 'breakwater/coordinator';
+import { MemoryStore, StoreCircuitBreaker } from 'breakwater/store';
+import { calls, checkSeed000, provider, seed000Case } from './seed000-case.mjs';
 
 const SEED000 = { failureThreshold: 2, monitoringWindow: 60_000, resetTimeout: 30_000, halfOpenSuccessThreshold: 2 };
 const LEASE_MS = 1000;
-
-/** A provider that fails on cue, counting the calls that reach it. */
-function provider() {
-  const p = { down: false, calls: 0 };
-  p.messages = {
-    create: async () => {
-      p.calls++;
-      await new Promise((r) => setTimeout(r, 1));
-      if (p.down) throw Object.assign(new Error('Overloaded'), { status: 529 });
-      return { content: [{ type: 'text', text: 'hello' }] };
-    },
-  };
-  return p;
-}
-
-// Seed 000's route body, as the article writes it (a breaker and a client passed in).
-async function callAgent(anthropicBreaker, client, prompt) {
-  if (!anthropicBreaker.isHealthy()) {
-    return getFallbackResponse(prompt);
-  }
-
-  try {
-    const response = await client.messages.create({
-      model: 'claude-sonnet-4-6',
-      max_tokens: 1024,
-      messages: [{ role: 'user', content: prompt }],
-    });
-
-    anthropicBreaker.recordSuccess();
-    const content = response.content[0];
-    return content.type === 'text' ? content.text : '';
-  } catch (error) {
-    anthropicBreaker.recordFailure();
-    throw error;
-  }
-}
-const getFallbackResponse = () => 'fallback';
-
-/** `n` calls through `callAgent`; answers by kind. */
-async function calls(breaker, client, n) {
-  const seen = { text: 0, fallback: 0, error: 0 };
-  for (let i = 0; i < n; i++) {
-    try {
-      const r = await callAgent(breaker, client, 'hi');
-      seen[r === 'fallback' ? 'fallback' : 'text']++;
-    } catch {
-      seen.error++;
-    }
-  }
-  return seen;
-}
 
 /** The fleet: one coordinator running seed 000's settings, reached through the service routes. */
 function fleet(clock) {
@@ -93,7 +44,40 @@ test('seed 000 on a local CircuitBreaker: blocks after the threshold, recovers b
   assert.equal(b.state, 'CLOSED');
 });
 
-test('seed 000 on shared breakers: isHealthy() is a boolean, the failing instance blocks at once, the others within one lease', async () => {
+test('seed 000 on a service-backed shared breaker (Node): the failing instance blocks at once, the others within one lease, all recover', async () => {
+  let now = 1_800_000_000_000;
+  const clock = () => now;
+  const f = fleet(clock);
+  checkSeed000(
+    await seed000Case({
+      make: () => f.instance(),
+      wait: async (ms) => void (now += ms),
+      flush: (b) => b.flush(),
+      leaseMs: LEASE_MS,
+      resetTimeout: SEED000.resetTimeout,
+    }),
+    assert,
+  );
+  assert.equal(f.view().state, 'CLOSED');
+});
+
+test('seed 000 on a store-backed shared breaker (Node, MemoryStore): the same', async () => {
+  let now = 1_800_000_000_000;
+  const clock = () => now;
+  const store = new MemoryStore(clock);
+  checkSeed000(
+    await seed000Case({
+      make: (i) => new StoreCircuitBreaker('anthropic', { store, breaker: SEED000, leaseMs: LEASE_MS, clock, clientId: `i${i}` }),
+      wait: async (ms) => void (now += ms),
+      flush: (b) => b.flush(),
+      leaseMs: LEASE_MS,
+      resetTimeout: SEED000.resetTimeout,
+    }),
+    assert,
+  );
+});
+
+test('seed 000 on shared breakers, step by step: isHealthy() is a boolean, the failing instance blocks at once, the others within one lease', async () => {
   let now = 1_800_000_000_000;
   const clock = () => now;
   const f = fleet(clock);
@@ -119,36 +103,7 @@ test('seed 000 on shared breakers: isHealthy() is a boolean, the failing instanc
   assert.ok(a.retryAfterMs > 0);
   await a.flush();
   assert.equal(f.view().state, 'OPEN', 'the fleet heard both failures');
-
-  // `b` learns within one lease: once its lease runs out, the renewal (sent in the background by
-  // the call that found it expired) brings the OPEN state.
-  client.calls = 0;
-  now += LEASE_MS;
-  await calls(b, client, 1);
-  await b.flush();
-  const before = client.calls;
-  assert.ok(before <= 1, `at most the call that renewed the lease reached the provider (${before})`);
-  assert.deepEqual(await calls(b, client, 10), { text: 0, fallback: 10, error: 0 });
-  assert.equal(client.calls, before);
-  assert.equal(b.state, 'OPEN');
-
-  // Liveness: the provider heals; after the open period, probes go through and close the fleet's
-  // breaker (two successes), and every instance lets calls through again.
-  client.down = false;
-  now += SEED000.resetTimeout;
-  let rounds = 0;
-  while (f.view().state !== 'CLOSED' && rounds++ < 10) {
-    await calls(a, client, 1);
-    await a.flush();
-  }
-  assert.equal(f.view().state, 'CLOSED', `closed after ${rounds} rounds`);
-  assert.ok(rounds <= 4, `two probes, each asked for in the background: ${rounds} rounds`);
-  assert.deepEqual(await calls(a, client, 3), { text: 3, fallback: 0, error: 0 });
-  now += LEASE_MS;
-  await calls(b, client, 1);
-  await b.flush();
-  assert.deepEqual(await calls(b, client, 3), { text: 3, fallback: 0, error: 0 });
-  assert.equal(b.state, 'CLOSED');
+  assert.equal(a.fleetState, 'OPEN');
 });
 
 test('a shared breaker tells the same events as a CircuitBreaker, and a refused execute gets its fallback', async () => {

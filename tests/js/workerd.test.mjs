@@ -4,6 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkAdaptive } from './adaptive-case.mjs';
+import { checkSeed000 } from './seed000-case.mjs';
 import http from 'node:http';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -41,6 +42,7 @@ test('the workerd entry runs in a Worker under workerd', async () => {
     conditions: ['workerd', 'worker', 'browser'],
     mainFields: ['module', 'main'],
     logLevel: 'silent',
+    external: ['cloudflare:workers'],
     plugins: [
       {
         name: 'wasm-modules',
@@ -54,7 +56,11 @@ test('the workerd entry runs in a Worker under workerd', async () => {
       },
     ],
   });
-  assert.deepEqual([...wasmFiles.keys()].sort(), ['breakwater_adaptive_bg.wasm', 'breakwater_bg.wasm'], 'the workerd entries import their .wasm statically');
+  assert.deepEqual(
+    [...wasmFiles.keys()].sort(),
+    ['breakwater_adaptive_bg.wasm', 'breakwater_bg.wasm', 'breakwater_coordinator_bg.wasm'],
+    'the workerd entries import their .wasm statically',
+  );
   mf = new Miniflare({
     host: '127.0.0.1',
     port: 0,
@@ -64,6 +70,7 @@ test('the workerd entry runs in a Worker under workerd', async () => {
       ...(await Promise.all([...wasmFiles].map(async ([name, file]) => ({ type: 'CompiledWasm', path: name, contents: await fs.readFile(file) })))),
     ],
     bindings: { UPSTREAM: `http://127.0.0.1:${upstream.address().port}/v1/messages` },
+    durableObjects: { BREAKER: { className: 'BreakerObject', useSQLite: true } },
   });
   const answers = [];
   for (let i = 0; i < 3; i++) {
@@ -89,6 +96,8 @@ test('breaker.stream under workerd: a whole answer is a success, a cut one ends 
   assert.deepEqual(await get('/count-trip'), { state: 'OPEN', openFor: 30_000, refused: true });
   // breakwater/adaptive: its module loaded by a static .wasm import, beside the main one.
   checkAdaptive(await get('/adaptive'), assert);
+  // Seed 000's synchronous pattern on a shared breaker held by a Durable Object, in workerd.
+  checkSeed000(await get('/seed000'), assert);
   assert.deepEqual(await get('/stream?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
   const before = hits;
   assert.deepEqual(await get('/stream-upstream'), { name: 'StreamError', status: 529, failures: 2 });

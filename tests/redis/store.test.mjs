@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
 import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis, fromIoredis, fromUpstash } from 'breakwater/store';
 import { connectRedis, namer, sleep, until } from './helpers.mjs';
+import { checkSeed000, seed000Case } from '../js/seed000-case.mjs';
 
 let redis;
 const uniq = namer();
@@ -33,6 +34,23 @@ function tapped(hook = async () => {}) {
     },
   };
 }
+
+test("seed 000's synchronous pattern on a Redis-backed breaker: the failing instance blocks at once, the others within one lease, all recover", async () => {
+  // Seed 000's options, with the open period and the lease short enough to wait out for real
+  // (Redis's clock is the coordinator's).
+  const SEED000 = { failureThreshold: 2, monitoringWindow: 60_000, resetTimeout: 300, halfOpenSuccessThreshold: 2 };
+  const name = uniq('seed000');
+  const store = new RedisStore(fromNodeRedis(redis));
+  const result = await seed000Case({
+    make: (i) => new StoreCircuitBreaker(name, { store, breaker: SEED000, leaseMs: 200, clientId: `i${i}` }),
+    wait: sleep,
+    flush: (b) => b.flush(),
+    leaseMs: 200,
+    resetTimeout: SEED000.resetTimeout,
+  });
+  checkSeed000(result, assert);
+  assert.equal((await new StoreCircuitBreaker(name, { store, breaker: SEED000 }).inspect()).state, 'CLOSED');
+});
 
 test('names are validated, keys are namespaced under the prefix and expire', async () => {
   const store = new RedisStore(fromNodeRedis(redis));

@@ -2,6 +2,25 @@
 import { CircuitBreaker, isCircuitOpenError, withRetry } from 'breakwater';
 import { countTrip } from '../count-trip.mjs';
 import { adaptiveCase } from '../adaptive-case.mjs';
+import { MemoryStore, StoreCircuitBreaker } from 'breakwater/store';
+import { seed000Case } from '../seed000-case.mjs';
+
+/** Seed 000's options, with the open period and the lease short enough to wait out for real. */
+const SEED000 = { failureThreshold: 2, monitoringWindow: 60_000, resetTimeout: 300, halfOpenSuccessThreshold: 2 };
+const LEASE_MS = 200;
+
+/** Seed 000's pattern on two instances of a store-backed shared breaker, on the edge. */
+async function seed000() {
+  const store = new MemoryStore();
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  return seed000Case({
+    make: (i) => new StoreCircuitBreaker('seed000', { store, breaker: SEED000, leaseMs: LEASE_MS, clientId: `edge-${i}` }),
+    wait: sleep,
+    flush: (b) => b.flush(),
+    leaseMs: LEASE_MS,
+    resetTimeout: SEED000.resetTimeout,
+  });
+}
 
 const breaker = new CircuitBreaker('edge-upstream', { failureThreshold: 2, resetTimeout: 60_000 });
 
@@ -31,6 +50,7 @@ async function handle(request) {
   const path = new URL(request.url).pathname;
   if (path === '/api/count-trip') return Response.json(await countTrip());
   if (path === '/api/adaptive') return Response.json(await adaptiveCase());
+  if (path === '/api/seed000') return Response.json(await seed000());
   if (path === '/api/stream') return stream(new URL(request.url).searchParams.has('cut'));
   const upstream = new URL(request.url).searchParams.get('upstream');
   try {

@@ -2,6 +2,16 @@
 import { CircuitBreaker, isCircuitOpenError, BreakerRegistry } from 'breakwater';
 import { countTrip } from '../count-trip.mjs';
 import { adaptiveCase } from '../adaptive-case.mjs';
+import { SharedCircuitBreaker } from 'breakwater/cloudflare';
+import { seed000Case } from '../seed000-case.mjs';
+
+// The Durable Object holding the shared breaker, as an app's Worker exports it.
+export { BreakerObject } from 'breakwater/cloudflare';
+
+/** Seed 000's options, with the open period and the lease short enough to wait out for real. */
+const SEED000 = { failureThreshold: 2, monitoringWindow: 60_000, resetTimeout: 300, halfOpenSuccessThreshold: 2 };
+const LEASE_MS = 200;
+let seedRuns = 0;
 
 const registry = new BreakerRegistry({ failureThreshold: 2, resetTimeout: 60_000 });
 const streams = new CircuitBreaker('stream', { failureThreshold: 5, resetTimeout: 60_000 });
@@ -25,6 +35,19 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === '/count-trip') return Response.json(await countTrip());
     if (url.pathname === '/adaptive') return Response.json(await adaptiveCase());
+    if (url.pathname === '/seed000') {
+      // Two instances of one breaker held by the Durable Object; the object's clock is workerd's.
+      const name = `seed000-${++seedRuns}`;
+      const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+      const result = await seed000Case({
+        make: () => new SharedCircuitBreaker(name, { shared: env.BREAKER, breaker: SEED000, leaseMs: LEASE_MS }),
+        wait: sleep,
+        flush: (b) => b.flush(),
+        leaseMs: LEASE_MS,
+        resetTimeout: SEED000.resetTimeout,
+      });
+      return Response.json(result);
+    }
     if (url.pathname === '/snapshot') {
       return Response.json(registry.toJSON());
     }

@@ -9,8 +9,8 @@ import {
   fromNodeRedis,
   type BreakerStore,
   type StoreView,
-  type SharedEvent,
 } from 'breakwater/store';
+import type { SharedEvent } from 'breakwater/shared';
 
 export async function main(): Promise<StoreView> {
   const redis = createClient({ url: 'redis://127.0.0.1:1', disableOfflineQueue: true });
