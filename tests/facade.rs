@@ -114,20 +114,24 @@ fn listeners_hear_every_transition_after_it_happened() {
 #[test]
 fn the_registry_keeps_one_breaker_per_name() {
     let clock = ManualClock::new(Timestamp(0));
-    let mut reg = Registry::new(one_strike(), clock);
+    let reg = Registry::new(one_strike(), clock);
     let _ = reg.get("anthropic").unwrap().call(|| Err::<(), _>(()));
     assert_eq!(reg.get("anthropic").unwrap().state(), State::Open);
     assert_eq!(reg.get("openai").unwrap().state(), State::Closed);
     let custom = BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 9 });
     let b = reg.get_with("tool:search", custom).unwrap();
     assert_eq!(b.config().trip, custom.trip);
-    assert_eq!(reg.names().count(), 3);
+    assert_eq!(reg.names().len(), 3);
     assert!(matches!(reg.get("no spaces"), Err(BuildError::Name(_))));
     assert!(matches!(
         reg.get_with("ok", BreakerConfig::new().with_probe_timeout_ms(0)),
         Err(BuildError::Config(e)) if e.field == "probe_timeout_ms"
     ));
-    assert_eq!(reg.names().count(), 3, "failed builds add nothing");
+    assert_eq!(reg.names().len(), 3, "failed builds add nothing");
+    // One breaker per name, shared: what one holder does, every holder sees.
+    let a = reg.get("anthropic").unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &reg.get("anthropic").unwrap()));
+    assert_eq!(reg.breakers().len(), 3);
 }
 
 #[test]

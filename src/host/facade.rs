@@ -5,6 +5,7 @@ use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::fmt;
 use core::future::Future;
 
@@ -435,19 +436,29 @@ impl fmt::Display for BuildError {
 
 impl core::error::Error for BuildError {}
 
-/// One breaker per name (per provider, model or tool), all on one clock.
+/// One breaker per name (per provider, model or tool), all on one clock. Shared by reference
+/// (`&self` throughout; `Sync` under `std`): every task asking for a name gets the same breaker.
 ///
 /// ```
 /// use breakwater::{BreakerConfig, ManualClock, Registry, Timestamp};
-/// let mut registry = Registry::new(BreakerConfig::new(), ManualClock::new(Timestamp(0)));
-/// registry.get("anthropic/claude").unwrap();
+/// let registry = Registry::new(BreakerConfig::new(), ManualClock::new(Timestamp(0)));
+/// let claude = registry.get("anthropic/claude").unwrap();
 /// registry.get("openai/gpt").unwrap();
-/// assert_eq!(registry.names().collect::<Vec<_>>(), ["anthropic/claude", "openai/gpt"]);
+/// assert!(std::sync::Arc::ptr_eq(&claude, &registry.get("anthropic/claude").unwrap()));
+/// assert_eq!(registry.names(), ["anthropic/claude", "openai/gpt"]);
 /// ```
 pub struct Registry<C: Clock + Clone> {
     defaults: BreakerConfig,
     clock: C,
-    breakers: BTreeMap<String, CircuitBreaker<C>>,
+    breakers: Lock<BTreeMap<String, Arc<CircuitBreaker<C>>>>,
+}
+
+impl<C: Clock + Clone> fmt::Debug for Registry<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("names", &self.names())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<C: Clock + Clone> Registry<C> {
@@ -456,43 +467,41 @@ impl<C: Clock + Clone> Registry<C> {
         Registry {
             defaults,
             clock,
-            breakers: BTreeMap::new(),
+            breakers: Lock::new(BTreeMap::new()),
         }
     }
 
     /// The breaker named `name`, created with the defaults on first use.
-    pub fn get(&mut self, name: &str) -> Result<&mut CircuitBreaker<C>, BuildError> {
-        let config = self.defaults;
-        self.get_with(name, config)
+    pub fn get(&self, name: &str) -> Result<Arc<CircuitBreaker<C>>, BuildError> {
+        self.get_with(name, self.defaults)
     }
 
     /// The breaker named `name`, created with `config` if it does not exist yet (an existing
     /// breaker keeps its configuration).
     pub fn get_with(
-        &mut self,
+        &self,
         name: &str,
         config: BreakerConfig,
-    ) -> Result<&mut CircuitBreaker<C>, BuildError> {
-        if !self.breakers.contains_key(name) {
-            let breaker = CircuitBreaker::new(name, config, self.clock.clone())?;
-            self.breakers.insert(name.to_string(), breaker);
-        }
-        self.breakers
-            .get_mut(name)
-            .ok_or(BuildError::Name(InvalidName {
-                name: name.to_string(),
-                reason: "vanished",
-            }))
+    ) -> Result<Arc<CircuitBreaker<C>>, BuildError> {
+        self.breakers.with(|breakers| {
+            if let Some(b) = breakers.get(name) {
+                return Ok(Arc::clone(b));
+            }
+            let breaker = Arc::new(CircuitBreaker::new(name, config, self.clock.clone())?);
+            breakers.insert(name.to_string(), Arc::clone(&breaker));
+            Ok(breaker)
+        })
     }
 
     /// The names, in order.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.breakers.keys().map(String::as_str)
+    pub fn names(&self) -> Vec<String> {
+        self.breakers.with(|b| b.keys().cloned().collect())
     }
 
-    /// Every breaker, by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &CircuitBreaker<C>)> {
-        self.breakers.iter().map(|(k, v)| (k.as_str(), v))
+    /// Every breaker, by name, in order.
+    pub fn breakers(&self) -> Vec<(String, Arc<CircuitBreaker<C>>)> {
+        self.breakers
+            .with(|b| b.iter().map(|(k, v)| (k.clone(), Arc::clone(v))).collect())
     }
 }
 
