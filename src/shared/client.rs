@@ -305,6 +305,23 @@ struct Known {
     throttle_ppm: u32,
 }
 
+/// What this process's calls met, counted by the client (the coordinator keeps the fleet's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Calls admitted.
+    pub admitted: u64,
+    /// Calls refused (the throttle's included).
+    pub rejected: u64,
+    /// Of the refused calls, those the fleet's throttle shed.
+    pub throttled: u64,
+    /// Calls reported successful.
+    pub successes: u64,
+    /// Calls reported failed.
+    pub failures: u64,
+    /// Calls reported as saying nothing about the upstream.
+    pub ignored: u64,
+}
+
 /// The report in flight.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -347,6 +364,7 @@ pub struct LeaseClient {
     /// What [`LeaseClient::admit_now`] wants sent in the background (read by
     /// [`LeaseClient::take_background`]).
     background: Option<Background>,
+    stats: ClientStats,
 }
 
 impl LeaseClient {
@@ -394,6 +412,7 @@ impl LeaseClient {
             rng: SplitMix64::new(session),
             parked: None,
             background: None,
+            stats: ClientStats::default(),
         })
     }
 
@@ -435,6 +454,25 @@ impl LeaseClient {
         self.tick(now);
         self.in_flight = None;
         self.acquires.clear();
+    }
+
+    /// What this process's calls met so far.
+    pub fn stats(&self) -> ClientStats {
+        self.stats
+    }
+
+    fn tally(&mut self, d: Decision) -> Decision {
+        match d {
+            Decision::Admit(_) => self.stats.admitted += 1,
+            Decision::Reject(r) => {
+                self.stats.rejected += 1;
+                if r.reason == RejectReason::Throttled {
+                    self.stats.throttled += 1;
+                }
+            }
+            Decision::Acquire | Decision::Refresh => {}
+        }
+        d
     }
 
     /// Requests built so far.
@@ -509,6 +547,11 @@ impl LeaseClient {
 
     /// Decides about a call at `now` (local clock, ms).
     pub fn admit(&mut self, now: LocalTime) -> Decision {
+        let d = self.decide(now);
+        self.tally(d)
+    }
+
+    fn decide(&mut self, now: LocalTime) -> Decision {
         let now = self.tick(now);
         self.expire_overdue();
         self.expire_parked();
@@ -573,6 +616,11 @@ impl LeaseClient {
 
     /// Feeds the coordinator's answer to `/acquire`.
     pub fn on_acquire_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> Decision {
+        let d = self.take_reply(now, reply);
+        self.tally(d)
+    }
+
+    fn take_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> Decision {
         self.tick(now);
         // Answers may come back in any order: the oldest send time is the safe start.
         let sent_at = self.acquires.pop_front().unwrap_or(self.now);
@@ -609,6 +657,13 @@ impl LeaseClient {
     /// Records how an admitted call ended. Returns whether a report should be sent now
     /// ([`flush_due`](Self::flush_due)).
     pub fn record(&mut self, now: LocalTime, ticket: Ticket, outcome: Outcome) -> bool {
+        self.count_outcome(outcome);
+        self.settle(now, ticket, outcome)
+    }
+
+    /// [`record`](Self::record) without counting it in [`stats`](Self::stats): a parked permit no
+    /// call took is given back this way.
+    fn settle(&mut self, now: LocalTime, ticket: Ticket, outcome: Outcome) -> bool {
         let now = self.tick(now);
         match ticket.kind {
             TicketKind::Lease { generation, permit } => {
@@ -645,10 +700,19 @@ impl LeaseClient {
     /// Records an outcome without a ticket (counted under the current lease).
     pub fn record_untracked(&mut self, now: LocalTime, outcome: Outcome) -> bool {
         let t = self.tick(now);
+        self.count_outcome(outcome);
         let _ = self.local.record(Timestamp(t), outcome);
         let generation = self.known.map(|k| k.generation);
         self.count(generation, outcome);
         self.flush_due(now)
+    }
+
+    fn count_outcome(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Success => self.stats.successes += 1,
+            Outcome::Failure => self.stats.failures += 1,
+            Outcome::Ignored => self.stats.ignored += 1,
+        }
     }
 
     /// Whether a report should be sent now: a failure or a probe outcome waits, or `max_batch`
@@ -913,7 +977,7 @@ impl LeaseClient {
     ///   ([`PARKED_PERMIT_MS`]).
     pub fn admit_now(&mut self, now: LocalTime) -> Decision {
         let t = self.tick(now);
-        match self.admit(LocalTime(t)) {
+        let d = match self.decide(LocalTime(t)) {
             Decision::Acquire => {
                 if !self.acquiring() {
                     self.background = Some(Background::Acquire);
@@ -939,7 +1003,8 @@ impl LeaseClient {
                 self.admit_locally(t, t)
             }
             d => d,
-        }
+        };
+        self.tally(d)
     }
 
     /// What [`admit_now`](Self::admit_now) left to send in the background, once.
@@ -952,11 +1017,11 @@ impl LeaseClient {
     /// a report is due (a permit given back).
     pub fn on_background_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> bool {
         let t = self.now.max(now.0);
-        if let Decision::Admit(ticket) = self.on_acquire_reply(now, reply) {
+        if let Decision::Admit(ticket) = self.take_reply(now, reply) {
             if ticket.is_probe() {
                 self.expire_parked();
                 if let Some((old, _)) = self.parked.replace((ticket, t + PARKED_PERMIT_MS)) {
-                    let _ = self.record(LocalTime(t), old, Outcome::Ignored);
+                    let _ = self.settle(LocalTime(t), old, Outcome::Ignored);
                 }
             }
             // A CLOSED permit is no more than the lease it came with.
@@ -969,7 +1034,7 @@ impl LeaseClient {
         if let Some((ticket, until)) = self.parked {
             if self.now >= until {
                 self.parked = None;
-                let _ = self.record(LocalTime(self.now), ticket, Outcome::Ignored);
+                let _ = self.settle(LocalTime(self.now), ticket, Outcome::Ignored);
             }
         }
     }

@@ -25,7 +25,7 @@ pub mod spec;
 mod wire;
 
 pub use client::{
-    Background, ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket,
+    Background, ClientEvent, ClientStats, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket,
     PARKED_PERMIT_MS,
 };
 pub use coordinator::{

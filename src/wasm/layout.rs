@@ -116,7 +116,13 @@ layouts! {
         UNACKNOWLEDGED = 4,
         DROPPED = 5,
         LOCAL_STATE = 6,     // the local breaker's `state` code at `now`
-        LEN = 7,
+        ADMITTED = 7,        // `ClientStats`, from here on
+        REJECTED = 8,
+        THROTTLED = 9,
+        SUCCESSES = 10,
+        FAILURES = 11,
+        IGNORED = 12,
+        LEN = 13,
     }
     /// A refusal as one number, in every module: `-(retry_after_ms × SCALE + reason)`, from the
     /// main module's `acquire` and `peek`, a bulkhead's `enter` and the lease client's `admit`

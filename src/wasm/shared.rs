@@ -301,6 +301,13 @@ impl WasmLeaseClient {
         v[lease_info::UNACKNOWLEDGED] = c.unacknowledged() as f64;
         v[lease_info::DROPPED] = c.dropped() as f64;
         v[lease_info::LOCAL_STATE] = state_code(Some(c.local().state_at(ts(now))));
+        let s = c.stats();
+        v[lease_info::ADMITTED] = s.admitted as f64;
+        v[lease_info::REJECTED] = s.rejected as f64;
+        v[lease_info::THROTTLED] = s.throttled as f64;
+        v[lease_info::SUCCESSES] = s.successes as f64;
+        v[lease_info::FAILURES] = s.failures as f64;
+        v[lease_info::IGNORED] = s.ignored as f64;
         v
     }
 }

@@ -301,3 +301,65 @@ test('the top-level options of the shared breakers are the declared ones; anythi
   assert.throws(() => new StoreCircuitBreaker('contract', { store, service }), /"service"/);
   assert.throws(() => new SharedCircuitBreaker('contract', { service, prefix: 'x:' }), /"prefix"/);
 });
+
+/** A breaker's public members: its own and its prototypes' (getters included), constructor aside. */
+function membersOf(instance) {
+  const out = new Set(Object.keys(instance));
+  for (let p = Object.getPrototypeOf(instance); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    for (const k of Object.getOwnPropertyNames(p)) if (k !== 'constructor') out.add(k);
+  }
+  return out;
+}
+
+/** CircuitBreaker's members a shared breaker does not have, and why (none may be missing silently). */
+const NOT_ON_SHARED = {
+  mode: "the fleet's mode is the coordinator's (its admin view)",
+  openUntil: "the fleet's open period is the coordinator's; retryAfterMs says when to ask again",
+  probesInFlight: "the fleet's probes are the coordinator's",
+  throttleProbability: "the fleet's probability rides on each lease; the coordinator's view shows it",
+  inFlight: 'the concurrency limit is a CircuitBreaker option (refused by name on shared breakers)',
+  queued: 'the concurrency limit is a CircuitBreaker option (refused by name on shared breakers)',
+  disable: "an operator's action on the fleet: the admin route, or the store's record",
+  enable: "an operator's action on the fleet: the admin route, or the store's record",
+  isolate: "an operator's action on the fleet: the admin route (StoreCircuitBreaker has it: the store's record)",
+  reset: "an operator's action on the fleet: the admin route (StoreCircuitBreaker has it: the store's record)",
+  toJSON: 'the state lives with the coordinator, which persists it',
+  restore: 'the state lives with the coordinator, which persists it',
+};
+
+test("a shared breaker has CircuitBreaker's members, with the same meaning, or a stated reason not to", async () => {
+  const local = membersOf(new CircuitBreaker('members'));
+  const shared = membersOf(new SharedCircuitBreaker('members', { service: { url: 'https://x.example', token: 't' } }));
+  const stored = membersOf(new StoreCircuitBreaker('members', { store: new MemoryStore() }));
+  const missing = [...local].filter((m) => !shared.has(m) && !(m in NOT_ON_SHARED)).sort();
+  assert.deepEqual(missing, [], 'members of CircuitBreaker a shared breaker lacks without a reason');
+  const stale = Object.keys(NOT_ON_SHARED).filter((m) => shared.has(m) || !local.has(m));
+  assert.deepEqual(stale, [], 'reasons for members that are there after all, or not CircuitBreaker members');
+  for (const m of ['isolate', 'reset']) assert.ok(stored.has(m), `StoreCircuitBreaker.${m}`);
+});
+
+test('the members work as on a CircuitBreaker: stats, tryAcquire, isOpen and retryAfterMs', async () => {
+  let now = T0;
+  const co = coordinatorGlue().WasmCoordinator.create('members', settingsJson({ failureThreshold: 2 }, 1000, 'x'), undefined, false);
+  const fetch = async (url, init) => new Response(co.exchange(now, init.body, url.includes('/v1/acquire')), { status: 200 });
+  const make = () => new SharedCircuitBreaker('members', { service: { url: 'https://x.example', token: 't', fetch }, breaker: { failureThreshold: 2 }, clock: () => now });
+  for (const [kind, b] of [
+    ['shared', make()],
+    ['local', new CircuitBreaker('members', { failureThreshold: 2, clock: () => now })],
+  ]) {
+    const ok = b.tryAcquire();
+    ok.success();
+    ok.failure(); // settled once: nothing more
+    await b.execute(() => 'ok');
+    for (let i = 0; i < 2; i++) {
+      const p = b.tryAcquire();
+      p.failure(httpError(529));
+    }
+    assert.equal(b.tryAcquire(), undefined, `${kind}: refused once its own failures opened it`);
+    assert.equal(b.isOpen(), true, kind);
+    assert.ok(b.retryAfterMs > 0, kind);
+    assert.equal(await b.execute(() => 'never', { fallback: (e, reason) => reason }), 'open', kind);
+    const { admitted, rejected, successes, failures, fallbacks } = b.stats;
+    assert.deepEqual({ admitted, rejected, successes, failures, fallbacks }, { admitted: 4, rejected: 2, successes: 2, failures: 2, fallbacks: 1 }, kind);
+  }
+});

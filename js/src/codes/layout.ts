@@ -102,7 +102,13 @@ export const enum LeaseInfo {
   Unacknowledged = 4,
   Dropped = 5,
   LocalState = 6,
-  Len = 7,
+  Admitted = 7,
+  Rejected = 8,
+  Throttled = 9,
+  Successes = 10,
+  Failures = 11,
+  Ignored = 12,
+  Len = 13,
 }
 
 /**

@@ -7,7 +7,9 @@ import {
   isTimeoutError,
   type StreamOptions,
   type BreakerMode,
+  type BreakerPermit,
   type BreakerState,
+  type BreakerStats,
   type CircuitBreakerOptions,
   type FallbackReason,
   type OutcomeEvent,
@@ -454,6 +456,7 @@ export class SharedCircuitBreaker {
   #classify: NonNullable<SharedBreakerOptions['classify']>;
   #now: () => number;
   #inFlight: Promise<void> | null = null;
+  #fallbacks = 0;
   #background = new Set<Promise<void>>();
   #waitUntil: ((promise: Promise<unknown>) => void) | undefined;
   #tickets: number[] = [];
@@ -576,6 +579,27 @@ export class SharedCircuitBreaker {
   get dropped(): number {
     return this.#info()[LeaseInfo.Dropped]!;
   }
+  /**
+   * What this instance's calls met, as `CircuitBreaker.stats` counts them (the lease client's
+   * counts; `fallbacks` are `execute`'s). `stale`, `slow`, `opened` and `full` are the fleet's
+   * business or not kept here, and read 0: the coordinator counts the fleet.
+   */
+  get stats(): BreakerStats {
+    const i = this.#info();
+    return {
+      admitted: i[LeaseInfo.Admitted]!,
+      rejected: i[LeaseInfo.Rejected]!,
+      successes: i[LeaseInfo.Successes]!,
+      failures: i[LeaseInfo.Failures]!,
+      ignored: i[LeaseInfo.Ignored]!,
+      stale: 0,
+      slow: 0,
+      opened: 0,
+      throttled: i[LeaseInfo.Throttled]!,
+      full: 0,
+      fallbacks: this.#fallbacks,
+    };
+  }
 
   #info(): Float64Array {
     return this.#core.info(this.#now());
@@ -619,7 +643,7 @@ export class SharedCircuitBreaker {
     try {
       ticket = await this.#admit();
     } catch (e) {
-      if (fallback !== undefined && e instanceof CircuitOpenError) return fallback(e, e.reason);
+      if (fallback !== undefined && e instanceof CircuitOpenError) return (this.#fallbacks++, fallback(e, e.reason));
       throw e;
     }
     const waitUntil = opts.waitUntil ?? this.#waitUntil;
@@ -650,11 +674,11 @@ export class SharedCircuitBreaker {
       }
     } catch (error) {
       if (!waitUntil) await done;
-      if (fallback !== undefined && outcome === 'failure') return fallback(error, isTimeoutError(error) ? 'timeout' : 'failure');
+      if (fallback !== undefined && outcome === 'failure') return (this.#fallbacks++, fallback(error, isTimeoutError(error) ? 'timeout' : 'failure'));
       throw error;
     }
     if (!waitUntil) await done;
-    return fallback !== undefined && outcome === 'failure' ? fallback(value, 'failure') : value;
+    return fallback !== undefined && outcome === 'failure' ? (this.#fallbacks++, fallback(value, 'failure')) : value;
   }
 
   /**
@@ -722,18 +746,45 @@ export class SharedCircuitBreaker {
    * the call's `signal` so that the caller's own abort is not counted.
    */
   recordFailure(error?: unknown, signal?: AbortSignal): void {
-    let outcome: Outcome = 'failure';
-    if (error !== undefined) {
-      outcome =
-        signal?.aborted && error === signal.reason
-          ? (OUTCOMES[outcomeCode(error, false, signal)] ?? 'failure')
-          : safeClassify(this.#classify, { ok: false, error }, 'failure');
-    }
-    this.#settleUntracked(outcome);
+    this.#settleUntracked(this.#failureOutcome(error, signal));
   }
   /** Reports a call let through by `isHealthy()` that says nothing about the upstream (or was never made). */
   recordIgnored(): void {
     this.#settleUntracked('ignored');
+  }
+
+  /**
+   * As `CircuitBreaker.tryAcquire()`: asks, synchronously, to run one call you make yourself. A
+   * permit to settle exactly once with `success()`, `failure(error)` or `ignore()` (later calls
+   * do nothing), or `undefined` when the breaker refuses (see `retryAfterMs`). Answered as
+   * `isHealthy()` is; the report goes in the background.
+   */
+  tryAcquire(): BreakerPermit | undefined {
+    const d = this.#core.admit_now(this.#now());
+    this.#drain();
+    this.#kick();
+    if (d < 0) {
+      this.#rejection(d);
+      return undefined;
+    }
+    let settled = false;
+    const settle = (outcome: Outcome) => {
+      if (settled) return;
+      settled = true;
+      this.#hand(this.#settle(d, outcome));
+    };
+    return {
+      success: () => settle('success'),
+      failure: (error?: unknown, signal?: AbortSignal) => settle(this.#failureOutcome(error, signal)),
+      ignore: () => settle('ignored'),
+    };
+  }
+
+  /** How a failed call counts: the caller's own abort is not the upstream's; the rest as `classify` says. */
+  #failureOutcome(error: unknown, signal: AbortSignal | undefined): Outcome {
+    if (error === undefined) return 'failure';
+    if (signal?.aborted && error === signal.reason) return OUTCOMES[outcomeCode(error, false, signal)] ?? 'ignored';
+    return safeClassify(this.#classify, { ok: false, error }, 'failure');
   }
 
   /** Sends whatever waits and renews the lease. Resolves to whether the coordinator answered. */
