@@ -37,21 +37,34 @@ import {
 } from 'breakwater';
 import { breakerConfig, Emitter, checkKeys, fail, num, obj, type ChainBreaker } from 'breakwater/internal';
 
-/** What breakwater reads of a model call's options (v3 and v4 alike). */
+/**
+ * What breakwater reads of a model call's options (v3 and v4 alike).
+ * @inline
+ */
 interface ModelCallOptions {
+  /** The call's abort signal (the SDK's `abortSignal` option). */
   abortSignal?: AbortSignal | undefined;
 }
 
 /** A language model as both specifications shape it (`LanguageModelV3`, `LanguageModelV4`). */
 export interface LanguageModelLike {
+  /** The specification the model implements: `'v3'` (AI SDK 6) or `'v4'` (AI SDK 7). */
   readonly specificationVersion: string;
+  /** The provider's name (`fallbackModel` names a tier's default breaker `provider:modelId`). */
   readonly provider: string;
+  /** The model's id, e.g. `claude-sonnet-4-5`. */
   readonly modelId: string;
+  /** The URL patterns the model takes as they are, by media type. */
   readonly supportedUrls: PromiseLike<Record<string, RegExp[]>> | Record<string, RegExp[]>;
+  /** Generates an answer in one piece (`generateText`). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each specification's own call options
   doGenerate(options: any): PromiseLike<unknown>;
+  /** Generates an answer as a stream of parts (`streamText`). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- likewise
-  doStream(options: any): PromiseLike<{ stream: ReadableStream<unknown> }>;
+  doStream(options: any): PromiseLike<{
+    /** The answer's parts. */
+    stream: ReadableStream<unknown>;
+  }>;
 }
 
 /** How long an attempt may take; each is optional and off by default. */
@@ -98,13 +111,21 @@ export interface GuardOptions {
  * fits `LanguageModelV3Middleware` and AI SDK 7's `LanguageModelMiddleware` alike.
  */
 export interface BreakerMiddleware {
+  /** Always `'v3'` (AI SDK 7 accepts it too). */
   readonly specificationVersion: 'v3';
+  /** Runs a `generateText` attempt behind the breaker. */
   wrapGenerate: <R>(options: {
     doGenerate: () => PromiseLike<R>;
     params: ModelCallOptions;
     model: LanguageModelLike;
   }) => Promise<R>;
-  wrapStream: <S extends { stream: ReadableStream<unknown> }>(options: {
+  /** Runs a `streamText` attempt behind the breaker, watching its parts until the answer begins. */
+  wrapStream: <
+    S extends {
+      /** The attempt's parts. */
+      stream: ReadableStream<unknown>;
+    },
+  >(options: {
     doStream: () => PromiseLike<S>;
     params: ModelCallOptions;
     model: LanguageModelLike;
@@ -113,6 +134,7 @@ export interface BreakerMiddleware {
 
 /** One tier of `fallbackModel`. */
 export interface FallbackTier<M extends LanguageModelLike> {
+  /** The tier's language model. */
   model: M;
   /**
    * Its breaker: a `CircuitBreaker`, `SharedCircuitBreaker` or `StoreCircuitBreaker`. Default:
@@ -162,6 +184,7 @@ const ANSWER_ERROR = Symbol.for('breakwater.ModelAnswerError');
 export class ModelAnswerError extends Error {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'ModelAnswerError';
+  /** Always `true`: tells a `ModelAnswerError` apart without `instanceof` (`isModelAnswerError` is the test to use). */
   readonly isModelAnswerError = true as const;
   /**
    * `error-part`: the stream began with an error; `empty`: the model answered nothing; `timeout`:
@@ -175,6 +198,7 @@ export class ModelAnswerError extends Error {
   readonly statusCode: number | undefined;
   /** The answer's response headers (for `Retry-After`), when the provider gave them. */
   readonly responseHeaders: Record<string, string> | undefined;
+  /** Whether the AI SDK retries it (as it reads an `APICallError`'s `isRetryable`). */
   readonly isRetryable: boolean;
 
   constructor(

@@ -9,13 +9,20 @@ import { classifyError, isResponse, statusOf } from './classify.js';
 import { EXECUTE_KEYS, type CallContext, type ExecuteOptions, type FallbackReason } from './breakers/breaker.js';
 import type { StreamOptions, StreamSource } from './guards/stream.js';
 
-/** What a tier's breaker must offer: `CircuitBreaker`, `SharedCircuitBreaker` and `StoreCircuitBreaker` do. */
+/**
+ * What a tier's breaker must offer: `CircuitBreaker`, `SharedCircuitBreaker` and `StoreCircuitBreaker` do.
+ * @inline
+ */
 export interface ChainBreaker {
+  /** The breaker's name: the tier's name unless the tier gives one. */
   readonly name: string;
+  /** Runs a call if the breaker admits it (`CircuitBreaker.execute`). */
   execute(fn: () => Promise<never>, options?: never): Promise<unknown>;
+  /** Runs a streaming call if the breaker admits it (`CircuitBreaker.stream`). */
   stream(fn: () => Promise<never>, options?: never): Promise<ReadableStream<unknown>>;
 }
 
+/** One tier of a `FallbackChain`: a call and the breaker in front of it. */
 export interface Tier<T> {
   /** The breaker that guards this tier's upstream. */
   breaker: ChainBreaker;
@@ -25,6 +32,7 @@ export interface Tier<T> {
   name?: string | undefined;
 }
 
+/** `FallbackChain`'s options, each optional. */
 export interface FallbackChainOptions {
   /** Named in the `CircuitOpenError` thrown when every tier refused. Default `"fallback-chain"`. */
   name?: string | undefined;
@@ -36,7 +44,9 @@ export interface FallbackChainOptions {
   fallThrough?: ((error: unknown) => boolean) | undefined;
 }
 
+/** What `FallbackChain.execute` and `FallbackChain.stream` answer: the value and the tier that gave it. */
 export interface ChainResult<T> {
+  /** The answering tier's value (for `stream()`, its stream), or what `fallback` returned. */
   value: T;
   /** The index of the tier that answered; -1 for `execute`'s `fallback` (no tier answered). */
   tier: number;
@@ -44,12 +54,17 @@ export interface ChainResult<T> {
   name: string;
 }
 
+/** One tier tried, as `onTier` listeners get it. */
 export interface TierEvent {
+  /** The chain's name. */
   chain: string;
+  /** The tier's index (0 for the first). */
   tier: number;
+  /** The tier's name. */
   name: string;
   /** `answered`: this tier's value is returned; `skipped`: its breaker refused; `failed`: it was called and failed. */
   outcome: 'answered' | 'skipped' | 'failed';
+  /** `skipped`: the breaker's `CircuitOpenError`; `failed`: the error the tier failed with. Absent for `answered`. */
   error?: unknown;
 }
 
@@ -70,6 +85,7 @@ class FailedResponse extends Error {
 export class FallbackChain<T = unknown> {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'FallbackChain';
+  /** The chain's name (the `name` option, default `"fallback-chain"`): in its `CircuitOpenError` and its `TierEvent`s. */
   readonly name: string;
   #tiers: Array<{ breaker: ChainBreaker; call: Tier<T>['call']; name: string }>;
   #fallThrough: ((error: unknown) => boolean) | undefined;

@@ -21,15 +21,28 @@ export const CLASSES = [
   'cancelled',
   'declined',
 ] as const;
+/**
+ * The kind of outcome a call had: `success` (1xx–3xx), `transient` (408, 500, 502, 503, 504, or
+ * another retryable status such as 409), `rate-limited` (429), `overloaded` (529, or an
+ * `overloaded_error`), `quota-exhausted` (a 4xx whose code says the quota, credit or spend limit
+ * is spent), `client-error` (another 4xx), `server-error` (another 5xx: 501, 505…), `network` (the
+ * connection failed), `timeout` (the attempt timed out), `cancelled` (the caller cancelled) or
+ * `declined` (a 4xx whose code says a content policy refused the prompt).
+ * @useDeclaredType
+ */
 export type ErrorClass = (typeof CLASSES)[number];
 
+/** How an error (or a failing `Response`) is classified: what it was, whether to retry, how a breaker counts it. */
 export interface Verdict {
+  /** The kind of outcome. */
   class: ErrorClass;
+  /** Worth another attempt. */
   retryable: boolean;
   /** Counts against the breaker. */
   failure: boolean;
   /** Says nothing about the upstream (a 400, a cancelled call). */
   ignored: boolean;
+  /** The HTTP status read from the error, if it has one. */
   status: number | undefined;
 }
 
@@ -219,7 +232,10 @@ export function codeOf(err: unknown): number {
 
 /** Indexed by `Ending`'s codes. */
 const ENDINGS = ['complete', 'truncated', 'declined', 'failed', 'unknown'] as const;
-/** How an answer ended, by its finish or stop reason (the core's table, src/retry/ending.rs). */
+/**
+ * How an answer ended, by its finish or stop reason (the core's table, src/retry/ending.rs).
+ * @useDeclaredType
+ */
 export type Ending = (typeof ENDINGS)[number];
 
 const ending = (reason: unknown): Ending => (typeof reason === 'string' ? ENDINGS[readText(reason, Text.Ending)] ?? 'unknown' : 'unknown');

@@ -12,7 +12,10 @@ import { MODES, REASONS, STATES, type BreakerMode, type BreakerState, type Rejec
 
 export type { BreakerMode, BreakerState };
 
-/** A share-of-calls trip rule (failures, or slow calls). Give `windowCalls` or `windowMs`. */
+/**
+ * A share-of-calls trip rule (failures, or slow calls). Give `windowCalls` or `windowMs`.
+ * @inline
+ */
 export interface RateRule {
   /** Percentage in (0, 100] that opens the breaker. */
   threshold: number;
@@ -24,6 +27,10 @@ export interface RateRule {
   windowMs?: number | undefined;
 }
 
+/**
+ * The slow-call trip rule: a `RateRule` over the share of slow calls.
+ * @inline
+ */
 export interface SlowCallRule extends RateRule {
   /** A call slower than this (ms) is slow. */
   slowCallMs: number;
@@ -34,17 +41,24 @@ declare const fromAdaptive: unique symbol;
 
 /** `throttle()` of `breakwater/adaptive`: the value of the `adaptiveThrottle` option. */
 export interface ThrottleOption {
+  /** Always `'throttle'`: the option the value is for. */
   readonly kind: 'throttle';
+  /** The mark of a value `breakwater/adaptive` made (no other code can make one). */
   readonly [fromAdaptive]: true;
 }
 
 /** `limit()` of `breakwater/adaptive`: the value of the `concurrency` option. */
 export interface LimitOption {
+  /** Always `'limit'`: the option the value is for. */
   readonly kind: 'limit';
+  /** The mark of a value `breakwater/adaptive` made (no other code can make one). */
   readonly [fromAdaptive]: true;
 }
 
-/** The options every trip rule shares. */
+/**
+ * The options every trip rule shares.
+ * @inline
+ */
 export interface BreakerSettings {
   /**
    * Shed a degraded upstream's excess smoothly while CLOSED, on top of the trip rule (which still
@@ -79,37 +93,55 @@ export interface BreakerSettings {
   random?: (() => number) | undefined;
 }
 
-/** The default trip rule: failures in a row, or within `monitoringWindow`. */
+/**
+ * The default trip rule: failures in a row, or within `monitoringWindow`.
+ * @inline
+ */
 export interface ConsecutiveTrip {
   /** Failures that open the breaker: in a row, or within `monitoringWindow` if given. Default 5. */
   failureThreshold?: number | undefined;
   /** Count failures within this many ms (seed 000's sliding window) instead of in a row. */
   monitoringWindow?: number | undefined;
+  /** Another trip rule's option: not with this one. */
   failureRate?: undefined;
+  /** Another trip rule's option: not with this one. */
   slowCallRate?: undefined;
 }
 
-/** Open when a share of the window's calls failed. */
+/**
+ * Open when a share of the window's calls failed.
+ * @inline
+ */
 export interface FailureRateTrip {
   /** Open when this share of the window's calls failed. */
   failureRate: RateRule;
+  /** Another trip rule's option: not with this one. */
   failureThreshold?: undefined;
+  /** Another trip rule's option: not with this one. */
   monitoringWindow?: undefined;
+  /** Another trip rule's option: not with this one. */
   slowCallRate?: undefined;
 }
 
-/** Open when a share of the window's calls was slow. */
+/**
+ * Open when a share of the window's calls was slow.
+ * @inline
+ */
 export interface SlowCallRateTrip {
   /** Open when this share of the window's calls was slow. */
   slowCallRate: SlowCallRule;
+  /** Another trip rule's option: not with this one. */
   failureThreshold?: undefined;
+  /** Another trip rule's option: not with this one. */
   monitoringWindow?: undefined;
+  /** Another trip rule's option: not with this one. */
   failureRate?: undefined;
 }
 
 /**
  * One trip rule, chosen by its options: `failureThreshold` (+ `monitoringWindow`), `failureRate`
  * or `slowCallRate`. Giving two is a type error (and a `TypeError` at run time).
+ * @inline
  */
 export type TripRule = ConsecutiveTrip | FailureRateTrip | SlowCallRateTrip;
 
@@ -147,6 +179,7 @@ export const EXECUTE_KEYS = ['fallback', 'signal', 'timeoutMs'];
  */
 export type FallbackReason = RejectReason | 'failure' | 'timeout';
 
+/** `execute`'s options: a fallback, an abort signal and a time limit, each optional. */
 export interface ExecuteOptions<T> {
   /**
    * Answers instead of the upstream when the breaker refuses the call (`CircuitOpenError`) or
@@ -160,6 +193,7 @@ export interface ExecuteOptions<T> {
   timeoutMs?: number | undefined;
 }
 
+/** What `execute` hands the call. */
 export interface CallContext {
   /** Aborted when the caller's signal aborts or the timeout fires (only with those options). */
   signal?: AbortSignal | undefined;
@@ -183,30 +217,51 @@ export interface BreakerPermit {
   ignore(): void;
 }
 
+/** A state change, as `onStateChange` listeners get it. */
 export interface StateChangeEvent {
+  /** The breaker's name. */
   breaker: string;
+  /** The state before. */
   from: BreakerState;
+  /** The state now. */
   to: BreakerState;
+  /** When it changed, ms since the epoch (the breaker's `clock`). */
   at: number;
 }
+/** A refused call, as `onReject` listeners get it. */
 export interface RejectEvent {
+  /** The breaker's name. */
   breaker: string;
+  /** Why the call was refused. */
   reason: RejectReason;
+  /** Milliseconds until a call may be admitted. */
   retryAfterMs: number;
 }
+/** A call counted as a success or an upstream failure, as `onSuccess` and `onFailure` listeners get it. */
 export interface OutcomeEvent {
+  /** The breaker's name. */
   breaker: string;
+  /** `onFailure` only: the error the call failed with, when the breaker has one (not for a failing `Response`). */
   error?: unknown;
 }
 
+/** A breaker's running totals (`stats`). */
 export interface BreakerStats {
+  /** Calls admitted. */
   admitted: number;
+  /** Calls refused by the breaker (OPEN, isolated, every probe slot taken, or shed by `adaptiveThrottle`). */
   rejected: number;
+  /** Successes reported. */
   successes: number;
+  /** Upstream failures reported. */
   failures: number;
+  /** Outcomes that say nothing about the upstream (a client error, a cancelled call, `isFailure` answering false). */
   ignored: number;
+  /** Outcomes reported with a permit from an earlier generation (before a state change): not counted. */
   stale: number;
+  /** Slow calls reported (only under a `slowCallRate` rule). */
   slow: number;
+  /** Times the breaker opened (from CLOSED or HALF_OPEN, or by `isolate()`). */
   opened: number;
   /** Of the rejected calls, those `adaptiveThrottle` shed. */
   throttled: number;
@@ -218,9 +273,13 @@ export interface BreakerStats {
 
 /** What `toJSON()` returns and `restore()` / `CircuitBreaker.fromJSON()` take. */
 export interface BreakerSnapshot {
+  /** The snapshot format's version: 1. */
   breakwater: 1;
+  /** The breaker's name. */
   name: string;
+  /** The breaker's state when the snapshot was taken. */
   state: BreakerState;
+  /** The core's state as numbers, to hand back to `restore()` as it is. */
   data: number[];
 }
 
@@ -339,6 +398,7 @@ const finalizer =
 export class CircuitBreaker {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'CircuitBreaker';
+  /** The breaker's name, given to the constructor (in events, errors and metrics). */
   readonly name: string;
   /** The core's exports, and this breaker's handle there. */
   #x: Exports;
@@ -409,6 +469,7 @@ export class CircuitBreaker {
     return STATES[this.#info(Info.State, this.#now())]!;
   }
 
+  /** `'automatic'`, `'isolated'` (after `isolate()`) or `'disabled'` (after `disable()`). */
   get mode(): BreakerMode {
     return MODES[this.#info(Info.Mode)]!;
   }
@@ -777,15 +838,19 @@ export class CircuitBreaker {
     this.#emitTransition(this.#x.control(this.#h, this.#now(), op));
   }
 
+  /** Calls `listener` on every state change. */
   onStateChange(listener: (event: StateChangeEvent) => void): Unsubscribe {
     return this.#stateChange.subscribe(listener);
   }
+  /** Calls `listener` for every call `execute`, `stream` or `tryAcquire` refuses. */
   onReject(listener: (event: RejectEvent) => void): Unsubscribe {
     return this.#reject.subscribe(listener);
   }
+  /** Calls `listener` for every call counted as a success. */
   onSuccess(listener: (event: OutcomeEvent) => void): Unsubscribe {
     return this.#success.subscribe(listener);
   }
+  /** Calls `listener` for every call counted as an upstream failure. */
   onFailure(listener: (event: OutcomeEvent) => void): Unsubscribe {
     return this.#failure.subscribe(listener);
   }

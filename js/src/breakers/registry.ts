@@ -37,6 +37,7 @@ export class BreakerRegistry {
     return b;
   }
 
+  /** Whether the registry holds a breaker named `name`. */
   has(name: string): boolean {
     return this.#breakers.has(name);
   }
@@ -48,10 +49,12 @@ export class BreakerRegistry {
     return this.#breakers.delete(name);
   }
 
+  /** The names of the breakers it holds, in the order they were created. */
   names(): string[] {
     return [...this.#breakers.keys()];
   }
 
+  /** Iterates over the `[name, breaker]` pairs it holds. */
   [Symbol.iterator](): IterableIterator<[string, CircuitBreaker]> {
     return this.#breakers.entries();
   }
@@ -61,6 +64,7 @@ export class BreakerRegistry {
     return this.#stateChange.subscribe(listener);
   }
 
+  /** Every breaker's snapshot (its `toJSON()`), by name: what `restore()` takes. */
   toJSON(): Record<string, BreakerSnapshot> {
     const out: Record<string, BreakerSnapshot> = {};
     for (const [name, b] of this.#breakers) out[name] = b.toJSON();

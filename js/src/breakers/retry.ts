@@ -5,7 +5,19 @@ import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from '.
 import { guardCall } from '../guards/call.js';
 import type { CallContext, CircuitBreaker } from './breaker.js';
 
+/**
+ * How a retry's wait is drawn from its exponential delay d: `'full'` (the default), uniform in
+ * [0, d]; `'equal'`, in [d/2, d]; `'decorrelated'`, in [base, 3 × the previous wait] (ignores
+ * `factor`); `'none'`, d exactly; a proportion p in [0, 1], in d × (1 ± p). Never above `maxDelayMs`.
+ * @inline
+ */
 export type Jitter = 'full' | 'equal' | 'decorrelated' | 'none' | number;
+/**
+ * Why `withRetry` stopped: `'not-retryable'` (the error is not worth retrying: a 400, an exhausted
+ * quota…), `'attempts-exhausted'` (`maxAttempts` were made), `'deadline'` (the next attempt would
+ * start after `deadlineMs`), `'retry-after-too-long'` (the server asked for a longer wait than
+ * `maxRetryAfterMs`) or `'budget-exhausted'` (the `budget` is spent).
+ */
 export type GiveUpReason =
   | 'not-retryable'
   | 'attempts-exhausted'
@@ -22,24 +34,36 @@ const REASONS: readonly GiveUpReason[] = [
   'budget-exhausted',
 ];
 
+/** A retry about to wait, as `onRetry` gets it. */
 export interface RetryEvent {
   /** The attempt that failed (1 = the first). */
   attempt: number;
   /** How long until the next attempt. */
   delayMs: number;
+  /** The attempt's error, or the failing `Response` it resolved with. */
   error: unknown;
   /** The server's Retry-After, if it sent one. */
   retryAfterMs: number | undefined;
+  /** How the error was classified. */
   verdict: Verdict;
 }
 
+/** The end of retries that failed, as `onGiveUp` gets it. */
 export interface GiveUpEvent {
+  /** Attempts made, the first included. */
   attempts: number;
+  /** Why no further attempt is made. */
   reason: GiveUpReason;
+  /** The Retry-After of the last attempt's answer in ms, if the server sent one. */
   retryAfterMs: number | undefined;
+  /** How the last error was classified. */
   verdict: Verdict;
 }
 
+/**
+ * What `withRetry` hands each attempt.
+ * @inline
+ */
 export interface AttemptContext {
   /** 1 for the first attempt. */
   attempt: number;
@@ -56,6 +80,7 @@ export interface RetryObserver {
   observeRetries(retries: number, delayMs: number): void;
 }
 
+/** `withRetry`'s options, each optional. */
 export interface RetryOptions {
   /** Attempts in all, the first included (1–10 000). Default 4. */
   maxAttempts?: number | undefined;
@@ -300,6 +325,10 @@ function fn_<F>(option: string, v: unknown): F | undefined {
   return fn<F>(option, v);
 }
 
+/**
+ * `RetryBudget`'s options, each optional.
+ * @inline
+ */
 export interface RetryBudgetOptions {
   /** The window retries are measured over, 1 000–60 000 ms. Default 10 000. */
   ttlMs?: number | undefined;

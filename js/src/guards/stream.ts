@@ -20,9 +20,11 @@ export type StreamSource<T> = Response | ReadableStream<T> | AsyncIterable<T>;
 export interface SseEvent {
   /** The `event:` field (undefined for the default `message`). */
   event: string | undefined;
+  /** The `data:` field (several `data:` lines joined with `\n`). */
   data: string;
 }
 
+/** `stream`'s options, each optional: an abort signal, time limits, the contingency after a cut, and how chunks are read. */
 export interface StreamOptions<T> {
   /** Aborting cancels the stream; a cancel says nothing about the upstream (ignored). */
   signal?: AbortSignal | undefined;
@@ -98,6 +100,7 @@ export class StreamError extends Error {
   static [Symbol.hasInstance](value: unknown): boolean {
     return (value as Partial<StreamError> | null)?.isStreamError === true;
   }
+  /** Always `true`: what `instanceof StreamError` checks, so it holds across copies of the package. */
   readonly isStreamError = true as const;
   // The fields are declared only (set in the constructor), so that no second set of field
   // initialisers is emitted into the main entry.
@@ -107,6 +110,10 @@ export class StreamError extends Error {
   declare readonly type: string | undefined;
   /** The response's headers (so `Retry-After` is read), when the response had an error status. */
   declare readonly headers: Headers | undefined;
+  /**
+   * `'status'`: the response had an error status; `'event'`: an error event in the stream, or an
+   * ending that says the answer failed; `'empty'`: the stream ended without content.
+   */
   declare readonly kind: 'status' | 'event' | 'empty';
   /** An error status's body as text (at most its first 64 KiB), so Gemini's `RetryInfo` is read. */
   declare readonly body: string | undefined;

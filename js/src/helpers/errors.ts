@@ -18,9 +18,13 @@ export class CircuitOpenError extends Error {
   }
   /** Marker that survives duplicate copies of the package; test with `isCircuitOpenError`. */
   readonly isCircuitOpenError = true as const;
+  /** The name of the breaker (or `FallbackChain`) that refused the call. */
   readonly breaker: string;
+  /** The breaker's state when it refused. */
   readonly state: BreakerState;
+  /** Why the call was refused. */
   readonly reason: RejectReason;
+  /** Milliseconds until asking again may work. */
   readonly retryAfterMs: number;
 
   constructor(breaker: string, state: BreakerState, reason: RejectReason, retryAfterMs: number) {
@@ -51,7 +55,9 @@ export class TimeoutError extends Error {
   static [Symbol.hasInstance](value: unknown): boolean {
     return isTimeoutError(value);
   }
+  /** Always `true`: tells a `TimeoutError` apart without `instanceof` (`isTimeoutError` is the test to use). */
   readonly isTimeoutError = true as const;
+  /** The time limit that ran out, ms. */
   readonly timeoutMs: number;
   constructor(timeoutMs: number) {
     super(`the call did not finish within ${timeoutMs} ms`);

@@ -1,6 +1,7 @@
 /** Stops a subscription. Calling it twice is harmless. Also usable with `using`. */
 export interface Unsubscribe {
   (): void;
+  /** The same function: stops the subscription. */
   dispose(): void;
 }
 

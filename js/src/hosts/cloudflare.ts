@@ -26,7 +26,7 @@
  *   breaker: { failureThreshold: 5, resetTimeout: 30_000 },
  * });
  * ```
- * ```toml
+ * ```
  * # wrangler.toml
  * [[durable_objects.bindings]]
  * name = "BREAKER"

@@ -58,9 +58,14 @@ import { checkKeys, withTimeout } from 'breakwater/internal';
 
 // ----- the store -----
 
-/** A stored value and its version (1 for the first write). */
+/**
+ * A stored value and its version (1 for the first write).
+ * @inline
+ */
 interface Versioned {
+  /** The record's version: 1 for the first write, 0 when there is no record. */
   version: number;
+  /** The stored record (empty when there is none). */
   value: string;
   /** The store's clock when it was read (ms since the epoch), if the store has one. */
   now?: number | undefined;
@@ -85,10 +90,25 @@ export interface BreakerStore {
   compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult>;
 }
 
-type CasResult = { ok: true } | { ok: false; current: Versioned | null };
+/**
+ * What `compareAndSet` answers: `ok: true` when it wrote, or `ok: false` with the record there now.
+ * @inline
+ */
+type CasResult =
+  | {
+      /** Written. */
+      ok: true;
+    }
+  | {
+      /** Not written: the version had moved. */
+      ok: false;
+      /** The record there now, or null when there is none. */
+      current: Versioned | null;
+    };
 
 /** The one command the Redis store needs: `EVAL script numkeys key... arg...`. */
 export interface RedisEval {
+  /** Runs `script` with `keys` as `KEYS` and `args` as `ARGV`, and answers what Redis returned. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
 }
 
@@ -192,21 +212,30 @@ export class MemoryStore implements BreakerStore {
 
 // ----- the view -----
 
-/** What the store keeps besides the core's snapshot (visible through `inspect()`). */
+/**
+ * What the store keeps besides the core's snapshot (visible through `inspect()`).
+ * @inline
+ */
 interface StoreCounters {
-  /** Outcomes applied, by kind (from leases, fallbacks and probes), stale ones included. */
+  /** Successes applied (from leases, fallbacks and probes), stale ones included. */
   successes: number;
+  /** Failures applied (from leases, fallbacks and probes), stale ones included. */
   failures: number;
+  /** Outcomes applied that say nothing about the upstream, stale ones included. */
   ignored: number;
   /** Outcomes of a generation that had passed: counted, never moving the state. */
   stale: number;
+  /** Half-open probes granted. */
   probesGranted: number;
+  /** Probe outcomes applied. */
   probeOutcomes: number;
-  /** Batches applied, and batches sent again after a lost answer (acknowledged, not counted). */
+  /** Batches applied. */
   batches: number;
+  /** Batches sent again after a lost answer: acknowledged, not counted. */
   duplicateBatches: number;
-  /** Batches refused, and probe reports that matched no probe granted to that client. */
+  /** Batches refused (over a limit, or numbered too far ahead). */
   refusedBatches: number;
+  /** Probe reports that matched no probe granted to that client. */
   unmatchedProbeReports: number;
   /** Compare-and-sets this process made that succeeded (writes of the record). */
   writes: number;
@@ -214,14 +243,23 @@ interface StoreCounters {
 
 /** What `inspect()` answers. */
 export interface StoreView {
+  /** The breaker's name. */
   name: string;
+  /** The store key of its record (`prefix` + name). */
   key: string;
+  /** The record's version after this operation (0: none stored). */
   version: number;
+  /** The shared breaker's state: `'CLOSED'`, `'OPEN'` or `'HALF_OPEN'`. */
   state: 'CLOSED' | 'OPEN' | 'HALF_OPEN';
+  /** Its mode: `'automatic'`, `'isolated'` (after `isolate()`) or `'disabled'`. */
   mode: 'automatic' | 'isolated' | 'disabled';
+  /** The generation outcomes are reported under (a new one with each state change). */
   generation: number;
+  /** When the open period ends (ms since the epoch, the store's clock); undefined when not OPEN, or when isolated. */
   openUntil: number | undefined;
+  /** Half-open probes granted and not yet reported. */
   probesInFlight: number;
+  /** What the store counts besides the core's statistics. */
   counters: StoreCounters;
   /** The core's own statistics (`CircuitBreaker.stats`). */
   stats: Omit<CircuitBreaker['stats'], 'fallbacks'>;
@@ -230,7 +268,19 @@ export interface StoreView {
   /** The fingerprint of the settings the shared breaker runs under. */
   options: number;
   /** When this instance's settings differ from the stored ones: `adopted` (the stored ones run; `reset()` installs this instance's). */
-  optionsMismatch?: { stored: number; configured: number; resolution: string } | undefined;
+  optionsMismatch?:
+    | {
+        /** The fingerprint of the settings in the record. */
+        stored: number;
+        /** The fingerprint of this instance's settings. */
+        configured: number;
+        /**
+         * `'adopted'`: the stored settings keep running (`reset()` installs this instance's);
+         * `'installed'`: this instance's replaced them (the stored ones were not valid), the state carried over.
+         */
+        resolution: string;
+      }
+    | undefined;
   /** Why the stored record was replaced by a fresh CLOSED breaker, if it was. */
   restoreError?: string | undefined;
 }
@@ -383,9 +433,11 @@ class StoreTransport {
 /**
  * The shared breaker's options: `CircuitBreaker` options without `clock` (the store's clock
  * rules) and without `slowCallRate` (outcomes reach the store as counts, without durations).
+ * @inline
  */
 type StoreBreakerRule = Omit<BreakerSettings, 'clock'> & (ConsecutiveTrip | FailureRateTrip);
 
+/** `StoreCircuitBreaker`'s options: the store, and `SharedCircuitBreaker`'s options but `shared`, `service` and `transport`. */
 export interface StoreBreakerOptions extends Omit<SharedBreakerOptions, 'shared' | 'transport' | 'service'> {
   /** Where the state lives: `new RedisStore(fromNodeRedis(client))`, or your own `BreakerStore`. */
   store: BreakerStore;
@@ -413,6 +465,7 @@ const MIN_KEY_TTL_MS = 15 * 60_000;
 export class StoreCircuitBreaker extends SharedCircuitBreaker {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'StoreCircuitBreaker';
+  /** The store key of the breaker's record: `prefix` + name. */
   readonly key: string;
   #t: StoreTransport;
 

@@ -17,10 +17,16 @@ export const RETRY_BUCKETS: readonly number[] = [0, 1, 2, 3, 5, 8];
 /** Upper bounds of `breakwater_retry_delay_seconds`. */
 export const DELAY_BUCKETS: readonly number[] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/** One breaker as the adapters read it at collection time. */
+/**
+ * One breaker as the adapters read it at collection time.
+ * @inline
+ */
 export interface BreakerReading {
+  /** The breaker's name (in a registry, the name it is held under). */
   name: string;
+  /** Its state. */
   state: CircuitBreaker['state'];
+  /** Its running totals. */
   stats: BreakerStats;
 }
 
@@ -79,7 +85,9 @@ export abstract class Collector {
     return [...seen.values()];
   }
 
+  /** Records an incident of `breaker`: from its first opening to closing again, seconds. */
   protected abstract incident(breaker: string, seconds: number): void;
+  /** Records one `withRetry` call's retries and backoff (seconds), labelled with `name`. */
   protected abstract retried(name: string, retries: number, delaySeconds: number): void;
 
   // An incident: from the first opening to the next close, however many probe rounds failed.

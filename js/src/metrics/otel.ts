@@ -89,10 +89,12 @@ export class OpenTelemetryMetrics extends Collector {
     for (const s of sources) this.add(s);
   }
 
+  /** Records an incident of `breaker` (from opening to closing again, seconds) in `breakwater.incident`. */
   protected incident(breaker: string, seconds: number): void {
     this.#incident.record(seconds, { breaker });
   }
 
+  /** Records one `withRetry` call's retries and backoff (seconds) in `breakwater.retries` and `breakwater.retry_delay`. */
   protected retried(name: string, retries: number, delaySeconds: number): void {
     this.#retries.record(retries, { breaker: name });
     this.#delay.record(delaySeconds, { breaker: name });

@@ -25,22 +25,31 @@ export type { MetricsSource } from './collect.js';
 
 /** One sample, in prom-client's shape (`metricName` for a histogram's `_bucket`/`_sum`/`_count`). */
 export interface Sample {
+  /** The series' name when it is not the family's: a histogram's `<name>_bucket`, `<name>_sum` or `<name>_count`. */
   metricName?: string | undefined;
+  /** The labels: `breaker`, and `state`, `result` or `le` where the family has them. */
   labels: Record<string, string>;
+  /** The value. */
   value: number;
 }
 
 /** One metric family, in prom-client's shape (what its `metric.get()` returns). */
 export interface MetricFamily {
+  /** The family's name, e.g. `breakwater_calls_total`. */
   name: string;
+  /** What it measures (the `# HELP` line). */
   help: string;
+  /** `'gauge'`, `'counter'` or `'histogram'`. */
   type: 'gauge' | 'counter' | 'histogram';
+  /** Its samples. */
   values: Sample[];
+  /** How prom-client aggregates it across cluster workers: always `'sum'`. */
   aggregator: 'sum';
 }
 
 /** A prom-client `Registry` (only `registerMetric` is used). */
 export interface PromClientRegistry {
+  /** Adds a metric (`name`, `help`, `type`, `aggregator` and `get()`, read at each scrape). */
   registerMetric(metric: unknown): void;
 }
 
@@ -111,10 +120,12 @@ export class PrometheusMetrics extends Collector {
     for (const s of sources) this.add(s);
   }
 
+  /** Observes an incident of `breaker` (from opening to closing again, seconds) in `breakwater_incident_seconds`. */
   protected incident(breaker: string, seconds: number): void {
     histogram(this.#incidents, breaker, INCIDENT_BUCKETS).observe(seconds);
   }
 
+  /** Observes one `withRetry` call's retries and backoff (seconds) in `breakwater_retries` and `breakwater_retry_delay_seconds`. */
   protected retried(name: string, retries: number, delaySeconds: number): void {
     histogram(this.#retries, name, RETRY_BUCKETS).observe(retries);
     histogram(this.#delays, name, DELAY_BUCKETS).observe(delaySeconds);

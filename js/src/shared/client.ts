@@ -66,18 +66,26 @@ type Outcome = CallOutcome;
  * A shared breaker's settings: `CircuitBreaker` options without `clock` (the coordinator's clock
  * rules) and without `slowCallRate` (outcomes reach the coordinator as counts, without
  * durations).
+ * @inline
  */
 type SharedBreakerRule = Omit<BreakerSettings, 'clock'> & (ConsecutiveTrip | FailureRateTrip);
 
-/** The bits of a Durable Object stub this client uses. */
+/**
+ * The bits of a Durable Object stub this client uses.
+ * @inline
+ */
 interface StubLike {
+  /** Sends a request to the object. */
   fetch(input: string, init?: RequestInit): Promise<Response>;
 }
 
 /** The bits of a Durable Object namespace binding this client uses. */
 export interface NamespaceLike {
+  /** The id of the object for a name. */
   idFromName(name: string): unknown;
+  /** The stub of the object with that id. */
   get(id: unknown): StubLike;
+  /** The stub of the object for a name, in one step (newer runtimes); used instead of `idFromName` and `get` when present. */
   getByName?: ((name: string) => StubLike) | undefined;
 }
 
@@ -86,55 +94,111 @@ export interface NamespaceLike {
 // Checked against the messages the core writes (tests/conformance/messages.json) by
 // tests/js/wire-types.test.mjs: every field and value, both ways.
 
-/** Outcomes of calls admitted under one generation (`null`: under no lease the client knew of). */
+/**
+ * Outcomes of calls admitted under one generation (`null`: under no lease the client knew of).
+ * @inline
+ */
 interface Counts {
+  /** The generation of the lease the calls were admitted under; `null` when the client never had a lease (counted as stale). */
   generation: number | null;
+  /** Successful calls. */
   successes: number;
+  /** Failed calls. */
   failures: number;
+  /** Calls that say nothing about the upstream. */
   ignored: number;
   /** Calls the client shed under the lease's throttle; left out when 0. */
   throttled?: number;
 }
-/** A half-open probe's outcome. */
+/**
+ * A half-open probe's outcome.
+ * @inline
+ */
 interface ProbeReport {
+  /** The permit's generation. */
   generation: number;
+  /** The probe slot. */
   id: number;
+  /** When the permit was issued, as the client was told (informational: the coordinator keeps its own record of each grant). */
   issued_at: number;
+  /** How it ended. */
   outcome: Outcome;
 }
-/** One numbered batch of outcomes. */
+/**
+ * One numbered batch of outcomes.
+ * @inline
+ */
 interface Batch {
+  /** Increases by one per batch and client session, from 1; at most 2^53. */
   seq: number;
+  /** Outcomes of ordinary calls, by generation. */
   counts: Counts[];
+  /** Outcomes of probes. */
   probes: ProbeReport[];
 }
-/** The state a client may act on without asking, and for how long. */
+/**
+ * The state a client may act on without asking, and for how long.
+ * @inline
+ */
 interface Lease {
+  /** The state now. CLOSED: admit locally for `lease_ms`. OPEN: reject locally for `retry_after_ms`. HALF_OPEN: ask for every admission. */
   state: BreakerState;
+  /** The manual mode (`disabled` admits everything, `isolated` is OPEN until reset). */
   mode: BreakerMode;
+  /** The generation outcomes should be reported under. */
   generation: number;
+  /** How long a CLOSED lease may be used before asking again, ms. */
   lease_ms: number;
+  /** While OPEN: how long to reject before asking again, ms (when isolated, `lease_ms`). */
   retry_after_ms: number;
+  /** The coordinator's clock when it answered (ms since the epoch), for diagnostics. */
   now: number;
   /** The fleet's throttle probability while CLOSED, in millionths; left out when 0. */
   throttle_ppm?: number;
 }
 /** What a client sends to `/acquire` and `/report`. */
 export interface Exchange {
+  /** The client's identifier: 1 to 64 ASCII letters, digits, `-` or `_`. */
   client: string;
+  /**
+   * Drawn at random when the client starts (at most 2^53); batch numbers are per
+   * `(client, session)`. 0 from clients that predate sessions.
+   */
   session: number;
+  /** Outcomes to apply before answering, oldest first. */
   batches: Batch[];
 }
 /** The coordinator's answer. */
 export interface Reply {
+  /** The state to act on. */
   lease: Lease;
   /** `/acquire` only: the permit granted (`probe: null` for a CLOSED one). */
-  permit?: { generation: number; probe: number | null; issued_at: number };
+  permit?: {
+    /** Its generation. */
+    generation: number;
+    /** The probe slot of a half-open probe (report it in `probes`); `null` otherwise (report it in `counts` under `generation`). */
+    probe: number | null;
+    /** When it was issued (the coordinator's clock, ms since the epoch). */
+    issued_at: number;
+  };
   /** `/acquire` only: the refusal. */
-  rejected?: { reason: 'open' | 'half_open_full' | 'isolated' | 'throttled' | 'full'; retry_after_ms: number };
+  rejected?: {
+    /** Why: `'open'`, `'half_open_full'`, `'isolated'`, `'throttled'` or `'full'`. */
+    reason: 'open' | 'half_open_full' | 'isolated' | 'throttled' | 'full';
+    /** Milliseconds until asking again may succeed (at least 1). */
+    retry_after_ms: number;
+  };
+  /** The `seq` of every batch now applied (including ones applied before). */
   acked: number[];
   /** Batches not applied; `last_applied` when one was numbered too far ahead (the client renumbers). */
-  refused?: Array<{ seq: number; reason: string; last_applied?: number }>;
+  refused?: Array<{
+    /** The batch's number. */
+    seq: number;
+    /** Why, for the client's event and the log. */
+    reason: string;
+    /** When the batch was numbered too far past the session's last applied one: that number. Absent for a batch over a limit. */
+    last_applied?: number;
+  }>;
 }
 
 /**
@@ -142,6 +206,7 @@ export interface Reply {
  * answered as the coordinator would. `breakwater/store` implements it over Redis.
  */
 export interface SharedTransport {
+  /** Carries one exchange (`op`: `'acquire'` or `'report'`) to the coordinator and answers its reply. */
   exchange(op: 'acquire' | 'report', body: Exchange, signal?: AbortSignal): Promise<Reply>;
 }
 
@@ -168,6 +233,10 @@ export interface ServiceOptions {
   fetch?: ((input: string, init?: RequestInit) => Promise<Response>) | undefined;
 }
 
+/**
+ * `SharedCircuitBreaker`'s options: where the state lives (`shared`, `service` or `transport`), the
+ * shared breaker's settings, and this client's own.
+ */
 export interface SharedBreakerOptions {
   /**
    * The Durable Object namespace binding (`env.BREAKER`) of `BreakerObject`: exported by your
@@ -239,19 +308,50 @@ export interface SharedExecuteOptions<T> extends ExecuteOptions {
 /** `stream`'s options: the guard's, plus where to hand the report and how to count. */
 export interface SharedStreamOptions<T> extends StreamOptions<T>, ExecuteOptions {}
 
+/**
+ * What `onEvent` listeners get: `state` (the state this client acts on changed), `fallback` (the
+ * coordinator could not be reached, or refused: the local breaker decides now), `recovered` (the
+ * coordinator answers again) or `dropped` (outcomes were given up).
+ */
 export type SharedEvent =
-  | { type: 'state'; breaker: string; from: BreakerState | null; to: BreakerState }
   | {
-      type: 'fallback';
+      /** `'state'`: the state this client acts on changed. */
+      type: 'state';
+      /** The breaker's name. */
       breaker: string;
+      /** The state before (null before the first answer). */
+      from: BreakerState | null;
+      /** The state now. */
+      to: BreakerState;
+    }
+  | {
+      /** `'fallback'`: the coordinator could not be reached, or refused; the local breaker decides now. */
+      type: 'fallback';
+      /** The breaker's name. */
+      breaker: string;
+      /** What went wrong. */
       reason: string;
       /** The coordinator's refusal (a 4xx), if it refused. */
       status?: number;
       /** When that refusal is a configuration mistake, not an outage: what it most likely means. */
       misconfigured?: string;
     }
-  | { type: 'recovered'; breaker: string }
-  | { type: 'dropped'; breaker: string; outcomes: number; reason: string };
+  | {
+      /** `'recovered'`: the coordinator answers again. */
+      type: 'recovered';
+      /** The breaker's name. */
+      breaker: string;
+    }
+  | {
+      /** `'dropped'`: outcomes were given up (refused by the coordinator, too old to send again, or more than a client keeps). */
+      type: 'dropped';
+      /** The breaker's name. */
+      breaker: string;
+      /** How many outcomes. */
+      outcomes: number;
+      /** Why. */
+      reason: string;
+    };
 
 const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
 /** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /). */
@@ -447,6 +547,7 @@ function checkServiceUrl(url: string): void {
 export class SharedCircuitBreaker {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'SharedCircuitBreaker';
+  /** The breaker's name: the same in every instance, it names the shared state. */
   readonly name: string;
   #id: string | undefined;
   #made: WasmLeaseClient | undefined;
