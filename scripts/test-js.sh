@@ -45,6 +45,10 @@ run "attw: every subpath but breakwater/cloudflare, all resolutions" \
 run "attw: breakwater/cloudflare, ESM only" \
   node_modules/.bin/attw "$tarball" --no-definitely-typed --entrypoints ./cloudflare --profile esm-only
 
+# The API reference from the declarations' doc comments: every public symbol and member
+# documented, any warning fails (js/typedoc.json; written to target/api, not committed).
+run "API reference (TypeDoc, warnings fail)" node_modules/.bin/typedoc --options js/typedoc.json --logLevel Warn
+
 run "node:test (ESM, CJS, SDKs, README, types, browser page, edge-runtime, workerd, size, metrics)" \
   node --test --test-reporter=spec tests/js/*.test.mjs tests/js/*.test.cjs
 
