@@ -802,10 +802,10 @@ fn unreachable_coordinator_falls_back_and_counts_arrive_later_once() {
     assert_eq!(c.admit(lt(600)), Decision::Refresh);
     let lost = c.begin_flush(true).unwrap();
     c.on_unreachable(lt(600), true, "down".into());
-    assert!(matches!(c.next_event(), Some(ClientEvent::Fallback { .. })));
+    assert!(matches!(c.next_event(), Some(ClientEvent::Local { .. })));
     match c.admit(lt(601)) {
         Decision::Admit(ticket) => {
-            assert!(ticket.is_fallback());
+            assert!(ticket.is_local());
             let _ = c.record(lt(601), ticket, Outcome::Success);
         }
         other => panic!("{other:?}"),
@@ -827,7 +827,7 @@ fn unreachable_coordinator_falls_back_and_counts_arrive_later_once() {
 fn the_local_breaker_trips_and_recovers_while_the_coordinator_is_unreachable() {
     let opts = LeaseOptions::new()
         .with_retry_unreachable_ms(100_000)
-        .with_fallback(
+        .with_local(
             BreakerConfig::new()
                 .with_trip(TripRule::ConsecutiveFailures { threshold: 2 })
                 .with_open_duration_ms(1_000),
@@ -887,16 +887,16 @@ fn a_refused_batch_is_dropped_and_announced_never_resent() {
     // A refusal is no outage of the upstream: the local breaker decides for a while.
     assert!(events.iter().any(|e| matches!(
         e,
-        ClientEvent::Fallback {
+        ClientEvent::Local {
             status: Some(413),
             ..
         }
     )));
-    assert!(c.in_fallback());
+    assert!(c.deciding_locally());
     assert_eq!(c.unacknowledged(), 0);
     // Refused batches listed in a reply are dropped too.
     let _ = call(&mut c, &mut co, 1_003, Outcome::Success).unwrap();
-    assert!(!c.in_fallback());
+    assert!(!c.deciding_locally());
     let Decision::Admit(ticket) = c.admit(lt(1_003)) else {
         panic!()
     };
@@ -1039,7 +1039,7 @@ fn admit_now_answers_at_once_blocks_the_failing_instance_at_once_and_recovers() 
         .with_open_duration_ms(1_000)
         .with_probe_timeout_ms(2_000);
     let mut co = coordinator(SharedSpec::new(config).with_lease_ms(500));
-    let own = LeaseOptions::new().with_fallback(config);
+    let own = LeaseOptions::new().with_local(config);
     let mut a = LeaseClient::new("a".into(), 1, own).unwrap();
     let mut b = LeaseClient::new("b".into(), 2, own).unwrap();
     let now = 10_000;
@@ -1153,7 +1153,7 @@ fn the_instances_own_breaker_yields_to_a_coordinator_that_heard_it() {
     let lenient = BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 10 });
     let strict = BreakerConfig::new().with_trip(TripRule::ConsecutiveFailures { threshold: 2 });
     let mut co = coordinator(SharedSpec::new(lenient).with_lease_ms(500));
-    let mut a = LeaseClient::new("a".into(), 1, LeaseOptions::new().with_fallback(strict)).unwrap();
+    let mut a = LeaseClient::new("a".into(), 1, LeaseOptions::new().with_local(strict)).unwrap();
     let now = 10_000;
     assert!(call(&mut a, &mut co, now, Outcome::Success).is_ok());
     assert!(call(&mut a, &mut co, now, Outcome::Failure).is_ok());

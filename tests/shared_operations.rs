@@ -322,7 +322,7 @@ fn a_rotated_token_sends_clients_to_their_local_breaker_not_to_rejection() {
         .find(|e| {
             matches!(
                 e,
-                ClientEvent::Fallback {
+                ClientEvent::Local {
                     status: Some(401),
                     ..
                 }
@@ -338,7 +338,7 @@ fn a_rotated_token_sends_clients_to_their_local_breaker_not_to_rejection() {
     let mut send = |req: &Exchange, acq: bool| store.exchange(s, now, req, acq);
     call(&mut c, now, Outcome::Success, &mut send).unwrap();
     report(&mut c, now, true, &mut send);
-    assert!(!c.in_fallback());
+    assert!(!c.deciding_locally());
     assert_eq!(c.unacknowledged(), 0);
     assert_eq!(store.view(now).stats.successes, 102);
 }
@@ -547,7 +547,7 @@ fn a_rollback_leaves_a_newer_versions_record_alone_until_reset() {
 
 #[test]
 fn only_refusals_that_mean_a_configuration_mistake_are_called_one() {
-    let fallback = |status| ClientEvent::Fallback {
+    let fallback = |status| ClientEvent::Local {
         reason: String::from("answered"),
         status,
     };

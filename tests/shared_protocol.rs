@@ -200,7 +200,7 @@ impl World {
         let opts = LeaseOptions::new()
             .with_max_batch(50)
             .with_retry_unreachable_ms(200)
-            .with_fallback(
+            .with_local(
                 BreakerConfig::new()
                     .with_trip(TripRule::ConsecutiveFailures { threshold: 2 })
                     .with_open_duration_ms(300)
@@ -645,7 +645,7 @@ impl World {
         let believers: Vec<usize> = (0..self.nodes.len())
             .filter(|&i| {
                 let c = &self.nodes[i].client;
-                c.known_state() == Some(State::Closed) && !c.in_fallback()
+                c.known_state() == Some(State::Closed) && !c.deciding_locally()
             })
             .collect();
         if self.co.breaker().state() == State::Open {
@@ -684,18 +684,16 @@ impl World {
                 }
                 self.flush(i, true, Fate::Deliver)?;
             }
-            if self
-                .nodes
-                .iter()
-                .all(|n| n.client.known_state() == Some(State::Closed) && !n.client.in_fallback())
-            {
+            if self.nodes.iter().all(|n| {
+                n.client.known_state() == Some(State::Closed) && !n.client.deciding_locally()
+            }) {
                 return Ok(());
             }
         }
         let states: Vec<_> = self
             .nodes
             .iter()
-            .map(|n| (n.client.known_state(), n.client.in_fallback()))
+            .map(|n| (n.client.known_state(), n.client.deciding_locally()))
             .collect();
         Err(TestCaseError::fail(format!(
             "not every client closed: {states:?}, coordinator {:?}",

@@ -405,7 +405,7 @@ const NO_USAGE = {
  * reader as the stream's error, as it would without the guard, or with `onInterrupted` the
  * contingency (see `GuardOptions.onInterrupted`).
  */
-function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
+function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
   // Error parts seen: a chunk the schema rejected, or the provider's own error.
   let rejected = false;
   let providerFailed = false;
@@ -509,7 +509,7 @@ function streamGuard(params: ModelCallOptions, guard: GuardOptions) {
 
 const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'onInterrupted'] as const;
 
-function checkGuard(o: Record<string, unknown>): GuardOptions {
+function checkGuardOptions(o: Record<string, unknown>): GuardOptions {
   num('timeoutMs', o.timeoutMs, 0, 0);
   num('firstChunkTimeoutMs', o.firstChunkTimeoutMs, 0, 1);
   num('idleTimeoutMs', o.idleTimeoutMs, 0, 1);
@@ -567,7 +567,7 @@ export function breakerMiddleware(breaker: ChainBreaker, options: GuardOptions =
   checkBreaker('breaker', breaker);
   const o = obj('breakerMiddleware options', options) ?? {};
   checkKeys('breakerMiddleware options', o, GUARD_KEYS);
-  const guard = checkGuard(o);
+  const guard = checkGuardOptions(o);
   const execute = breaker.execute as (fn: (c: CallContext) => unknown, o?: object) => Promise<unknown>;
   const stream = breaker.stream as (fn: (c: CallContext) => unknown, o?: object) => Promise<ReadableStream<unknown>>;
   return {
@@ -578,7 +578,7 @@ export function breakerMiddleware(breaker: ChainBreaker, options: GuardOptions =
       return g.run(execute.call(breaker, call, { signal: g.signal, timeoutMs: guard.timeoutMs })).catch(rethrowCall) as Promise<never>;
     },
     wrapStream: async ({ params, model }) => {
-      const g = streamGuard(params, guard);
+      const g = modelStreamOptions(params, guard);
       const guarded = await stream
         .call(breaker, g.call((signal) => model.doStream({ ...params, abortSignal: signal })), g.options)
         .catch((e: unknown) => (g.release(), rethrow(e)));
@@ -616,7 +616,7 @@ export function fallbackModel<M extends LanguageModelLike>(
   if (!Array.isArray(tiers) || tiers.length === 0) fail('tiers', tiers, 'a non-empty array of { model, breaker? }', true);
   const o = obj('fallbackModel options', options) ?? {};
   checkKeys('fallbackModel options', o, [...GUARD_KEYS, 'name', 'fallThrough', 'registry', 'breakerOptions']);
-  const guard = checkGuard(o);
+  const guard = checkGuardOptions(o);
   if (o.registry !== undefined && typeof (o.registry as BreakerRegistry | null)?.get !== 'function') {
     fail('registry', o.registry, 'a BreakerRegistry', true);
   }
@@ -674,7 +674,7 @@ export function fallbackModel<M extends LanguageModelLike>(
     async doStream(params: ModelCallOptions) {
       // Tiers run one after another, so one guard serves them all: its result is the last
       // tier's that was called, which is the one that answered.
-      const g = streamGuard(params, guard);
+      const g = modelStreamOptions(params, guard);
       const c = chain((m) => g.call((signal) => m.doStream({ ...params, abortSignal: signal })));
       const { value } = await c.stream<unknown>(g.options).catch((e: unknown) => (g.release(), rethrow(e)));
       return { ...g.state.result!, stream: g.shape(value) };

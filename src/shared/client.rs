@@ -21,7 +21,7 @@
 //! - The host may drop anything: [`LeaseClient::abandon`] forgets the requests in flight (their
 //!   batches are sent again, and counted once), and a report nobody answers expires on its own.
 //! - A clock stepped back by more than [`CLOCK_STEP_MS`] moves every local deadline back with
-//!   it, so no lease, refusal or fallback lasts as long as the step.
+//!   it, so no lease, refusal or local decision lasts as long as the step.
 //!
 //! Every exchange it builds passes the coordinator's checks and stays under
 //! [`MAX_BODY_BYTES`]: batches are sealed within their limits, and what cannot be kept (more than
@@ -49,7 +49,7 @@ use crate::error::ConfigError;
 use crate::rng::{Random, SplitMix64};
 
 /// A reading of this process's own clock, in ms since the Unix epoch: the time a lease client
-/// runs on (its leases, kept refusals, fallback, resend window and local breaker). It is a type
+/// runs on (its leases, kept refusals, local decisions, resend window and local breaker). It is a type
 /// of its own because it is never the coordinator's time ([`Timestamp`] where the coordinator
 /// takes it): the coordinator's clock may be minutes away, and a client only relays the
 /// coordinator's durations, never its instants.
@@ -88,7 +88,7 @@ pub struct LeaseOptions {
     /// that has heard every outcome of this process, or a new round of the fleet's breaker,
     /// closes it again. Give it the fleet's settings (the JavaScript clients do by default).
     /// Default: [`BreakerConfig::new`].
-    pub fallback: BreakerConfig,
+    pub local: BreakerConfig,
     /// How long a report may go unanswered before the client counts the coordinator
     /// unreachable and may send it again, in ms (a host that dropped the request without telling
     /// [`LeaseClient::abandon`]). Default: 10 000.
@@ -108,7 +108,7 @@ impl LeaseOptions {
             max_batch: 1_000,
             fail_closed: false,
             retry_unreachable_ms: 1_000,
-            fallback: BreakerConfig::new(),
+            local: BreakerConfig::new(),
             request_deadline_ms: 10_000,
         }
     }
@@ -127,9 +127,9 @@ impl LeaseOptions {
         self.retry_unreachable_ms = ms;
         self
     }
-    /// Sets [`fallback`](Self::fallback).
-    pub const fn with_fallback(mut self, config: BreakerConfig) -> Self {
-        self.fallback = config;
+    /// Sets [`local`](Self::local).
+    pub const fn with_local(mut self, config: BreakerConfig) -> Self {
+        self.local = config;
         self
     }
     /// Sets [`request_deadline_ms`](Self::request_deadline_ms).
@@ -161,7 +161,7 @@ impl LeaseOptions {
                 "an integer in 1..=300000 milliseconds",
             ));
         }
-        self.fallback.validate()
+        self.local.validate()
     }
 }
 
@@ -199,7 +199,7 @@ impl Ticket {
         matches!(self.kind, TicketKind::Probe { .. })
     }
     /// Whether the local breaker admitted it.
-    pub fn is_fallback(&self) -> bool {
+    pub fn is_local(&self) -> bool {
         matches!(self.kind, TicketKind::Local { .. })
     }
 }
@@ -247,7 +247,7 @@ pub enum ClientEvent {
         to: State,
     },
     /// The coordinator could not be reached, or refused; the local breaker decides now.
-    Fallback {
+    Local {
         /// What went wrong.
         reason: String,
         /// The status of the coordinator's refusal (a 4xx), if it refused.
@@ -266,12 +266,12 @@ pub enum ClientEvent {
 }
 
 impl ClientEvent {
-    /// For a fallback that a coordinator's refusal caused: what the refusal most likely means
+    /// For deciding locally because a coordinator's refusal caused: what the refusal most likely means
     /// when it is a configuration mistake rather than an outage (a 401 or 403: the token; a 404:
     /// no such breaker, object or route; a 409: an object holding another breaker). Hosts say it
     /// once per cause (a log line), besides the event.
     pub fn misconfiguration(&self) -> Option<&'static str> {
-        let ClientEvent::Fallback {
+        let ClientEvent::Local {
             status: Some(status),
             ..
         } = self
@@ -352,7 +352,7 @@ pub struct LeaseClient {
     /// The outbox was renumbered after a gap refusal: send it again at once.
     renumbered: bool,
     now: u64,
-    fallback_until: Option<u64>,
+    local_until: Option<u64>,
     local: Breaker,
     events: VecDeque<ClientEvent>,
     requests: u64,
@@ -388,7 +388,7 @@ impl LeaseClient {
                 "an integer in 1..=2^53, drawn at random",
             ));
         }
-        let local = Breaker::new(opts.fallback)?;
+        let local = Breaker::new(opts.local)?;
         Ok(LeaseClient {
             id,
             session,
@@ -403,7 +403,7 @@ impl LeaseClient {
             one_at_a_time: false,
             renumbered: false,
             now: 0,
-            fallback_until: None,
+            local_until: None,
             local,
             events: VecDeque::new(),
             requests: 0,
@@ -432,8 +432,8 @@ impl LeaseClient {
     }
 
     /// Whether the local breaker is deciding.
-    pub fn in_fallback(&self) -> bool {
-        self.fallback_until.is_some()
+    pub fn deciding_locally(&self) -> bool {
+        self.local_until.is_some()
     }
 
     /// Whether a report is in flight: its answer or failure has not been fed back, and it is
@@ -520,7 +520,7 @@ impl LeaseClient {
                 "no answer within {} ms (request_deadline_ms)",
                 self.opts.request_deadline_ms
             );
-            self.enter_fallback(reason, None);
+            self.decide_locally(reason, None);
         }
     }
 
@@ -534,7 +534,7 @@ impl LeaseClient {
                 earlier(t);
             }
         }
-        if let Some(t) = &mut self.fallback_until {
+        if let Some(t) = &mut self.local_until {
             earlier(t);
         }
         if let Some(f) = &mut self.in_flight {
@@ -558,7 +558,7 @@ impl LeaseClient {
         if let Some((ticket, _)) = self.parked.take() {
             return Decision::Admit(ticket);
         }
-        if let Some(until) = self.fallback_until {
+        if let Some(until) = self.local_until {
             if now < until || self.in_flight() {
                 return self.admit_locally(now, until);
             }
@@ -719,7 +719,7 @@ impl LeaseClient {
     /// outcomes do, or batches were renumbered after a gap refusal, and no report is in flight
     /// and the coordinator is not known to be unreachable.
     pub fn flush_due(&self, now: LocalTime) -> bool {
-        if self.in_flight() || self.fallback_until.is_some_and(|u| now.0 < u) {
+        if self.in_flight() || self.local_until.is_some_and(|u| now.0 < u) {
             return false;
         }
         if self.known.is_none() && self.acquiring() {
@@ -840,7 +840,7 @@ impl LeaseClient {
                 self.drop_outcomes(b.outcomes(), reason);
             }
         }
-        self.enter_fallback(reason.to_string(), Some(status));
+        self.decide_locally(reason.to_string(), Some(status));
     }
 
     /// The coordinator refused an `/acquire` with a 4xx `status`: as
@@ -848,7 +848,7 @@ impl LeaseClient {
     pub fn on_acquire_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         self.acquires.pop_front();
-        self.enter_fallback(reason.to_string(), Some(status));
+        self.decide_locally(reason.to_string(), Some(status));
     }
 
     /// The coordinator could not be reached (network error, time-out, overload, a 5xx, an
@@ -862,14 +862,14 @@ impl LeaseClient {
         } else {
             self.acquires.pop_front();
         }
-        self.enter_fallback(reason, None);
+        self.decide_locally(reason, None);
     }
 
-    fn enter_fallback(&mut self, reason: String, status: Option<u16>) {
-        if self.fallback_until.is_none() {
-            self.push_event(ClientEvent::Fallback { reason, status });
+    fn decide_locally(&mut self, reason: String, status: Option<u16>) {
+        if self.local_until.is_none() {
+            self.push_event(ClientEvent::Local { reason, status });
         }
-        self.fallback_until = Some(self.now.saturating_add(self.opts.retry_unreachable_ms));
+        self.local_until = Some(self.now.saturating_add(self.opts.retry_unreachable_ms));
     }
 
     fn admit_locally(&mut self, now: u64, until: u64) -> Decision {
@@ -920,7 +920,7 @@ impl LeaseClient {
         };
         let before = self.known.map(|k| k.state);
         let generation = self.known.map(|k| k.generation);
-        if before.is_none() && self.fallback_until.is_none() {
+        if before.is_none() && self.local_until.is_none() {
             // Outcomes of calls admitted before the first lease (by the local breaker, while it
             // was on its way: moments ago) count under it. Those decided while the coordinator
             // was unreachable, maybe minutes ago, stay without a generation: statistics only.
@@ -942,7 +942,7 @@ impl LeaseClient {
             refusal,
             throttle_ppm: lease.throttle_ppm.min(1_000_000),
         });
-        if self.fallback_until.take().is_some() {
+        if self.local_until.take().is_some() {
             self.push_event(ClientEvent::Recovered);
         }
         self.align_local(lease, generation);
@@ -971,7 +971,7 @@ impl LeaseClient {
     /// coordinator, it answers from what this process knows and leaves the request to send in
     /// the background ([`take_background`](Self::take_background)):
     /// - no lease yet, or the CLOSED lease ran out, or the coordinator is due to be tried again
-    ///   after a fallback: the local breaker decides (it has seen every outcome of this process);
+    ///   while deciding locally: the local breaker decides (it has seen every outcome of this process);
     /// - OPEN past its retry-after, or HALF_OPEN: refused until the coordinator grants a probe;
     ///   the permit a background `/acquire` brings waits for the next call
     ///   ([`PARKED_PERMIT_MS`]).
@@ -984,7 +984,7 @@ impl LeaseClient {
                 }
                 match self.known {
                     Some(k)
-                        if self.fallback_until.is_none()
+                        if self.local_until.is_none()
                             && k.state != State::Closed
                             && k.mode != Mode::Disabled =>
                     {
@@ -1052,7 +1052,7 @@ impl LeaseClient {
     pub fn state_at(&self, now: LocalTime) -> State {
         let local = self.local.state_at(Timestamp(now.0.max(self.now)));
         match self.known {
-            Some(k) if self.fallback_until.is_none() => match (k.state, k.mode) {
+            Some(k) if self.local_until.is_none() => match (k.state, k.mode) {
                 (State::Closed, Mode::Automatic) => local,
                 (state, _) => state,
             },
@@ -1066,20 +1066,16 @@ impl LeaseClient {
     pub fn peek(&self, now: LocalTime) -> Result<(), Rejected> {
         let now = now.0.max(self.now);
         let local = || {
-            if self.opts.fail_closed && self.fallback_until.is_some_and(|u| now < u) {
+            if self.opts.fail_closed && self.local_until.is_some_and(|u| now < u) {
                 return Err(Rejected {
                     reason: RejectReason::Open,
-                    retry_after_ms: self
-                        .fallback_until
-                        .unwrap_or(now)
-                        .saturating_sub(now)
-                        .max(1),
+                    retry_after_ms: self.local_until.unwrap_or(now).saturating_sub(now).max(1),
                 });
             }
             self.local.peek(Timestamp(now))
         };
         match self.known {
-            Some(k) if self.fallback_until.is_none() => match (k.state, k.mode, k.refusal) {
+            Some(k) if self.local_until.is_none() => match (k.state, k.mode, k.refusal) {
                 (_, Mode::Disabled, _) => Ok(()),
                 (State::Closed, _, _) => local(),
                 (_, _, Some((reason, back_at))) if now < k.until => Err(Rejected {

@@ -47,7 +47,7 @@ fn lease_options(opts: &[f64], fallback: &[f64]) -> Result<LeaseOptions, String>
         .with_fail_closed(at(lease_opts::FAIL_CLOSED) != 0.0)
         .with_retry_unreachable_ms(super::int(at(lease_opts::RETRY_UNREACHABLE)))
         .with_request_deadline_ms(super::int(at(lease_opts::REQUEST_DEADLINE)))
-        .with_fallback(config);
+        .with_local(config);
     o.validate()
         .map_err(|e| format!("{}|{}", e.field, e.expected))?;
     Ok(o)
@@ -247,7 +247,7 @@ impl WasmLeaseClient {
         self.inner.on_unreachable(lt(now), was_flush, reason.into());
     }
 
-    // The next event as JSON: `{"type":"state","from":…,"to":…}`, `{"type":"fallback","reason":…}` (with
+    // The next event as JSON: `{"type":"state","from":…,"to":…}`, `{"type":"local","reason":…}` (with
     // `status` for a refusal, and `misconfigured` when that is a configuration mistake),
     // `{"type":"recovered"}`, `{"type":"dropped","outcomes":…,"reason":…}`.
     pub fn next_event(&mut self) -> Option<String> {
@@ -263,7 +263,7 @@ impl WasmLeaseClient {
                 w.key("type");
                 w.str("state");
             }
-            ClientEvent::Fallback { reason, status } => {
+            ClientEvent::Local { reason, status } => {
                 if let (Some(_), Some(hint)) = (status, hint) {
                     w.key("misconfigured");
                     w.str(hint);
@@ -273,7 +273,7 @@ impl WasmLeaseClient {
                     w.field("status", &status);
                 }
                 w.key("type");
-                w.str("fallback");
+                w.str("local");
             }
             ClientEvent::Recovered => {
                 w.key("type");
@@ -295,7 +295,7 @@ impl WasmLeaseClient {
         let c = &self.inner;
         let mut v = alloc::vec![0.0; lease_info::LEN];
         v[lease_info::KNOWN_STATE] = state_code(c.known_state());
-        v[lease_info::IN_FALLBACK] = c.in_fallback() as u8 as f64;
+        v[lease_info::IN_FALLBACK] = c.deciding_locally() as u8 as f64;
         v[lease_info::IN_FLIGHT] = c.in_flight() as u8 as f64;
         v[lease_info::REQUESTS] = c.requests() as f64;
         v[lease_info::UNACKNOWLEDGED] = c.unacknowledged() as f64;

@@ -128,9 +128,9 @@ impl SharedBreaker {
         self.inner.lease.borrow().known_state()
     }
 
-    /// Whether the local fallback decides now.
-    pub fn in_fallback(&self) -> bool {
-        self.inner.lease.borrow().in_fallback()
+    /// Whether the local breaker decides now (the object could not be reached, or refused).
+    pub fn deciding_locally(&self) -> bool {
+        self.inner.lease.borrow().deciding_locally()
     }
 
     /// Requests sent to the object so far.
@@ -176,7 +176,7 @@ impl SharedBreaker {
     }
 
     /// Asks for admission: locally on a lease, from the object in HALF_OPEN or when the lease ran
-    /// out, from the local fallback when the object cannot be reached.
+    /// out, from the local breaker when the object cannot be reached.
     pub async fn admit(&self, ns: &ObjectNamespace) -> Result<Ticket, Rejected> {
         for _ in 0..4 {
             let decision = self.inner.lease.borrow_mut().admit(now());
@@ -288,7 +288,7 @@ impl SharedBreaker {
     /// Sends whatever waits (and renews the lease). Returns whether the object answered.
     pub async fn flush(&self, ns: &ObjectNamespace) -> bool {
         self.flush_inner(ns, true).await;
-        !self.in_fallback()
+        !self.deciding_locally()
     }
 
     async fn flush_inner(&self, ns: &ObjectNamespace, force: bool) {
@@ -363,7 +363,7 @@ impl SharedBreaker {
         loop {
             let event = self.inner.lease.borrow_mut().next_event();
             let Some(event) = event else { return };
-            if let (Some(hint), ClientEvent::Fallback { reason, status }) =
+            if let (Some(hint), ClientEvent::Local { reason, status }) =
                 (event.misconfiguration(), &event)
             {
                 // Once per status: a configuration mistake, not an outage.

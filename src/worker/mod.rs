@@ -23,7 +23,7 @@
 //! state ([`lease`]): CLOSED admits locally and reports in batches (failures at once, successes
 //! aggregated), OPEN rejects locally until the object's retry-after, HALF_OPEN asks the object for
 //! every admission, so only the object grants probe permits. An unreachable object means a local
-//! fallback breaker (fail-open by default) and a [`ClientEvent::Fallback`].
+//! fallback breaker (fail-open by default) and a [`ClientEvent::Local`].
 //!
 //! - Rust Workers (workers-rs): [`SharedBreaker`], with the namespace binding passed per call.
 //! - JavaScript Workers: `SharedCircuitBreaker` of `breakwater/shared` (js/src/shared/client.ts),

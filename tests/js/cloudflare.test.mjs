@@ -96,7 +96,7 @@ test('a client sends its name and settings; the object runs them, and every clie
   now += 250; // b's lease (if any) has run out: it asks, and hears OPEN
   await assert.rejects(b.execute(() => 'never'), isCircuitOpenError);
   assert.equal(b.state, 'OPEN');
-  assert.equal(b.inFallback, false);
+  assert.equal(b.decidingLocally, false);
   // Liveness: after the open period one probe closes it for everyone.
   now += 1000;
   assert.equal(await b.execute(() => 'probe'), 'probe');
@@ -177,7 +177,7 @@ test('BREAKERS pins the settings and the names; a mistake in it is named', async
   // A name BREAKERS does not declare: refused, the client decides locally.
   const other = new SharedCircuitBreaker('openai', { shared: ns });
   assert.equal(await other.execute(() => 'local'), 'local');
-  assert.equal(other.inFallback, true);
+  assert.equal(other.decidingLocally, true);
   // BREAKERS as a string, with a mistake: 500 naming the breaker and the field.
   const bad = new BreakerObject(state('x'), { BREAKERS: '{"x": {"lease_ms": 0}}' });
   const r = await bad.fetch(new Request('https://breaker/state?breaker=x'));
@@ -214,8 +214,8 @@ test('a write that fails answers 503 and leaves nothing granted in memory', asyn
   const events = [];
   a.onEvent((e) => events.push(e));
   await a.execute(() => 'decided locally');
-  assert.ok(a.inFallback);
-  assert.ok(events.some((e) => e.type === 'fallback' && /503/.test(e.reason)), JSON.stringify(events));
+  assert.ok(a.decidingLocally);
+  assert.ok(events.some((e) => e.type === 'local' && /503/.test(e.reason)), JSON.stringify(events));
   down = false;
   now += 10;
   // The grant was not kept: another client gets the one probe.
@@ -273,7 +273,7 @@ test('breakerRoutes: tokens, names, metrics in JSON and Prometheus, isolate and 
   });
   await fail(client, 5);
   assert.equal(client.state, 'OPEN');
-  assert.equal(client.inFallback, false);
+  assert.equal(client.decidingLocally, false);
 
   const metrics = await (await route('/breakwater/metrics', { headers: admin })).json();
   assert.deepEqual(metrics.map((v) => [v.name, v.lease.state]), [['anthropic', 'OPEN'], ['openai/gpt', 'CLOSED']]);
@@ -320,7 +320,7 @@ test('a fallback that configuration causes is warned about once per cause, not p
     for (let i = 0; i < 5; i++) await b.execute(() => 'local');
     assert.equal(warnings.length, 1, warnings.join('\n'));
     assert.match(warnings[0], /"misspelt".*404.*configuration, not an outage.*BREAKERS/);
-    assert.ok(events.includes('fallback'));
+    assert.ok(events.includes('local'));
     // A wrong token: 401, its own warning.
     const route = (input, init) => breakerRoutes(new Request(input, init), { BREAKER: ns, SERVICE_TOKEN: 'right', BREAKERS: { anthropic: {} } });
     const c = new SharedCircuitBreaker('anthropic', { service: { url: 'https://app.example', token: 'wrong', fetch: route } });
@@ -331,7 +331,7 @@ test('a fallback that configuration causes is warned about once per cause, not p
     // An outage (the coordinator unreachable) is not a configuration mistake: no warning.
     const down = new SharedCircuitBreaker('anthropic', { service: { url: 'https://app.example', token: 't', fetch: async () => new Response('down', { status: 503 }) } });
     await down.execute(() => 'local');
-    assert.equal(down.inFallback, true);
+    assert.equal(down.decidingLocally, true);
     assert.equal(warnings.length, 2);
   } finally {
     console.warn = real;

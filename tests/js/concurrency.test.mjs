@@ -220,7 +220,7 @@ test('maxConcurrent: a shared breaker refuses it, naming it, rather than ignorin
   // no calls in flight to count.
   const { SharedCircuitBreaker } = await import('breakwater/shared');
   const service = { url: 'http://127.0.0.1:1', token: 't' };
-  for (const options of [{ breaker: { concurrency: limit({ maxConcurrent: 4 }) } }, { fallback: { concurrency: limit({ maxConcurrent: 4 }) } }]) {
+  for (const options of [{ breaker: { concurrency: limit({ maxConcurrent: 4 }) } }, { local: { concurrency: limit({ maxConcurrent: 4 }) } }]) {
     assert.throws(
       () => new SharedCircuitBreaker('x', { service, ...options }),
       (e) => e instanceof TypeError && /"concurrency".*not supported here/.test(e.message),

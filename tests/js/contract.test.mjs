@@ -282,7 +282,7 @@ test('the top-level options of the shared breakers are the declared ones; anythi
   const service = { url: 'https://x.example', token: 't' };
   const store = new MemoryStore();
   assert.deepEqual(SHARED_OPTIONS, [
-    'breaker', 'classify', 'clientId', 'clock', 'failClosed', 'fallback', 'leaseMs', 'maxBatch', 'requestTimeoutMs',
+    'breaker', 'classify', 'clientId', 'clock', 'failClosed', 'leaseMs', 'local', 'maxBatch', 'requestTimeoutMs',
     'retryUnreachableMs', 'service', 'shared', 'transport', 'waitUntil',
   ]);
   assert.deepEqual(STORE_OPTIONS, ['breaker', 'keyTtlMs', 'leaseMs', 'maxCasAttempts', 'prefix', 'store', 'storeTimeoutMs']);
@@ -294,8 +294,8 @@ test('the top-level options of the shared breakers are the declared ones; anythi
       assert.throws(() => make({ [typo]: 1 }), (e) => e instanceof TypeError && e.message.includes(`"${typo}"`), `${kind}: ${typo}`);
     }
     // The local breaker's options: its clock is the client's, its classification the client's.
-    assert.throws(() => make({ fallback: { clock: Date.now } }), /"clock".*fallback.*not supported/);
-    assert.throws(() => make({ fallback: { isFailure: () => true } }), /"isFailure".*fallback.*not supported/);
+    assert.throws(() => make({ local: { clock: Date.now } }), /"clock".*local.*not supported/);
+    assert.throws(() => make({ local: { isFailure: () => true } }), /"isFailure".*local.*not supported/);
   }
   // A store breaker's own options are a store breaker's: the others are refused.
   assert.throws(() => new StoreCircuitBreaker('contract', { store, service }), /"service"/);

@@ -92,9 +92,9 @@ const CONSTRUCTORS = [
   ['CircuitBreaker options', (o) => new CircuitBreaker('x', o)],
   ['BreakerRegistry defaults', (o) => new BreakerRegistry(o)],
   ['BreakerRegistry.get options', (o) => new BreakerRegistry().get('x', o)],
-  ['SharedCircuitBreaker options.fallback', (o) => new SharedCircuitBreaker('x', { transport, fallback: o })],
+  ['SharedCircuitBreaker options.local', (o) => new SharedCircuitBreaker('x', { transport, local: o })],
   ['StoreCircuitBreaker options.breaker', (o) => new StoreCircuitBreaker('x', { store: new MemoryStore(), breaker: o })],
-  ['StoreCircuitBreaker options.fallback', (o) => new StoreCircuitBreaker('x', { store: new MemoryStore(), fallback: o })],
+  ['StoreCircuitBreaker options.local', (o) => new StoreCircuitBreaker('x', { store: new MemoryStore(), local: o })],
   ['fallbackModel options.breakerOptions', (o) => fallbackModel([{ model: fakeModel() }], { breakerOptions: o })],
 ];
 
@@ -117,7 +117,7 @@ for (const [where, make] of CONSTRUCTORS) {
       [{ failureRate: { threshold: 150 } }, RangeError, new RegExp(`invalid option "failureRate\\.threshold" in ${w}: 150 `)],
       [{ failureRate: { threshold: 50, windowCals: 10 } }, TypeError, new RegExp(`unknown option "windowCals" in failureRate of ${w}`)],
       // A shared breaker's local breaker takes outcomes the client classified: refused there.
-      where.endsWith('.fallback')
+      where.endsWith('.local')
         ? [{ isFailure: () => true }, TypeError, new RegExp(`option "isFailure" in ${w} is not supported here`)]
         : [{ isFailure: 'yes' }, TypeError, new RegExp(`invalid option "isFailure" in ${w}: "yes"`)],
       [{ failureThreshold: 3, failureRate: { threshold: 50 } }, TypeError, new RegExp(`choose one trip rule in ${w}`)],

@@ -149,7 +149,7 @@ export const cases = [
       new Response(co.exchange(now, init.body, url.includes('/v1/acquire')), { status: 200 });
     const b = new SharedCircuitBreaker('llm', {
       service: { url: 'https://breakwater.example', token: 't', fetch },
-      fallback: { failureThreshold: 2, resetTimeout: 1_000 },
+      local: { failureThreshold: 2, resetTimeout: 1_000 },
       clock: () => now,
     });
     assert.equal(await b.execute(() => 'fine'), 'fine');

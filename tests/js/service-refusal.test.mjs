@@ -9,7 +9,7 @@
 // times, then throws a CircuitOpenError although the state it knows is CLOSED. Nearly every call
 // is rejected, and each costs about six requests to the service.
 // Liveness: while the service refuses, calls keep being admitted by the local fallback breaker
-// (the 'fallback' event names the 401), and the service is asked again about once per
+// (the 'local' event names the 401), and the service is asked again about once per
 // retryUnreachableMs (default 1000 ms), not on every call.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,17 +93,17 @@ test('service answering 401 after a token rotation: calls are admitted by the lo
   }
   const requests = service.requests - r0;
   const elapsed = calls * stepMs;
-  const fallback = events.find((e) => e.type === 'fallback');
+  const fallback = events.find((e) => e.type === 'local');
   t.diagnostic(
     `token rotated: ${seen.admitted} of ${calls} calls admitted, ${seen.rejected} rejected with CircuitOpenError ` +
       `(state then: ${[...statesWhenRejected].join(', ') || '-'}), ${seen.other} other errors; ${requests} requests to the ` +
       `service over ${elapsed} ms (${service.byOp.acquire} acquire, ${service.byOp.report} report in all); ` +
       `events: ${[...new Set(events.map((e) => e.type))].join(', ')}; fallback reason: ${fallback?.reason ?? '-'}; ` +
-      `inFallback ${b.inFallback}, dropped ${b.dropped}`,
+      `decidingLocally ${b.decidingLocally}, dropped ${b.dropped}`,
   );
   assert.equal(seen.other, 0);
   assert.ok(seen.admitted >= 90, `${seen.admitted} of ${calls} calls admitted while the service refuses`);
-  assert.ok(fallback, `a 'fallback' event (events: ${events.map((e) => e.type).join(', ')})`);
+  assert.ok(fallback, `a 'local' event (events: ${events.map((e) => e.type).join(', ')})`);
   assert.match(fallback.reason, /401/);
   // About one request per retryUnreachableMs (1000 ms): twice that, with one more period, at most.
   const bound = 2 * (Math.ceil(elapsed / 1000) + 1);

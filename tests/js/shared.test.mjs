@@ -55,10 +55,10 @@ test('the service URL must be https, except on loopback; the token is required',
 
 test('the local breaker is the core: CircuitBreaker options, never another object', () => {
   const s = service(Date.now);
-  assert.ok(new SharedCircuitBreaker('llm', { ...s.options, fallback: { failureThreshold: 2, resetTimeout: 1000 } }));
+  assert.ok(new SharedCircuitBreaker('llm', { ...s.options, local: { failureThreshold: 2, resetTimeout: 1000 } }));
   const homemade = { isHealthy: () => true, recordSuccess() {}, recordFailure() {} };
-  assert.throws(() => new SharedCircuitBreaker('llm', { ...s.options, fallback: homemade }), /fallback/);
-  assert.throws(() => new SharedCircuitBreaker('llm', { ...s.options, fallback: { failureThreshold: 0 } }), /failureThreshold/);
+  assert.throws(() => new SharedCircuitBreaker('llm', { ...s.options, local: homemade }), /local/);
+  assert.throws(() => new SharedCircuitBreaker('llm', { ...s.options, local: { failureThreshold: 0 } }), /failureThreshold/);
   assert.throws(() => new SharedCircuitBreaker('llm', { ...s.options, maxBatch: 100_000 }), /maxBatch/);
 });
 
@@ -93,14 +93,14 @@ test('while the coordinator is unreachable the local breaker trips, probes, and 
     service: { url: 'https://breakwater.example', token: 't', fetch: down },
     clock: () => now,
     retryUnreachableMs: 300_000,
-    fallback: { failureThreshold: 2, resetTimeout: 1_000 },
+    local: { failureThreshold: 2, resetTimeout: 1_000 },
   });
   const events = [];
   b.onEvent((e) => events.push(e.type));
   const fail = () => Promise.reject(Object.assign(new Error('overloaded'), { status: 529 }));
   await assert.rejects(b.execute(fail), /overloaded/);
-  assert.equal(b.inFallback, true);
-  assert.deepEqual(events, ['fallback']);
+  assert.equal(b.decidingLocally, true);
+  assert.deepEqual(events, ['local']);
   await assert.rejects(b.execute(fail), /overloaded/);
   await assert.rejects(b.execute(() => 'never'), isCircuitOpenError);
   now += 1_000;

@@ -188,7 +188,7 @@ test('adaptiveThrottle: a shared breaker takes it (the coordinator counts, the l
   const { SharedCircuitBreaker } = await import('breakwater/shared');
   const service = { url: 'http://127.0.0.1:1', token: 't' };
   assert.ok(new SharedCircuitBreaker('x', { service, breaker: { adaptiveThrottle: throttle() } }));
-  assert.ok(new SharedCircuitBreaker('x', { service, fallback: { adaptiveThrottle: throttle() } }));
+  assert.ok(new SharedCircuitBreaker('x', { service, local: { adaptiveThrottle: throttle() } }));
   assert.throws(
     () => new SharedCircuitBreaker('x', { service, breaker: { adaptiveThrottle: throttle({ multiplier: 0 }) } }),
     /adaptiveThrottle\.multiplier/,

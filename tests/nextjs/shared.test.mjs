@@ -125,7 +125,7 @@ for (const via of ['redis', 'service']) {
     assert.equal(closed.json.state, 'CLOSED');
     for (const i of instances) {
       const s = await (await fetch(`${i.base}/api/chat-shared?via=${via}`)).json();
-      assert.equal(s.inFallback, false);
+      assert.equal(s.decidingLocally, false);
     }
   });
 }

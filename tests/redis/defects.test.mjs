@@ -186,9 +186,12 @@ test('options the shared mode cannot honour are refused with the option named', 
   const store = new MemoryStore();
   assert.throws(
     () => new StoreCircuitBreaker('slow', { store, breaker: { slowCallRate: { threshold: 50, slowCallMs: 1000 } } }),
-    /slow_call_rate/,
+    /option "slowCallRate" in StoreCircuitBreaker options\.breaker is not supported here/,
   );
-  assert.throws(() => new StoreCircuitBreaker('long', { store, breaker: { resetTimeout: 2 ** 52 } }), /open_duration_ms/);
+  assert.throws(
+    () => new StoreCircuitBreaker('long', { store, breaker: { resetTimeout: 2 ** 52 } }),
+    /invalid option "resetTimeout" in StoreCircuitBreaker options\.breaker: 4503599627370496 \(a shared breaker accepts at most/,
+  );
 });
 
 test('a rollback: a record written by a newer version is left alone (instances serve on their local breakers) until reset()', async () => {
@@ -212,8 +215,8 @@ test('a rollback: a record written by a newer version is left alone (instances s
   const old = new StoreCircuitBreaker(name, { store, clock: () => now, breaker: BREAKER, clientId: 'old' });
   old.onEvent((e) => events.push(e));
   assert.equal(await old.execute(ok), 'ok', 'served by the local breaker');
-  assert.equal(old.inFallback, true);
-  const fallback = events.find((e) => e.type === 'fallback');
+  assert.equal(old.decidingLocally, true);
+  const fallback = events.find((e) => e.type === 'local');
   assert.match(fallback?.reason ?? '', /newer version/);
   assert.equal((await store.read(key)).value, newer, 'the newer record is untouched');
   const view = await old.inspect();
@@ -224,6 +227,6 @@ test('a rollback: a record written by a newer version is left alone (instances s
   assert.notEqual((await store.read(key)).value, newer);
   now += 1_100;
   assert.equal(await old.execute(ok), 'ok');
-  assert.equal(old.inFallback, false);
+  assert.equal(old.decidingLocally, false);
   assert.equal(old.state, 'CLOSED');
 });

@@ -350,7 +350,7 @@ for (const kind of ['memory', 'redis-shifted']) {
     store.down = false;
     t.diagnostic(
       `${kind}: 30 min down: ${during.ok} ok, ${during.failed} failed, ${during.rejected} refused; ` +
-        `${store.refusedCalls} store calls failed; fallback events: ${events.map((e) => e.filter((x) => x === 'fallback').length).join(' ')}`,
+        `${store.refusedCalls} store calls failed; local events: ${events.map((e) => e.filter((x) => x === 'local').length).join(' ')}`,
     );
     // The store is back; a few seconds of healthy traffic, acknowledged.
     for (let s = 0; s < 3; s++) {
@@ -479,7 +479,7 @@ for (const kind of ['memory', 'redis-shifted']) {
     if (!holder.isHealthy()) await holder.flush();
     assert.equal(holder.isHealthy(), true, 'the holder takes the probe (and never reports)');
 
-    const before = others.map((b) => ({ requests: b.objectRequests, storeCalls: b.storeCalls }));
+    const before = others.map((b) => ({ requests: b.coordinatorRequests, storeCalls: b.storeCalls }));
     const reasons = {};
     const stepMs = 300;
     for (let s = 0; s < 100; s++) {
@@ -492,7 +492,7 @@ for (const kind of ['memory', 'redis-shifted']) {
         reasons[e] = (reasons[e] ?? 0) + 1;
       }
     }
-    const requests = others.map((b, i) => b.objectRequests - before[i].requests);
+    const requests = others.map((b, i) => b.coordinatorRequests - before[i].requests);
     const storeCalls = others.map((b, i) => b.storeCalls - before[i].storeCalls);
     const view = await holder.inspect();
     t.diagnostic(

@@ -128,7 +128,7 @@ test('a batch whose answer was lost is sent again and counted once', async () =>
   a.onEvent((e) => events.push(e.type));
   for (let i = 0; i < 5; i++) await a.execute(ok);
   await assert.rejects(a.execute(boom)); // the write lands, its answer is lost: fallback
-  assert.ok(events.includes('fallback'));
+  assert.ok(events.includes('local'));
   assert.ok(a.unacknowledged > 0);
   assert.equal(await a.flush(), true);
   assert.ok(events.includes('recovered'));
@@ -161,14 +161,14 @@ test('store slow: every call is bounded; fail-open serves through the local brea
         refused++;
       }
     }
-    assert.deepEqual(events, ['fallback']);
-    assert.equal(b.inFallback, true);
+    assert.deepEqual(events, ['local']);
+    assert.equal(b.decidingLocally, true);
     assert.deepEqual([served, refused], failClosed ? [0, 5] : [5, 0]);
     hang = false;
     await sleep(2);
     await b.execute(ok);
-    assert.deepEqual(events.slice(0, 2), ['fallback', 'recovered']);
-    assert.equal(b.inFallback, false);
+    assert.deepEqual(events.slice(0, 2), ['local', 'recovered']);
+    assert.equal(b.decidingLocally, false);
     await b.flush();
     const v = await b.inspect();
     // The calls served meanwhile reach the record; decided before any lease (no generation known),

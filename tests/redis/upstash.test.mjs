@@ -76,7 +76,7 @@ test('a REST store refusing the token: the local breaker serves and says so', as
   const b = new StoreCircuitBreaker(`upstash-denied-${process.pid}`, { store: new RedisStore(fromUpstash(kv)), breaker });
   b.onEvent((e) => events.push(e));
   assert.equal(await b.execute(() => 'served'), 'served');
-  assert.equal(b.inFallback, true);
-  assert.equal(events[0].type, 'fallback');
+  assert.equal(b.decidingLocally, true);
+  assert.equal(events[0].type, 'local');
   assert.match(events[0].reason, /Unauthorized/);
 });

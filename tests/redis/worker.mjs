@@ -21,7 +21,7 @@ async function callUpstream() {
 
 /** One call through the breaker: 'ok', 'failed' or the rejection. */
 async function call(fn = callUpstream) {
-  const fallbackAtStart = breaker.inFallback === true;
+  const fallbackAtStart = breaker.decidingLocally === true;
   try {
     await breaker.execute(fn);
     t.calls++;
@@ -45,7 +45,7 @@ function stats() {
     ...t,
     reasons: { ...t.reasons },
     state: breaker.state,
-    inFallback: breaker.inFallback ?? false,
+    decidingLocally: breaker.decidingLocally ?? false,
     storeCalls: breaker.storeCalls ?? 0,
     casConflicts: breaker.casConflicts ?? 0,
     unacknowledged: breaker.unacknowledged ?? 0,

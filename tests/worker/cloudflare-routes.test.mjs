@@ -66,7 +66,7 @@ describe('the service routes: Node clients and Worker isolates share one breaker
     }
     await node.flush();
     assert.equal(node.state, 'OPEN');
-    assert.equal(node.inFallback, false);
+    assert.equal(node.decidingLocally, false);
     const open = await view();
     assert.equal(open.lease.state, 'OPEN');
     assert.equal(open.stats.failures, 3);
@@ -102,14 +102,14 @@ describe('the service routes: Node clients and Worker isolates share one breaker
       const events = [];
       wrong.onEvent((e) => events.push(e));
       assert.equal(await wrong.execute(() => 'local'), 'local');
-      assert.equal(wrong.inFallback, true);
-      assert.equal(events[0]?.type, 'fallback', JSON.stringify(events));
+      assert.equal(wrong.decidingLocally, true);
+      assert.equal(events[0]?.type, 'local', JSON.stringify(events));
       assert.equal(events[0].status, 401);
-      const asked = wrong.objectRequests;
+      const asked = wrong.coordinatorRequests;
       await sleep(100);
       assert.equal(await wrong.execute(() => 'local again'), 'local again');
-      assert.ok(wrong.objectRequests > asked, 'asked the service again');
-      assert.equal(wrong.inFallback, true);
+      assert.ok(wrong.coordinatorRequests > asked, 'asked the service again');
+      assert.equal(wrong.decidingLocally, true);
       assert.equal(warns.length, 1, JSON.stringify(warns));
       assert.match(warns[0], /"svc-warn"/);
       assert.match(warns[0], /401/);

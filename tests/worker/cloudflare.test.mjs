@@ -448,7 +448,7 @@ describe('settings pinned by BREAKERS', () => {
     assert.equal(body.fallback, true);
     const s = await stats(stray);
     assert.equal(s.fallback, true);
-    assert.ok(s.events.includes('fallback'), JSON.stringify(s.events));
+    assert.ok(s.events.includes('local'), JSON.stringify(s.events));
     assert.ok(s.object_requests >= 1);
     const raw = await call(stray, '/raw?op=acquire&name=not-declared', { method: 'POST', body: '{"client":"x"}' });
     assert.equal(raw.status, 404);

@@ -36,7 +36,7 @@ test('fail-open clients keep serving through their local breaker and report the 
       assert.equal(body.fallback, true);
     }
     const { body } = await call(app, '/app/stats', { method: 'GET' });
-    assert.ok(body.events.includes('fallback'), `${name} events: ${body.events}`);
+    assert.ok(body.events.includes('local'), `${name} events: ${body.events}`);
     assert.ok(body.unacknowledged >= 5, 'outcomes wait for the object');
   }
 });
@@ -62,7 +62,7 @@ test('fail-closed clients reject while the object is unreachable', async () => {
       assert.equal(body.result, 'rejected', `${name}: ${JSON.stringify(body)}`);
     }
     const { body } = await call(app, '/app/stats', { method: 'GET' });
-    assert.ok(body.events.includes('fallback'), `${name} events: ${body.events}`);
+    assert.ok(body.events.includes('local'), `${name} events: ${body.events}`);
   }
   assert.equal(upstream.state.count, before);
 });

@@ -193,7 +193,7 @@ async function objectCluster(host, leaseMs) {
   return { env, apps, view };
 }
 
-const objectRequests = async (apps) =>
+const coordinatorRequests = async (apps) =>
   (await Promise.all(apps.map(async ([, f]) => (await call(f, '/app/stats', { method: 'GET' })).body.object_requests))).reduce((a, b) => a + b, 0);
 
 // Per isolate per round: one call to the upstream, then 99 guarded calls inside the isolate
@@ -205,7 +205,7 @@ async function pacedHealthy(host) {
   const { env, apps, view } = await objectCluster(host, leaseMs);
   try {
     upstream.state.mode = 'up';
-    const req0 = await objectRequests(apps);
+    const req0 = await coordinatorRequests(apps);
     const u0 = upstream.state.count;
     const roundMs = [];
     let calls = 0;
@@ -227,7 +227,7 @@ async function pacedHealthy(host) {
     const slowest = Math.max(...roundMs);
     // A round longer than the lease renews it inside the round: the pacing failed, not the object.
     assert.ok(slowest < leaseMs, `${host}: a round took ${slowest.toFixed(0)} ms, longer than the ${leaseMs} ms lease`);
-    const requests = (await objectRequests(apps)) - req0;
+    const requests = (await coordinatorRequests(apps)) - req0;
     const upstreamCalls = upstream.state.count - u0;
     // Then every outcome reaches the object, once.
     await Promise.all(apps.map(([, f]) => call(f, '/app/flush')));

@@ -67,21 +67,21 @@ test('two clients outside Cloudflare share one breaker through the service: a tr
   assert.equal(body.lease.state, 'CLOSED');
   assert.equal(body.counters.probes_granted, 1);
   assert.equal(body.stats.failures, 3);
-  assert.ok(a.objectRequests > 0 && b.objectRequests > 0);
+  assert.ok(a.coordinatorRequests > 0 && b.coordinatorRequests > 0);
 });
 
 test('names with / and : travel in the query; a wrong token makes the client fall back and say so', async () => {
   const c = client('c', SERVICE_TOKEN, 'openai:gpt-4.1/chat');
   assert.equal(await c.execute(() => 'ok'), 'ok');
   assert.equal(c.state, 'CLOSED');
-  assert.equal(c.inFallback, false);
+  assert.equal(c.decidingLocally, false);
 
   const wrong = client('w', 'not-the-token');
   const events = [];
   wrong.onEvent((e) => events.push(e));
   assert.equal(await wrong.execute(() => 'served locally'), 'served locally');
-  assert.equal(wrong.inFallback, true);
-  assert.equal(events[0].type, 'fallback');
+  assert.equal(wrong.decidingLocally, true);
+  assert.equal(events[0].type, 'local');
   assert.match(events[0].reason, /401/);
 });
 

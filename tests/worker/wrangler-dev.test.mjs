@@ -385,5 +385,5 @@ test('two wrangler dev: the Rust Worker (build/index.js) hosts BreakerObject, a 
   };
   await withLogs([host, app], () => outageAndRecovery([app], admin));
   const s = await stats(app);
-  assert.ok(!s.events.includes('fallback'), JSON.stringify(s.events));
+  assert.ok(!s.events.includes('local'), JSON.stringify(s.events));
 });

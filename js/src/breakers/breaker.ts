@@ -7,7 +7,7 @@ import { checkKeys, fail, fn, num, obj, within } from '../helpers/options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from '../classify.js';
 import type { StreamOptions, StreamSource } from '../guards/stream.js';
 import { guardStream } from '../guards/load-guard.js';
-import { checkGuard, guardCall } from '../guards/call.js';
+import { checkCallOptions, guardCall } from '../guards/call.js';
 import { MODES, REASONS, STATES, type BreakerMode, type BreakerState, type RejectReason } from '../codes/names.js';
 
 export type { BreakerMode, BreakerState };
@@ -664,7 +664,7 @@ export class CircuitBreaker {
   }
 
   #runGuarded<T>(fn: (context: CallContext) => T | Promise<T>, options: ExecuteOptions<T>): Promise<T> {
-    const { signal, timeoutMs, fallback } = checkGuard(options);
+    const { signal, timeoutMs, fallback } = checkCallOptions(options);
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#slots) {
       return this.#slots.run(signal, (c) => this.#rejected(c, fallback), (slot) => this.#guarded(fn, signal, timeoutMs, fallback, slot));

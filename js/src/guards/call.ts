@@ -12,7 +12,7 @@ export type SettleCall = (outcome: number, error: unknown) => void;
 export type ClassifyCall = (result: unknown, resolved: boolean, signal: AbortSignal | undefined) => number;
 
 /** Checks `signal` and `timeoutMs`, naming the option and the value. */
-export function checkGuard<O extends { signal?: AbortSignal | undefined; timeoutMs?: number | undefined }>(options: O): O {
+export function checkCallOptions<O extends { signal?: AbortSignal | undefined; timeoutMs?: number | undefined }>(options: O): O {
   const { signal, timeoutMs } = options;
   if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof signal.addEventListener !== 'function')) {
     fail('signal', signal, 'an AbortSignal');

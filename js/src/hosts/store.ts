@@ -217,9 +217,9 @@ export class MemoryStore implements BreakerStore {
  * @inline
  */
 interface StoreCounters {
-  /** Successes applied (from leases, fallbacks and probes), stale ones included. */
+  /** Successes applied (from leases, local decisions and probes), stale ones included. */
   successes: number;
-  /** Failures applied (from leases, fallbacks and probes), stale ones included. */
+  /** Failures applied (from leases, local decisions and probes), stale ones included. */
   failures: number;
   /** Outcomes applied that say nothing about the upstream, stale ones included. */
   ignored: number;
@@ -499,7 +499,7 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
     const breaker = { ...(o.breaker ?? {}) };
     const specJson = settingsJson(breaker, int(o.leaseMs, 'leaseMs', 1000, 1), 'StoreCircuitBreaker options');
     // The local breaker's options, named as this constructor's (the shared one checks them again).
-    if (o.fallback !== undefined) localConfig(o.fallback, clock, 'StoreCircuitBreaker options');
+    if (o.local !== undefined) localConfig(o.local, clock, 'StoreCircuitBreaker options');
     const t = new StoreTransport({
       name,
       key: prefix + name,
@@ -515,7 +515,7 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
     const { store: _s, prefix: _p, leaseMs: _l, keyTtlMs: _k, maxCasAttempts: _m, storeTimeoutMs: _st, ...rest } = o;
     // `breaker` goes along for what the client itself applies (`isFailure`); the settings travel
     // in the store's record.
-    const shared: SharedBreakerInternalOptions = { ...rest, fallback: o.fallback ?? ownSettings(breaker), [RAW_TRANSPORT]: t.raw };
+    const shared: SharedBreakerInternalOptions = { ...rest, local: o.local ?? ownSettings(breaker), [RAW_TRANSPORT]: t.raw };
     super(name, shared);
     this.key = prefix + name;
     this.#t = t;

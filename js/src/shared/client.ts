@@ -19,7 +19,7 @@ import {
 } from 'breakwater';
 import {
   breakerConfig as build,
-  checkGuard,
+  checkCallOptions,
   checkKeys,
   Emitter,
   guardCall,
@@ -266,11 +266,13 @@ export interface SharedBreakerOptions {
   /** Abandon a request to the coordinator after this many ms (then fall back). Default 5000 (at most 300 000). */
   requestTimeoutMs?: number | undefined;
   /**
-   * The local breaker that decides while the coordinator is unreachable: `CircuitBreaker`
-   * options. It runs in the core, beside the
-   * lease. Default: 5 consecutive failures open it for 30 s, then one probe.
+   * This instance's own breaker (`CircuitBreaker` options; it runs in the core, beside the
+   * lease): it sees every outcome of this instance, blocks it at once when they alone open it
+   * (until the coordinator, having heard them, says otherwise), and decides alone before the
+   * first lease and while the coordinator is unreachable or refusing. Default: the `breaker`
+   * settings.
    */
-  fallback?: CircuitBreakerOptions | undefined;
+  local?: CircuitBreakerOptions | undefined;
   /**
    * Where to hand the reports and lease renewals that `isHealthy()` and `record*` start in the
    * background (`waitUntil` from `cloudflare:workers` or `@vercel/functions`), so that the
@@ -309,7 +311,7 @@ export interface SharedExecuteOptions<T> extends ExecuteOptions {
 export interface SharedStreamOptions<T> extends StreamOptions<T>, ExecuteOptions {}
 
 /**
- * What `onEvent` listeners get: `state` (the state this client acts on changed), `fallback` (the
+ * What `onEvent` listeners get: `state` (the state this client acts on changed), `local` (the
  * coordinator could not be reached, or refused: the local breaker decides now), `recovered` (the
  * coordinator answers again) or `dropped` (outcomes were given up).
  */
@@ -325,8 +327,8 @@ export type SharedEvent =
       to: BreakerState;
     }
   | {
-      /** `'fallback'`: the coordinator could not be reached, or refused; the local breaker decides now. */
-      type: 'fallback';
+      /** `'local'`: the coordinator could not be reached, or refused; the local breaker decides now. */
+      type: 'local';
       /** The breaker's name. */
       breaker: string;
       /** What went wrong. */
@@ -407,11 +409,26 @@ export function settingsJson(breaker: SharedBreakerRule | undefined, leaseMs: un
   refuse(b, ['slowCallRate'], `${where}.breaker`, 'outcomes reach the coordinator as counts, without durations, so a slow-call rule could never trip');
   const json = sharedGlue().spec_json(breakerConfig(b, `${where}.breaker`), positive(leaseMs, 'leaseMs', 1000, 3_600_000));
   if (json.startsWith('!')) {
-    const [field, why] = json.slice(1).split('|');
+    const [field, why = ''] = json.slice(1).split('|');
+    // The core names its own fields (`breaker.open_duration_ms`): say the option's name.
+    const named = /^invalid `breaker\.([a-z_]+)`: (.*)$/s.exec(why);
+    const option = named ? OPTION_OF_FIELD[named[1]!] : undefined;
+    if (named && option) throw new RangeError(`breakwater: invalid option "${option}" in ${where}.breaker: ${named[2]}`);
     throw new RangeError(`breakwater: invalid ${field === 'spec' ? `${where}.breaker` : field}: ${why}`);
   }
   return json;
 }
+
+/** The option of each field of the core's settings that a shared breaker may refuse (src/shared/spec.rs). */
+const OPTION_OF_FIELD: Record<string, string> = {
+  open_duration_ms: 'resetTimeout',
+  max_open_duration_ms: 'maxResetTimeoutMs',
+  probe_timeout_ms: 'probeTimeoutMs',
+  half_open_max_probes: 'halfOpenMaxProbes',
+  half_open_success_threshold: 'halfOpenSuccessThreshold',
+  open_jitter: 'openJitter',
+  open_backoff_factor: 'openBackoffFactor',
+};
 
 /** Options a shared breaker's settings or its local breaker cannot honour: refused by name, never ignored. */
 function refuse(o: object, keys: readonly string[], where: string, why: string): void {
@@ -421,7 +438,7 @@ function refuse(o: object, keys: readonly string[], where: string, why: string):
 }
 
 /**
- * The breaker settings as the local breaker takes them when no `fallback` is given: without
+ * The breaker settings as the local breaker takes them when no `local` is given: without
  * `isFailure`, which the client applies before any breaker sees an outcome.
  */
 export function ownSettings(breaker: SharedBreakerRule | undefined): CircuitBreakerOptions | undefined {
@@ -441,7 +458,7 @@ export const SHARED_KEYS = [
   'failClosed',
   'retryUnreachableMs',
   'requestTimeoutMs',
-  'fallback',
+  'local',
   'waitUntil',
   'classify',
   'clock',
@@ -449,16 +466,16 @@ export const SHARED_KEYS = [
 ] as const;
 
 /** The local breaker's configuration array (`where`: the constructor, for error messages). */
-export function localConfig(fallback: SharedBreakerOptions['fallback'], clock: () => number, where: string): Float64Array {
-  if (fallback === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock }, where);
-  if (typeof fallback !== 'object' || fallback === null || typeof (fallback as { isHealthy?: unknown }).isHealthy === 'function') {
+export function localConfig(local: SharedBreakerOptions['local'], clock: () => number, where: string): Float64Array {
+  if (local === undefined) return breakerConfig({ failureThreshold: 5, resetTimeout: 30_000, clock }, where);
+  if (typeof local !== 'object' || local === null || typeof (local as { isHealthy?: unknown }).isHealthy === 'function') {
     throw new TypeError(
-      `breakwater: invalid option "fallback" in ${where}: the local breaker runs in the core, beside the lease; give its CircuitBreaker options (e.g. { failureThreshold: 5, resetTimeout: 30000 })`,
+      `breakwater: invalid option "local" in ${where}: the local breaker runs in the core, beside the lease; give its CircuitBreaker options (e.g. { failureThreshold: 5, resetTimeout: 30000 })`,
     );
   }
-  refuse(fallback, ['clock'], `${where}.fallback`, "the local breaker runs on this client's clock (the top-level `clock`)");
-  refuse(fallback, ['isFailure'], `${where}.fallback`, 'outcomes reach the local breaker classified by the client (`breaker.isFailure` or `classify`)');
-  return breakerConfig({ ...fallback, clock }, `${where}.fallback`);
+  refuse(local, ['clock'], `${where}.local`, "the local breaker runs on this client's clock (the top-level `clock`)");
+  refuse(local, ['isFailure'], `${where}.local`, 'outcomes reach the local breaker classified by the client (`breaker.isFailure` or `classify`)');
+  return breakerConfig({ ...local, clock }, `${where}.local`);
 }
 
 function randomHex(): string {
@@ -614,16 +631,16 @@ export class SharedCircuitBreaker {
     lease[LeaseOpts.FailClosed] = o.failClosed === true ? 1 : 0;
     lease[LeaseOpts.RetryUnreachable] = positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000);
     lease[LeaseOpts.RequestDeadline] = this.#timeoutMs;
-    const fallback = localConfig(o.fallback ?? ownSettings(o.breaker), this.#now, 'SharedCircuitBreaker options');
+    const local = localConfig(o.local ?? ownSettings(o.breaker), this.#now, 'SharedCircuitBreaker options');
     const g = sharedGlue();
-    const invalid = g.check_lease(lease, fallback);
+    const invalid = g.check_lease(lease, local);
     if (invalid !== '') {
       const [field, expected] = invalid.split('|');
       throw new RangeError(`breakwater: invalid ${field} (expected ${expected})`);
     }
     // Made on first use: Workers refuse random values at global scope, where a module-level
     // breaker is constructed (its client id and session are drawn at random).
-    this.#make = () => g.WasmLeaseClient.create(this.clientId, randomSession(), lease, fallback);
+    this.#make = () => g.WasmLeaseClient.create(this.clientId, randomSession(), lease, local);
   }
 
   /** This client's id: the `clientId` option, or drawn at random on first use. */
@@ -665,11 +682,11 @@ export class SharedCircuitBreaker {
     return code < 0 ? this.#decode(code).retryAfterMs : 0;
   }
   /** Whether the local breaker decides now (the coordinator did not answer). */
-  get inFallback(): boolean {
+  get decidingLocally(): boolean {
     return this.#info()[LeaseInfo.InFallback] === 1;
   }
   /** Requests sent to the coordinator so far. */
-  get objectRequests(): number {
+  get coordinatorRequests(): number {
     return this.#info()[LeaseInfo.Requests]!;
   }
   /** Outcomes the coordinator has not acknowledged yet. */
@@ -735,7 +752,7 @@ export class SharedCircuitBreaker {
   /** Runs `fn` if admitted; throws a `CircuitOpenError` (`isCircuitOpenError`) if not. */
   async execute<T>(fn: (context: { signal?: AbortSignal | undefined }) => T | Promise<T>, opts: SharedExecuteOptions<T> = {}): Promise<T> {
     checkKeys('execute options', opts ?? {}, ['waitUntil', 'classify', 'signal', 'timeoutMs', 'fallback']);
-    const { signal, timeoutMs, fallback } = checkGuard(opts ?? {});
+    const { signal, timeoutMs, fallback } = checkCallOptions(opts ?? {});
     if (signal?.aborted) throw signal.reason;
     if (fallback !== undefined && typeof fallback !== 'function') {
       throw new TypeError(`breakwater: invalid option "fallback" in execute options: ${String(fallback)} (expected a function)`);
@@ -893,7 +910,7 @@ export class SharedCircuitBreaker {
     while (this.#background.size) await Promise.all(this.#background);
     if (this.#inFlight) await this.#inFlight;
     await this.#flush(true);
-    return !this.inFallback;
+    return !this.decidingLocally;
   }
 
   // ----- admission -----
@@ -1040,9 +1057,9 @@ export class SharedCircuitBreaker {
 
 const warned = new Set<string>();
 
-/** One `console.warn` per breaker and status: a fallback that configuration (the core says which), not an outage, caused. */
+/** One `console.warn` per breaker and status: deciding locally because of configuration (the core says which), not an outage. */
 function warnMisconfigured(name: string, e: SharedEvent): void {
-  if (e.type !== 'fallback' || e.misconfigured === undefined || warned.has(`${name}|${e.status}`)) return;
+  if (e.type !== 'local' || e.misconfigured === undefined || warned.has(`${name}|${e.status}`)) return;
   warned.add(`${name}|${e.status}`);
   console.warn(
     `breakwater: shared breaker ${JSON.stringify(name)} is deciding locally because ${e.reason.slice(0, 300)}; ` +

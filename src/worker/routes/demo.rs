@@ -106,14 +106,14 @@ fn demo(env: &Env) -> core::result::Result<(Rc<DemoApp>, Targets), String> {
     } else {
         let options = LeaseOptions::new()
             .with_fail_closed(fail_closed)
-            .with_fallback(spec.breaker)
+            .with_local(spec.breaker)
             .with_retry_unreachable_ms(spec.lease_ms);
         let shared = SharedBreaker::new(&name, options).map_err(|e| e.to_string())?;
         let log = events.clone();
         shared.on_event(move |_, e| {
             let text = match e {
                 ClientEvent::StateChanged { to, .. } => format!("state:{to}"),
-                ClientEvent::Fallback { .. } => String::from("fallback"),
+                ClientEvent::Local { .. } => String::from("local"),
                 ClientEvent::Recovered => String::from("recovered"),
                 ClientEvent::Dropped { outcomes, .. } => format!("dropped:{outcomes}"),
             };
@@ -251,7 +251,7 @@ pub(super) async fn app(req: Request, env: &Env, parts: &[&str]) -> Result<Respo
             };
             let (state, requests) = app_state(&app);
             let fallback = match &app.guard {
-                Guard::Shared(b) => b.in_fallback(),
+                Guard::Shared(b) => b.deciding_locally(),
                 Guard::Local(_) => false,
             };
             let (result, status, retry_after_ms, timed_out) = match result {
@@ -320,7 +320,7 @@ fn app_state(app: &DemoApp) -> (Option<State>, u64) {
 fn app_stats(app: &DemoApp) -> Result<Response> {
     let (state, requests) = app_state(app);
     let (unacked, fallback) = match &app.guard {
-        Guard::Shared(b) => (b.unacknowledged(), b.in_fallback()),
+        Guard::Shared(b) => (b.unacknowledged(), b.deciding_locally()),
         Guard::Local(_) => (0, false),
     };
     let body = serde_json::json!({

@@ -46,7 +46,7 @@ export const streamUndefined: StreamOptions<Uint8Array> = {
 };
 export const sharedUndefined: SharedBreakerOptions = {
   shared: undefined, service: undefined, maxBatch: undefined, failClosed: undefined, retryUnreachableMs: undefined,
-  requestTimeoutMs: undefined, fallback: undefined, classify: undefined, clock: undefined, clientId: undefined,
+  requestTimeoutMs: undefined, local: undefined, waitUntil: undefined, classify: undefined, clock: undefined, clientId: undefined,
 };
 export const modelUndefined: FallbackModelOptions = {
   name: undefined, fallThrough: undefined, registry: undefined, breakerOptions: undefined,
@@ -77,9 +77,9 @@ registry.get('x', { failureThreshold: 3 }); // another rule replaces the default
 new BreakerRegistry({ failureThreshold: 3, slowCallRate: { threshold: 50, slowCallMs: 1 } });
 // @ts-expect-error two trip rules
 registry.get('y', { failureThreshold: 3, failureRate: { threshold: 50 } });
-new SharedCircuitBreaker('s', { transport: shared as never, fallback: { failureRate: { threshold: 50 } } });
+new SharedCircuitBreaker('s', { transport: shared as never, local: { failureRate: { threshold: 50 } } });
 // @ts-expect-error two trip rules
-new SharedCircuitBreaker('s', { transport: shared as never, fallback: { failureThreshold: 3, failureRate: { threshold: 50 } } });
+new SharedCircuitBreaker('s', { transport: shared as never, local: { failureThreshold: 3, failureRate: { threshold: 50 } } });
 new StoreCircuitBreaker('t', { store: new MemoryStore(), breaker: { failureRate: { threshold: 50 }, resetTimeout: 5_000 } });
 // @ts-expect-error two trip rules
 new StoreCircuitBreaker('t', { store: new MemoryStore(), breaker: { failureThreshold: 3, failureRate: { threshold: 50 } } });

@@ -18,7 +18,7 @@ export async function main(): Promise<StoreView> {
   const store: BreakerStore = Math.random() > 2 ? new MemoryStore() : new RedisStore(fromNodeRedis(redis));
   const breaker = new StoreCircuitBreaker('anthropic', { store, breaker: options, leaseMs: 1000, failClosed: false });
   breaker.onEvent((e: SharedEvent) => {
-    if (e.type === 'fallback') console.warn(e.reason);
+    if (e.type === 'local') console.warn(e.reason);
   });
   try {
     const n: number = await breaker.execute(async () => 42);

@@ -41,7 +41,7 @@ export async function guardedRoutes(
     case '/app/call': {
       try {
         const status = await b.execute(() => upstream(upstreamUrl), classify ? { waitUntil, classify } : { waitUntil });
-        return json({ result: 'ok', status, state: b.state, fallback: b.inFallback, object_requests: b.objectRequests });
+        return json({ result: 'ok', status, state: b.state, fallback: b.decidingLocally, object_requests: b.coordinatorRequests });
       } catch (e) {
         const rejected = (e as { isCircuitOpenError?: boolean }).isCircuitOpenError === true;
         return json({
@@ -49,8 +49,8 @@ export async function guardedRoutes(
           status: rejected ? 0 : ((e as UpstreamError).status ?? 0),
           retry_after_ms: rejected ? (e as { retryAfterMs: number }).retryAfterMs : 0,
           state: b.state,
-          fallback: b.inFallback,
-          object_requests: b.objectRequests,
+          fallback: b.decidingLocally,
+          object_requests: b.coordinatorRequests,
         });
       }
     }
@@ -66,13 +66,13 @@ export async function guardedRoutes(
           rejected++;
         }
       }
-      return json({ ok, rejected, state: b.state, object_requests: b.objectRequests });
+      return json({ ok, rejected, state: b.state, object_requests: b.coordinatorRequests });
     }
     case '/app/flush':
       await b.flush();
     // falls through
     case '/app/stats':
-      return json({ state: b.state, object_requests: b.objectRequests, unacknowledged: b.unacknowledged, fallback: b.inFallback, events });
+      return json({ state: b.state, object_requests: b.coordinatorRequests, unacknowledged: b.unacknowledged, fallback: b.decidingLocally, events });
     default:
       return null;
   }

@@ -27,7 +27,7 @@ function breaker(env: Env): SharedCircuitBreaker {
       failClosed: env.FAIL_CLOSED === 'true',
       retryUnreachableMs: 500,
       requestTimeoutMs: 2000,
-      fallback: { failureThreshold: Number(env.LOCAL_THRESHOLD ?? 5), resetTimeout: Number(env.LOCAL_OPEN_MS ?? 30000) },
+      local: { failureThreshold: Number(env.LOCAL_THRESHOLD ?? 5), resetTimeout: Number(env.LOCAL_OPEN_MS ?? 30000) },
     });
     shared.onEvent((e) => events.push(e.type === 'state' ? `state:${e.to}` : e.type));
   }
