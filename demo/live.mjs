@@ -233,7 +233,7 @@ function newRun(s) {
     state: null, // shared: the object's; local: per-isolate
     localStates: new Map(),
     opened: 0,
-    objectRequests: 0,
+    coordinatorRequests: 0,
     transitions: [],
   };
 }
@@ -485,7 +485,7 @@ async function main() {
   for (const [k, run] of runs.entries()) {
     if (run.s.key !== 'shared') continue;
     const stats = await Promise.all(clusters[k].apps.map(([, f]) => callJson(f, '/app/stats', 'GET')));
-    run.objectRequests = stats.reduce((a, s) => a + (s.object_requests ?? 0), 0);
+    run.coordinatorRequests = stats.reduce((a, s) => a + (s.object_requests ?? 0), 0);
   }
 
   // The table.
@@ -509,7 +509,7 @@ async function main() {
       latency_p95_ms: Math.round(quantile(run.latencies, 0.95)),
       latency_p99_ms: Math.round(quantile(run.latencies, 0.99)),
       affected_after_recovery_ms: Math.round(run.affectedAfterMs),
-      object_requests: run.s.key === 'shared' ? run.objectRequests : null,
+      object_requests: run.s.key === 'shared' ? run.coordinatorRequests : null,
       breaker_opened: run.s.key === 'shared' ? run.opened : null,
     };
   });

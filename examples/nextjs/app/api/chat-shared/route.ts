@@ -39,5 +39,5 @@ export async function POST(request: Request): Promise<Response> {
 export async function GET(request: Request): Promise<Response> {
   const breaker = await sharedBreaker(via(request));
   if (!breaker) return Response.json({ error: 'this shared breaker is not configured' }, { status: 404 });
-  return Response.json({ state: breaker.state, inFallback: breaker.inFallback });
+  return Response.json({ state: breaker.state, decidingLocally: breaker.decidingLocally });
 }
