@@ -49,7 +49,7 @@ pub(crate) const fn terse(words: &'static str) -> &'static str {
 }
 
 /// Why a snapshot could not be restored. The breaker it would have replaced is untouched. Its
-/// words (`Display`) are written in [`crate::snapshot`], beside the version they name.
+/// words (`Display`) are written in `src/snapshot.rs`, beside the version they name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SnapshotError {
     /// The snapshot was written by a format this version does not read.

@@ -50,29 +50,33 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-pub mod breaker;
+mod breaker;
 pub mod bulkhead;
-pub mod clock;
+mod clock;
 mod error;
 mod float;
 mod host;
-pub mod metrics;
+mod metrics;
 mod name;
-pub mod retry;
-pub mod rng;
+mod retry;
+mod rng;
 pub mod shared;
 #[cfg(feature = "sim")]
 pub mod sim;
-pub mod snapshot;
+mod snapshot;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 #[cfg(feature = "worker")]
 pub mod worker;
 
+// One path per public name: the core's modules are private, and what they make public is
+// re-exported here (the subsystems `bulkhead`, `shared`, `sim`, `wasm` and `worker` keep their
+// own paths, and none of their names is re-exported here).
 pub use breaker::{
-    throttle_probability, Admission, Breaker, BreakerConfig, FastPath, Mode, Outcome, Permit,
-    PermitKind, RejectReason, Rejected, State, Stats, Throttle, ThrottleBucket, ThrottleWindow,
-    Transition, TripRule, Window,
+    throttle_probability, Admission, Breaker, BreakerConfig, Bucket, Counter, FastPath, Mode,
+    Outcome, Permit, PermitKind, ProbeLease, RejectReason, Rejected, State, Stats, Throttle,
+    ThrottleBucket, ThrottleWindow, Transition, TripRule, Window, CLOCK_STEP_MS, MAX_DURATION_MS,
+    MAX_HALF_OPEN_PROBES, MAX_WINDOW_CALLS, THROTTLE_BUCKETS, TIME_WINDOW_BUCKETS,
 };
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
@@ -86,14 +90,16 @@ pub use host::facade::{
 pub use host::reqwest;
 #[cfg(feature = "tower")]
 pub use host::tower;
-pub use metrics::{render_prometheus, BreakerMetrics};
+pub use metrics::{
+    render_prometheus, render_series, BreakerMetrics, Buckets, Families, Histogram, Series,
+};
 pub use name::{validate_name, InvalidName, MAX_NAME_LEN};
 pub use retry::{
-    parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier, Code, Ending,
-    GiveUpReason, Jitter, ResponseVerdict, RetryBudget, RetryDecision, RetryPolicy, RetryState,
-    Signal, Verdict,
+    parse_http_date, parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier,
+    Code, Ending, GiveUpReason, Jitter, ResponseVerdict, RetryBudget, RetryDecision, RetryPolicy,
+    RetryState, Signal, StatusSet, Verdict,
 };
-pub use rng::{Random, SplitMix64};
+pub use rng::{Random, SplitMix64, UnitFn};
 pub use snapshot::{RestoreError, Snapshot, SNAPSHOT_VERSION};
 
 /// The README's examples, compiled and run as doctests.

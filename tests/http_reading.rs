@@ -47,7 +47,7 @@ proptest! {
         ];
         let r = Classifier::new().classify_response(status, None, NOW, lookup(&headers));
         if let Some(ms) = r.retry_after_ms {
-            prop_assert!(ms <= breakwater::breaker::MAX_DURATION_MS);
+            prop_assert!(ms <= breakwater::MAX_DURATION_MS);
         }
     }
 }

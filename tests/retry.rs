@@ -4,7 +4,7 @@
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
-use breakwater::retry::Class;
+use breakwater::Class;
 use breakwater::{
     parse_retry_after, parse_retry_after_ms, AttemptFailure, Classifier, GiveUpReason, Jitter,
     Outcome, RetryBudget, RetryDecision, RetryPolicy, Signal, SplitMix64, Timestamp,
@@ -418,7 +418,7 @@ fn classification_follows_how_llm_apis_fail() {
 
 #[test]
 fn classification_can_be_configured_per_status() {
-    use breakwater::retry::StatusSet;
+    use breakwater::StatusSet;
     let c = Classifier::new().with_retryable(StatusSet::of(&[429, 529, 409]));
     assert!(c.classify_status(409, None).retryable);
     assert_eq!(c.classify_status(409, None).outcome, Outcome::Failure);
@@ -443,7 +443,7 @@ fn a_conflict_is_retried_as_the_official_sdks_do() {
 
 #[test]
 fn provider_codes_say_more_than_the_status() {
-    use breakwater::retry::Code;
+    use breakwater::Code;
     let c = Classifier::new();
     let at = |status: u16, code: &str| c.classify_status(status, Some(code));
     // A spent quota or credit, whatever its status: not retried, counted.
@@ -504,7 +504,7 @@ fn provider_codes_say_more_than_the_status() {
 
 #[test]
 fn endings_in_every_providers_spelling() {
-    use breakwater::retry::Ending;
+    use breakwater::Ending;
     let cases: &[(&str, Ending)] = &[
         // Anthropic `stop_reason`
         ("end_turn", Ending::Complete),

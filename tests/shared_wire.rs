@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
-use breakwater::breaker::{Bucket, Counter, ProbeLease};
 use breakwater::shared::json::{self, Wire};
 use breakwater::shared::protocol::{
     ErrorReply, Lease, ObjectCounters, OptionsMismatch, StateView, WirePermit, WireReason,
@@ -22,10 +21,11 @@ use breakwater::shared::{
     session_key, Batch, Counts, Exchange, ExchangeReply, Grant, ProbeReport, Record, Refusal,
     SharedSpec, WireOutcome,
 };
-use breakwater::snapshot::Snapshot;
+use breakwater::Snapshot;
 use breakwater::{
     BreakerConfig, Mode, State, Stats, Throttle, ThrottleBucket, ThrottleWindow, TripRule, Window,
 };
+use breakwater::{Bucket, Counter, ProbeLease};
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -1,8 +1,8 @@
 //! The outage simulator: the seeds' numbers, determinism, errors that name the field, the SVG.
 #![cfg(feature = "sim")]
 
-use breakwater::breaker::{BreakerConfig, TripRule, Window};
 use breakwater::sim::{self, Format, Report, Scenario, Strategy, StrategyReport};
+use breakwater::{BreakerConfig, TripRule, Window};
 use breakwater::{Jitter, RetryPolicy};
 
 fn report(name: &str) -> Report {

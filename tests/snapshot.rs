@@ -4,7 +4,7 @@
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
-use breakwater::breaker::Counter;
+use breakwater::Counter;
 use breakwater::{
     Breaker, BreakerConfig, Mode, Outcome, RestoreError, SnapshotError, State, Timestamp, TripRule,
     Window,
@@ -168,7 +168,7 @@ fn corrupt_fields_are_errors() {
     let mut s = good.clone();
     s.state = State::HalfOpen;
     s.probes = vec![
-        breakwater::breaker::ProbeLease {
+        breakwater::ProbeLease {
             id: 1,
             expires_at: 1
         };

@@ -77,7 +77,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use breakwater::breaker::{TripRule, Window};
+    use breakwater::{TripRule, Window};
 
     fn vars(text: &str) -> toml::Value {
         let doc: toml::Value = toml::from_str(text).unwrap();

@@ -8,7 +8,7 @@ use super::protocol::{Lease, ObjectCounters, StateView, INCIDENT_BOUNDS_S};
 use crate::breaker::{State, Stats};
 use crate::metrics::{render_series, Buckets, Families, Series};
 
-/// The objects' state in the Prometheus text format, written by [`crate::metrics`] with the
+/// The objects' state in the Prometheus text format, written by [`crate::render_series`] with the
 /// families an object has ([`Families::OBJECT`], counts since each object's record began):
 /// `breakwater_state`, `breakwater_opened_total`, `breakwater_calls_total`,
 /// `breakwater_incident_seconds`, plus `breakwater_probes_granted_total`.

@@ -511,7 +511,7 @@ pub struct ObjectCounters {
     pub incident_ms: u64,
 }
 
-/// Upper bounds (seconds) of `breakwater_incident_seconds`, as in [`crate::metrics`].
+/// Upper bounds (seconds) of `breakwater_incident_seconds`, as in [`BreakerMetrics`](crate::BreakerMetrics).
 pub const INCIDENT_BOUNDS_S: [u64; 10] = [1, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_600];
 
 impl ObjectCounters {
