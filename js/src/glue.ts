@@ -64,8 +64,7 @@ export function setGlue(exports: Exports): void {
 export function wasm(): Exports {
   if (current === undefined) {
     throw new Error(
-      'breakwater: the WebAssembly module was never initialised. Import "breakwater" through its ' +
-        'package entry point (not a file inside the package), so that your runtime loads the .wasm.',
+      'breakwater: the WebAssembly module was never initialised: import "breakwater" by its package entry point, which loads the .wasm.',
     );
   }
   return current;

@@ -21,7 +21,7 @@ test('without a value of breakwater/adaptive: the options are refused, naming th
   ]) {
     assert.throws(
       () => new CircuitBreaker('early', { [option]: value }),
-      (e) => e instanceof TypeError && e.message.includes(`"${option}"`) && e.message.includes(`import { ${fn} } from 'breakwater/adaptive'`),
+      (e) => e instanceof TypeError && e.message.includes(`"${option}"`) && e.message.includes(`${fn}() from 'breakwater/adaptive'`),
       `${option}: ${JSON.stringify(value)}`,
     );
   }

@@ -18,7 +18,7 @@ test('limit(): options are checked, naming the option', () => {
   assert.throws(() => limit({ maxConcurrent: 2, maxQueued: -1 }), /"concurrency\.maxQueued".*-1/);
   assert.throws(() => limit({ maxConcurrent: 2, maxQueued: 1, queueTimeoutMs: 0 }), /"concurrency\.queueTimeoutMs".*0/);
   assert.throws(() => limit({ maxConcurrent: 2, maxQueue: 1 }), /maxQueue/);
-  assert.throws(() => new CircuitBreaker('c', { concurrency: { maxConcurrent: 2 } }), (e) => e instanceof TypeError && /"concurrency".*limit\(\) from breakwater\/adaptive/.test(e.message));
+  assert.throws(() => new CircuitBreaker('c', { concurrency: { maxConcurrent: 2 } }), (e) => e instanceof TypeError && /"concurrency".*limit\(\) from 'breakwater\/adaptive'/.test(e.message));
   const b = new CircuitBreaker('c', { concurrency: limit({ maxConcurrent: 2 }) });
   assert.equal(b.inFlight, 0);
   assert.equal(b.stats.full, 0);

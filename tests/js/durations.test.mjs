@@ -4,7 +4,7 @@
 //
 // Today: the constructor accepts any integer up to 2^53 - 1, but a breaker opened (or probing)
 // with such a duration writes an end time past what a snapshot may hold, and fromJSON() / restore()
-// then refuse its own toJSON() ("cannot restore the snapshot: malformed data"): the app that
+// then refuse its own toJSON() ("not a breaker snapshot"): the app that
 // persists its breakers cannot start again.
 // Property: every value is either refused by the constructor (a RangeError naming the option) or
 // round-trips, OPEN (and, for probeTimeoutMs, HALF_OPEN with the probe out) included; the largest

@@ -45,7 +45,7 @@ test('adaptiveThrottle: options are checked, naming the option and the value', (
   for (const value of [{ multiplier: 2 }, true, false]) {
     assert.throws(
       () => new CircuitBreaker('t', { adaptiveThrottle: value }),
-      (e) => e instanceof TypeError && /"adaptiveThrottle".*throttle\(\) from breakwater\/adaptive/.test(e.message),
+      (e) => e instanceof TypeError && /"adaptiveThrottle".*throttle\(\) from 'breakwater\/adaptive'/.test(e.message),
     );
   }
   assert.equal(make().throttleProbability, 0);

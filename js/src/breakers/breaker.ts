@@ -2,7 +2,7 @@ import { create, read, readAt, wasm, type Exports } from '../glue.js';
 import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Snap, Transition, Trip, WindowKind } from '../codes/layout.js';
 import type { Slots } from './slots.js';
 import { CircuitOpenError, isTimeoutError } from '../helpers/errors.js';
-import { Emitter, describe, type Unsubscribe } from '../helpers/events.js';
+import { Emitter, type Unsubscribe } from '../helpers/events.js';
 import { checkKeys, fail, fn, num, obj, within } from '../helpers/options.js';
 import { FAILURE, IGNORED, SUCCESS, outcomeCode } from '../classify.js';
 import type { StreamOptions, StreamSource } from '../guards/stream.js';
@@ -290,9 +290,9 @@ export interface BreakerSnapshot {
  * `breakwater/shared`, `breakwater/store` and `breakwater/ai` (as `breakerConfig`, from
  * `breakwater/internal`).
  */
-export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options', shared = false): Float64Array {
+export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker options'): Float64Array {
   const o = obj(where, options) ?? {};
-  return within(where, () => config(o, where, shared));
+  return within(where, () => config(o, where));
 }
 
 /**
@@ -307,19 +307,15 @@ export interface AdaptiveValue {
   slots?(x: Exports, h: () => number, now: () => number): Slots;
 }
 
-/** The value of option `key`, made by `breakwater/adaptive`'s `throttle()` or `limit()`, or a `TypeError` saying so. */
-function adaptiveValue(o: Record<string, unknown>, key: string, kind: AdaptiveValue['kind'], where: string): AdaptiveValue | undefined {
+/** Writes option `key`'s value, made by `breakwater/adaptive`'s `throttle()` or `limit()`, or refuses it naming the import. */
+function adaptiveValue(o: Record<string, unknown>, key: string, kind: AdaptiveValue['kind'], cfg: Float64Array): void {
   const v = o[key] as AdaptiveValue | undefined;
-  if (v === undefined) return undefined;
-  if (typeof v !== 'object' || v === null || v.kind !== kind || typeof v.write !== 'function') {
-    throw new TypeError(
-      `breakwater: invalid option "${key}" in ${where}: ${describe(v)} (expected ${kind}() from breakwater/adaptive: import { ${kind} } from 'breakwater/adaptive')`,
-    );
-  }
-  return v;
+  if (v === undefined) return;
+  if (v?.kind !== kind || typeof v.write !== 'function') fail(key, v, `${kind}() from 'breakwater/adaptive'`, true);
+  v.write(cfg);
 }
 
-function config(o: Record<string, unknown>, where: string, shared: boolean): Float64Array {
+function config(o: Record<string, unknown>, where: string): Float64Array {
   checkKeys(where, o, KEYS);
   const cfg = new Float64Array(Cfg.Len);
   const rules = ['failureRate', 'slowCallRate'].filter((k) => o[k] !== undefined);
@@ -371,14 +367,8 @@ function config(o: Record<string, unknown>, where: string, shared: boolean): Flo
   cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 2 ** 32 - 1);
   cfg[Cfg.ProbeTimeout] = num('probeTimeoutMs', o.probeTimeoutMs, 30_000, 1);
   // breakwater/adaptive's options: values that bring their own code and module.
-  adaptiveValue(o, 'adaptiveThrottle', 'throttle', where)?.write(cfg);
-  const limit = adaptiveValue(o, 'concurrency', 'limit', where);
-  if (limit !== undefined && shared) {
-    throw new TypeError(
-      `breakwater: option "concurrency" in ${where} is not supported here: the concurrency limit is a CircuitBreaker's (wrap the calls in one with concurrency: limit(...))`,
-    );
-  }
-  limit?.write(cfg);
+  adaptiveValue(o, 'adaptiveThrottle', 'throttle', cfg);
+  adaptiveValue(o, 'concurrency', 'limit', cfg);
   const random = fn<() => number>('random', o.random) ?? Math.random;
   cfg[Cfg.Seed] = Math.floor(Math.min(Math.max(Number(random()) || 0, 0), 1) * 2 ** 53) % 2 ** 53;
   return cfg;
@@ -561,7 +551,7 @@ export class CircuitBreaker {
     return {
       success: () => settle(SUCCESS),
       failure: (error?: unknown, signal?: AbortSignal) =>
-        settle(error === undefined ? FAILURE : this.#outcome(error, false, signal), error),
+        settle(this.#failed(error, signal), error),
       ignore: () => settle(IGNORED),
     };
   }
@@ -595,7 +585,7 @@ export class CircuitBreaker {
    * as a hand-made time-out's `controller.abort()`, counts as a failure).
    */
   recordFailure(error?: unknown, signal?: AbortSignal): void {
-    this.#settle(0, Sentinel.None, error === undefined ? FAILURE : this.#outcome(error, false, signal), error);
+    this.#settle(0, Sentinel.None, this.#failed(error, signal), error);
   }
 
   /** Reports a call let through by `isHealthy()` that says nothing about the upstream (or was never made): frees its probe slot. */
@@ -643,24 +633,30 @@ export class CircuitBreaker {
     const now = this.#closed >= 0 && !(this.#fast & Fast.Timed) ? 0 : this.#now();
     const h = this.#acquire(now);
     if (h < 0) return this.#rejected(-h, fallback, slot);
-    let v: T;
+    let v: unknown;
+    let threw = false;
     try {
       v = await fn(NO_CONTEXT);
     } catch (e) {
-      const outcome = this.#outcome(e);
-      this.#settle(now, h, outcome, e, slot);
-      if (fallback !== undefined && outcome === FAILURE) return this.#fallBack(fallback, e);
-      throw e;
+      v = e;
+      threw = true;
     }
-    const outcome = this.#outcome(v, true);
-    this.#settle(now, h, outcome, undefined, slot);
-    return fallback !== undefined && outcome === FAILURE ? this.#fallBack(fallback, v) : v;
+    const outcome = this.#outcome(v, !threw);
+    this.#settle(now, h, outcome, threw ? v : undefined, slot);
+    return this.#answer(outcome, fallback, v, threw);
   }
 
-  /** `execute`'s fallback for a call that failed (`error`: its error, or the failing `Response`). */
-  #fallBack<T>(fallback: NonNullable<ExecuteOptions<T>['fallback']>, error: unknown): Promise<T> {
-    this.#fallbacks++;
-    return (async () => fallback(error, isTimeoutError(error) ? 'timeout' : 'failure'))();
+  /**
+   * A settled call's answer: its value (or its error, thrown), or `fallback`'s when it failed
+   * against the upstream (`v`: its error, or the failing `Response`).
+   */
+  #answer<T>(outcome: number, fallback: ExecuteOptions<T>['fallback'], v: unknown, threw: boolean): T | Promise<T> {
+    if (fallback && outcome === FAILURE) {
+      this.#fallbacks++;
+      return fallback(v, isTimeoutError(v) ? 'timeout' : 'failure');
+    }
+    if (threw) throw v;
+    return v as T;
   }
 
   #runGuarded<T>(fn: (context: CallContext) => T | Promise<T>, options: ExecuteOptions<T>): Promise<T> {
@@ -683,7 +679,7 @@ export class CircuitBreaker {
     const h = this.#acquire(now);
     if (h < 0) return this.#rejected(-h, fallback, slot);
     let settled = SUCCESS;
-    const call = guardCall(
+    return guardCall(
       fn,
       signal,
       timeoutMs,
@@ -692,11 +688,9 @@ export class CircuitBreaker {
         this.#settle(now, h, outcome, error, slot);
       },
       (result, resolved, s) => this.#outcome(result, resolved, s),
-    );
-    if (fallback === undefined) return call;
-    return call.then(
-      (v) => (settled === FAILURE ? this.#fallBack(fallback, v) : v),
-      (e) => (settled === FAILURE ? this.#fallBack(fallback, e) : Promise.reject(e)),
+    ).then(
+      (v) => this.#answer(settled, fallback, v, false),
+      (e) => this.#answer(settled, fallback, e, true),
     );
   }
 
@@ -753,11 +747,7 @@ export class CircuitBreaker {
     const err = new CircuitOpenError(this.name, this.state, event.reason, event.retryAfterMs);
     if (fallback !== undefined) {
       this.#fallbacks++;
-      try {
-        return Promise.resolve(fallback(err, event.reason));
-      } catch (e) {
-        return Promise.reject(e);
-      }
+      return (async () => fallback(err, event.reason))();
     }
     return Promise.reject(err);
   }
@@ -766,6 +756,11 @@ export class CircuitBreaker {
   #rejectEvent(code: number): RejectEvent {
     const reason = code % Reject.Scale;
     return { breaker: this.name, reason: REASONS[reason]!, retryAfterMs: (code - reason) / Reject.Scale };
+  }
+
+  /** How a call reported failed counts: no error is an upstream failure; an error as `execute` classifies it. */
+  #failed(error: unknown, signal: AbortSignal | undefined): number {
+    return error === undefined ? FAILURE : this.#outcome(error, false, signal);
   }
 
   #outcome(e: unknown, resolved = false, signal?: AbortSignal): number {
@@ -877,11 +872,10 @@ export class CircuitBreaker {
   /** Replaces this breaker's state with a snapshot taken by `toJSON()` (of any breaker). */
   restore(snapshot: BreakerSnapshot): void {
     const s = obj('snapshot', snapshot);
-    if (s?.breakwater !== 1 || !Array.isArray(s.data) || !s.data.every((n) => typeof n === 'number')) {
+    if (s?.breakwater !== 1 || !Array.isArray(s.data) || !s.data.length || !s.data.every((n) => typeof n === 'number')) {
       throw new TypeError('breakwater: not a breaker snapshot (expected the output of toJSON())');
     }
     const data = s.data as number[];
-    if (data.length === 0) throw new TypeError('breakwater: cannot restore the snapshot: malformed data');
     const input = new Float64Array(Cfg.Len + data.length);
     input.set(this.#cfg);
     input.set(data, Cfg.Len);

@@ -40,7 +40,10 @@ import {
  * modules shed, the fleet's share on each lease) and the concurrency limit refused, naming it: it
  * is a `CircuitBreaker`'s.
  */
-export const breakerConfig = (o: CircuitBreakerOptions, where: string): Float64Array => build(o, where, true);
+export function breakerConfig(o: CircuitBreakerOptions, where: string): Float64Array {
+  refuse(o ?? {}, ['concurrency'], where, "the concurrency limit is a CircuitBreaker's (wrap the calls in one with concurrency: limit(...))");
+  return build(o, where);
+}
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
 import { Decision, LeaseInfo, LeaseOpts, Reject } from '../codes/layout.js';
 
