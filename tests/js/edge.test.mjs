@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkAdaptive } from './adaptive-case.mjs';
-import { checkSeed000 } from './seed000-case.mjs';
+import { checkSeed000, checkSeed000Local } from './seed000-case.mjs';
 import http from 'node:http';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -67,6 +67,7 @@ test('the edge-light entry runs a route handler in the edge runtime', async () =
     'breakwater_bg.wasm': await compiled('web/breakwater_bg.wasm'),
     'breakwater_adaptive_bg.wasm': await compiled('web-adaptive/breakwater_adaptive_bg.wasm'),
     'breakwater_coordinator_bg.wasm': await compiled('web-coordinator/breakwater_coordinator_bg.wasm'),
+    'breakwater_shared_bg.wasm': await compiled('web-shared/breakwater_shared_bg.wasm'),
   };
   const runtime = new EdgeRuntime({
     codeGeneration: { strings: false, wasm: false },
@@ -96,4 +97,8 @@ test('the edge-light entry runs a route handler in the edge runtime', async () =
   checkAdaptive(await (await runtime.dispatchFetch('http://edge.test/api/adaptive')).json(), assert);
   // Seed 000's synchronous pattern on a store-backed shared breaker, in the edge runtime.
   checkSeed000(await (await runtime.dispatchFetch('http://edge.test/api/seed000')).json(), assert);
+  // And on a local breaker, and a service-backed shared one.
+  const others = await (await runtime.dispatchFetch('http://edge.test/api/seed000-others')).json();
+  checkSeed000Local(others.local, assert);
+  checkSeed000(others.service, assert);
 });

@@ -126,3 +126,32 @@ export function checkSeed000(r, assert) {
   assert.deepEqual(r.afterB, { text: 3, fallback: 0, error: 0 });
   assert.deepEqual(r.final, ['CLOSED', 'CLOSED']);
 }
+
+/**
+ * The same route body on a local breaker (one instance: nothing is shared): the threshold's
+ * failures reach the provider, then it blocks at once, and lets calls through again once the
+ * provider heals and the open period has passed.
+ */
+export async function seed000LocalCase({ breaker, wait, resetTimeout }) {
+  const client = provider();
+  const r = { healthyType: typeof breaker.isHealthy() };
+  breaker.recordIgnored();
+  client.down = true;
+  r.outage = await calls(breaker, client, 10);
+  r.reached = client.calls;
+  r.state = breaker.state;
+  client.down = false;
+  await wait(resetTimeout);
+  r.after = await calls(breaker, client, 3);
+  r.final = breaker.state;
+  return r;
+}
+
+export function checkSeed000Local(r, assert) {
+  assert.equal(r.healthyType, 'boolean');
+  assert.deepEqual(r.outage, { text: 0, fallback: 8, error: 2 });
+  assert.equal(r.reached, 2);
+  assert.equal(r.state, 'OPEN');
+  assert.deepEqual(r.after, { text: 3, fallback: 0, error: 0 });
+  assert.equal(r.final, 'CLOSED');
+}

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkAdaptive } from './adaptive-case.mjs';
-import { checkSeed000 } from './seed000-case.mjs';
+import { checkSeed000, checkSeed000Local } from './seed000-case.mjs';
 import http from 'node:http';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -98,6 +98,7 @@ test('breaker.stream under workerd: a whole answer is a success, a cut one ends 
   checkAdaptive(await get('/adaptive'), assert);
   // Seed 000's synchronous pattern on a shared breaker held by a Durable Object, in workerd.
   checkSeed000(await get('/seed000'), assert);
+  checkSeed000Local(await get('/seed000-local'), assert);
   assert.deepEqual(await get('/stream?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
   const before = hits;
   assert.deepEqual(await get('/stream-upstream'), { name: 'StreamError', status: 529, failures: 2 });

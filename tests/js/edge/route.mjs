@@ -3,11 +3,30 @@ import { CircuitBreaker, isCircuitOpenError, withRetry } from 'breakwater';
 import { countTrip } from '../count-trip.mjs';
 import { adaptiveCase } from '../adaptive-case.mjs';
 import { MemoryStore, StoreCircuitBreaker } from 'breakwater/store';
-import { seed000Case } from '../seed000-case.mjs';
+import { seed000Case, seed000LocalCase } from '../seed000-case.mjs';
+import { SharedCircuitBreaker } from 'breakwater/shared';
+import { settingsJson } from 'breakwater/shared/internal';
+import { coordinatorGlue } from 'breakwater/coordinator';
 
 /** Seed 000's options, with the open period and the lease short enough to wait out for real. */
 const SEED000 = { failureThreshold: 2, monitoringWindow: 60_000, resetTimeout: 300, halfOpenSuccessThreshold: 2 };
 const LEASE_MS = 200;
+
+/** Seed 000's pattern on a local breaker, and on two instances of a service-backed one (a coordinator in this sandbox behind the service's routes). */
+async function seed000Others() {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const local = await seed000LocalCase({ breaker: new CircuitBreaker('seed000-local', SEED000), wait: sleep, resetTimeout: SEED000.resetTimeout });
+  const co = coordinatorGlue().WasmCoordinator.create('seed000', settingsJson(SEED000, LEASE_MS, 'edge'), undefined, false);
+  const fetch = async (url, init) => new Response(co.exchange(Date.now(), init.body, url.includes('/v1/acquire')), { status: 200 });
+  const service = await seed000Case({
+    make: () => new SharedCircuitBreaker('seed000', { service: { url: 'https://breakwater.example', token: 't', fetch }, breaker: SEED000, leaseMs: LEASE_MS }),
+    wait: sleep,
+    flush: (b) => b.flush(),
+    leaseMs: LEASE_MS,
+    resetTimeout: SEED000.resetTimeout,
+  });
+  return { local, service };
+}
 
 /** Seed 000's pattern on two instances of a store-backed shared breaker, on the edge. */
 async function seed000() {
@@ -51,6 +70,7 @@ async function handle(request) {
   if (path === '/api/count-trip') return Response.json(await countTrip());
   if (path === '/api/adaptive') return Response.json(await adaptiveCase());
   if (path === '/api/seed000') return Response.json(await seed000());
+  if (path === '/api/seed000-others') return Response.json(await seed000Others());
   if (path === '/api/stream') return stream(new URL(request.url).searchParams.has('cut'));
   const upstream = new URL(request.url).searchParams.get('upstream');
   try {

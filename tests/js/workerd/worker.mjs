@@ -3,7 +3,7 @@ import { CircuitBreaker, isCircuitOpenError, BreakerRegistry } from 'breakwater'
 import { countTrip } from '../count-trip.mjs';
 import { adaptiveCase } from '../adaptive-case.mjs';
 import { SharedCircuitBreaker } from 'breakwater/cloudflare';
-import { seed000Case } from '../seed000-case.mjs';
+import { seed000Case, seed000LocalCase } from '../seed000-case.mjs';
 
 // The Durable Object holding the shared breaker, as an app's Worker exports it.
 export { BreakerObject } from 'breakwater/cloudflare';
@@ -35,6 +35,10 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === '/count-trip') return Response.json(await countTrip());
     if (url.pathname === '/adaptive') return Response.json(await adaptiveCase());
+    if (url.pathname === '/seed000-local') {
+      const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+      return Response.json(await seed000LocalCase({ breaker: new CircuitBreaker('seed000-local', SEED000), wait: sleep, resetTimeout: SEED000.resetTimeout }));
+    }
     if (url.pathname === '/seed000') {
       // Two instances of one breaker held by the Durable Object; the object's clock is workerd's.
       const name = `seed000-${++seedRuns}`;
