@@ -121,7 +121,9 @@ export function checkSeed000(r, assert) {
   assert.ok(r.reachedFromB <= 1, `the others block within one lease: ${r.reachedFromB} calls reached the provider`);
   assert.deepEqual(r.others, { text: 0, fallback: 10, error: 0 });
   assert.equal(r.stateB, 'OPEN');
-  assert.ok(r.rounds <= 6, `recovered in ${r.rounds} rounds`);
+  // Two probes, each fetched by one call and taken by the next: 4 rounds; more only when a
+  // parked probe outlived PARKED_PERMIT_MS on a slow machine and was given back.
+  assert.ok(r.rounds <= 10, `recovered in ${r.rounds} rounds`);
   assert.deepEqual(r.afterA, { text: 3, fallback: 0, error: 0 });
   assert.deepEqual(r.afterB, { text: 3, fallback: 0, error: 0 });
   assert.deepEqual(r.final, ['CLOSED', 'CLOSED']);
