@@ -844,13 +844,8 @@ export class SharedCircuitBreaker {
    * `recordIgnored()`.
    */
   isHealthy(): boolean {
-    const d = this.#core.admit_now(this.#now());
-    this.#drain();
-    this.#kick();
-    if (d < 0) {
-      this.#rejection(d);
-      return false;
-    }
+    const d = this.#admitNow();
+    if (d < 0) return false;
     // Calls let through and never reported are forgotten beyond the core's own ticket ring
     // (a report without a ticket counts under the current lease).
     if (this.#tickets.length >= MAX_TICKETS) this.#tickets.shift();
@@ -881,13 +876,8 @@ export class SharedCircuitBreaker {
    * `isHealthy()` is; the report goes in the background.
    */
   tryAcquire(): BreakerPermit | undefined {
-    const d = this.#core.admit_now(this.#now());
-    this.#drain();
-    this.#kick();
-    if (d < 0) {
-      this.#rejection(d);
-      return undefined;
-    }
+    const d = this.#admitNow();
+    if (d < 0) return undefined;
     let settled = false;
     const settle = (outcome: Outcome) => {
       if (settled) return;
@@ -985,6 +975,20 @@ export class SharedCircuitBreaker {
     if (outcome === 'success') {
       if (this.#success.size) this.#success.emit({ breaker: this.name });
     } else if (outcome === 'failure' && this.#failure.size) this.#failure.emit({ breaker: this.name });
+  }
+
+  /**
+   * The synchronous admission of `isHealthy()` and `tryAcquire()`: a ticket, or -1 once the
+   * refusal is told to `onReject` listeners; what must be asked of the coordinator goes in the
+   * background.
+   */
+  #admitNow(): number {
+    const d = this.#core.admit_now(this.#now());
+    this.#drain();
+    this.#kick();
+    if (d >= 0) return d;
+    this.#rejection(d);
+    return -1;
   }
 
   /** Sends what `admit_now` left for the background: a lease renewal, or an `/acquire`. */
