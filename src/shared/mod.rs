@@ -10,6 +10,8 @@
 //! - [`LeaseClient`]: the client side — admit on a lease, count, seal batches the coordinator
 //!   accepts, fall back to a local core [`Breaker`](crate::Breaker) while it is unreachable.
 //! - [`SharedSpec`]: the settings every participant must agree on.
+//! - [`routes`]: the HTTP routes' decisions (tokens, names, body limits, refusals), for both
+//!   Workers.
 //!
 //! The Durable Object and the Rust client (`breakwater::worker`), and the JavaScript clients and
 //! the Redis store (`breakwater/shared`, `breakwater/store`, through wasm), are shells around
@@ -21,6 +23,7 @@ pub mod coordinator;
 pub mod json;
 pub mod metrics;
 pub mod protocol;
+pub mod routes;
 pub mod spec;
 mod wire;
 

@@ -18,7 +18,7 @@ use alloc::vec::Vec;
 
 use wasm_bindgen::prelude::*;
 
-use super::layout::{step, verb as vb};
+use super::layout::{body as rb, http, plan as rp, step, verb as vb};
 use super::{state_code, ts};
 
 use crate::shared::json;
@@ -79,23 +79,245 @@ pub fn stored_spec(record: &str) -> String {
         .unwrap_or_default()
 }
 
-// What `/admin/breakers/<rest>` addresses (`verb`: a [`layout::verb`]), among `names` (one
-// per line): `"view|<name>"`, `"isolate|<name>"`, `"reset|<name>"`, `"405"` (a known breaker, the
-// wrong method) or `"404"` (no breaker of that name).
+// What the routes do with a request (`crate::shared::routes::plan`): `verb` a `layout::verb`,
+// `path` below the mount point; the served names are `names` (one per line) when given, else
+// those `BREAKERS` (`breakers`, its text) declares, read only once the token is checked.
+#[allow(clippy::too_many_arguments)]
 #[wasm_bindgen]
-pub fn admin_target(rest: &str, verb: u32, names: &str) -> String {
-    use crate::shared::admin::{target, Target, Verb};
-    let verb = match verb {
+pub fn route(
+    verb: u32,
+    path: &str,
+    breaker: Option<String>,
+    prometheus: bool,
+    authorization: Option<String>,
+    content_length: Option<String>,
+    admin: Option<String>,
+    service: Option<String>,
+    names: Option<String>,
+    breakers: Option<String>,
+) -> WasmRoute {
+    use crate::shared::routes::{plan, Body, Plan, RouteRequest, Secrets};
+    let req = RouteRequest {
+        method: method_of(verb),
+        path,
+        breaker: breaker.as_deref(),
+        prometheus,
+        authorization: authorization.as_deref(),
+        content_length: content_length.as_deref(),
+    };
+    let secrets = Secrets {
+        admin: admin.as_deref(),
+        service: service.as_deref(),
+    };
+    let served = move || match (names, breakers) {
+        (Some(list), _) => Ok(list
+            .split('\n')
+            .filter(|n| !n.is_empty())
+            .map(String::from)
+            .collect()),
+        (None, Some(text)) => crate::shared::spec::read_breakers(&text)
+            .map(|l| l.into_iter().map(|(n, _)| n).collect()),
+        (None, None) => Ok(Vec::new()),
+    };
+    let mut r = WasmRoute::default();
+    match plan(&req, &secrets, served) {
+        Plan::Pass => r.kind = rp::PASS,
+        Plan::Answer(a) => r = WasmRoute::answer(&a),
+        Plan::Metrics { prometheus, names } => {
+            r.kind = rp::METRICS;
+            r.prometheus = prometheus;
+            r.names = names.join("\n");
+        }
+        Plan::Object { name, op, body } => {
+            r.kind = rp::OBJECT;
+            r.name = name;
+            r.op = op.path().into();
+            r.get = op.verb() == crate::shared::admin::Verb::Get;
+            r.body = match body {
+                Body::None => rb::NONE,
+                Body::Exchange => rb::EXCHANGE,
+                Body::Settings => rb::SETTINGS,
+            };
+        }
+    }
+    r
+}
+
+fn method_of(verb: u32) -> crate::shared::admin::Verb {
+    use crate::shared::admin::Verb;
+    match verb {
         vb::GET => Verb::Get,
         vb::POST => Verb::Post,
         _ => Verb::Other,
-    };
-    match target(rest, verb, |n| names.split('\n').any(|k| k == n)) {
-        Target::View(name) => format!("view|{name}"),
-        Target::Act(name, op) => format!("{op}|{name}"),
-        Target::WrongMethod => String::from("405"),
-        Target::Unknown => String::from("404"),
     }
+}
+
+// A refusal the host meets while doing what a plan says (`code`: a `layout::http`): a body too
+// large or unreadable, an object unreachable or unreadable, a reset naming settings `BREAKERS`
+// pins.
+#[wasm_bindgen]
+pub fn refusal(code: u32) -> WasmRoute {
+    use crate::shared::routes::HttpError;
+    let e = match code {
+        http::TOO_LARGE => HttpError::TooLarge,
+        http::UNREACHABLE => HttpError::Unreachable,
+        http::BAD_GATEWAY => HttpError::BadGateway,
+        http::SETTINGS_PINNED => HttpError::SettingsPinned,
+        _ => HttpError::UnreadableBody,
+    };
+    WasmRoute::answer(&e.answer())
+}
+
+// The object's side of a request (`crate::shared::routes::ObjectOp::at`): the operation at
+// `path` with `verb`, as `op` of a `layout::plan::OBJECT` route, or the refusal.
+#[wasm_bindgen]
+pub fn object_op(path: &str, verb: u32) -> WasmRoute {
+    match crate::shared::routes::ObjectOp::at(path, method_of(verb)) {
+        Ok(op) => WasmRoute {
+            kind: rp::OBJECT,
+            op: op.path().into(),
+            ..WasmRoute::default()
+        },
+        Err(e) => WasmRoute::answer(&e.answer()),
+    }
+}
+
+// A reset's body (`crate::shared::routes::reset_settings`): `layout::plan::OBJECT` with the
+// settings it names in `settings` ("" for none), or the refusal naming the field.
+#[wasm_bindgen]
+pub fn reset_settings(body: &str) -> WasmRoute {
+    match crate::shared::routes::reset_settings(body) {
+        Ok(settings) => WasmRoute {
+            kind: rp::OBJECT,
+            settings: settings.unwrap_or_default(),
+            ..WasmRoute::default()
+        },
+        Err(a) => WasmRoute::answer(&a),
+    }
+}
+
+// What a host does next, read through getters: `kind` a `layout::plan`; for `ANSWER` the whole
+// answer (`status`, `body` JSON, `challenge`: add `WWW-Authenticate: Bearer`, `log`: log this
+// as an error); for `METRICS` `prometheus` and `names` (one per line); for `OBJECT` the `name`,
+// `op` (its path), `get` (else POST) and `body` (a `layout::body`).
+#[wasm_bindgen]
+#[derive(Default)]
+pub struct WasmRoute {
+    kind: u32,
+    status: u16,
+    body_json: String,
+    challenge: bool,
+    log: String,
+    prometheus: bool,
+    names: String,
+    name: String,
+    op: String,
+    get: bool,
+    body: u32,
+    settings: String,
+}
+
+impl WasmRoute {
+    fn answer(a: &crate::shared::routes::Answer) -> Self {
+        WasmRoute {
+            kind: rp::ANSWER,
+            status: a.status,
+            body_json: a.body(),
+            challenge: a.challenge,
+            log: a.log.clone().unwrap_or_default(),
+            ..WasmRoute::default()
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl WasmRoute {
+    #[wasm_bindgen(getter)]
+    pub fn kind(&self) -> u32 {
+        self.kind
+    }
+    #[wasm_bindgen(getter)]
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+    #[wasm_bindgen(getter, js_name = "answer")]
+    pub fn body_json(&self) -> String {
+        self.body_json.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn challenge(&self) -> bool {
+        self.challenge
+    }
+    #[wasm_bindgen(getter)]
+    pub fn log(&self) -> String {
+        self.log.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn prometheus(&self) -> bool {
+        self.prometheus
+    }
+    #[wasm_bindgen(getter)]
+    pub fn names(&self) -> String {
+        self.names.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn op(&self) -> String {
+        self.op.clone()
+    }
+    #[wasm_bindgen(getter)]
+    pub fn get(&self) -> bool {
+        self.get
+    }
+    #[wasm_bindgen(getter)]
+    pub fn body(&self) -> u32 {
+        self.body
+    }
+    #[wasm_bindgen(getter)]
+    pub fn settings(&self) -> String {
+        self.settings.clone()
+    }
+}
+
+// A request body read chunk by chunk up to the protocol's limit
+// (`crate::shared::routes::BoundedBody`): `push` answers false, and keeps nothing of the chunk,
+// once the limit would be passed; the host then cancels the stream.
+#[wasm_bindgen]
+pub struct WasmBody(crate::shared::routes::BoundedBody);
+
+#[wasm_bindgen]
+impl WasmBody {
+    #[wasm_bindgen(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> WasmBody {
+        WasmBody(crate::shared::routes::BoundedBody::default())
+    }
+    pub fn push(&mut self, chunk: &[u8]) -> bool {
+        self.0.push(chunk)
+    }
+    // The bytes as text (invalid UTF-8 replaced); the body is emptied.
+    pub fn text(&mut self) -> String {
+        core::mem::take(&mut self.0).into_text()
+    }
+}
+
+// A declared `content-length` (`crate::shared::routes::check_length`): `layout::plan::PASS`
+// when it may be read, else the refusal.
+#[wasm_bindgen]
+pub fn check_length(content_length: Option<String>) -> WasmRoute {
+    match crate::shared::routes::check_length(content_length.as_deref()) {
+        Ok(()) => WasmRoute::default(),
+        Err(e) => WasmRoute::answer(&e.answer()),
+    }
+}
+
+// The record's storage key (`crate::shared::coordinator::STORAGE_KEY`), for the object.
+#[wasm_bindgen]
+pub fn storage_key() -> String {
+    crate::shared::coordinator::STORAGE_KEY.into()
 }
 
 // The objects' `/metrics` in the Prometheus text format, from their `/state` views (a JSON

@@ -281,7 +281,28 @@ layouts! {
         FAILED = 3,
         UNKNOWN = 4,
     }
-    /// The request methods of `admin_target`.
+    /// What `route` tells its host to do (`WasmRoute.kind`).
+    plan / "Plan": u32 {
+        PASS = 0,            // not one of the routes, or its group is off: the host goes on
+        ANSWER = 1,          // answer `status` and `answer` now
+        METRICS = 2,         // every served breaker's state
+        OBJECT = 3,          // call the object
+    }
+    /// What a route's request body is (`WasmRoute.body`).
+    body / "Body": u32 {
+        NONE = 0,
+        EXCHANGE = 1,        // a protocol message, read bounded and forwarded
+        SETTINGS = 2,        // a reset's settings, read bounded and forwarded
+    }
+    /// The refusals a host meets on its own (`refusal`).
+    http / "Http": u32 {
+        TOO_LARGE = 0,
+        UNREADABLE = 1,
+        UNREACHABLE = 2,
+        BAD_GATEWAY = 3,
+        SETTINGS_PINNED = 4,
+    }
+    /// The request methods of `route` and `object_op`.
     verb / "Verb": u32 {
         GET = 0,
         POST = 1,

@@ -15,11 +15,13 @@ use worker::{console_error, console_log, durable_object, Env, Method, Request, R
 
 use super::config::SharedSpec;
 use super::coordinator::{Coordinator, OnMismatch, Step, STORAGE_KEY};
-use super::protocol::{Exchange, MAX_BODY_BYTES};
-use super::routes::{error_response, json_response, load_breakers};
+use super::protocol::Exchange;
+use super::routes::{answer_response, error_response, json_response, load_breakers, read_body};
 use crate::clock::Timestamp;
 use crate::name::validate_name;
+use crate::shared::admin::Verb;
 use crate::shared::json;
+use crate::shared::routes::{reset_settings, HttpError, ObjectOp as Op};
 
 /// The Durable Object class (`class_name = "BreakerObject"` in `wrangler.toml`).
 #[durable_object]
@@ -32,14 +34,6 @@ pub struct BreakerObject {
     stored: RefCell<Option<String>>,
     /// The breaker's name, when the id does not carry it: the first one a request named.
     name: RefCell<Option<String>>,
-}
-
-enum Op {
-    Acquire,
-    Report,
-    State,
-    Isolate,
-    Reset,
 }
 
 impl worker::DurableObject for BreakerObject {
@@ -122,43 +116,28 @@ impl BreakerObject {
     /// The operation, its body, and which breaker: the object's own name, which must be
     /// configured.
     async fn parse(&self, req: &mut Request) -> Early<Parsed> {
-        let method = req.method();
-        let op = match req.path().as_str() {
-            "/acquire" => Op::Acquire,
-            "/report" => Op::Report,
-            "/state" => Op::State,
-            "/isolate" => Op::Isolate,
-            "/reset" => Op::Reset,
-            _ => return Err(error_response(404, "not_found", "unknown operation")),
+        let method = match req.method() {
+            Method::Get => Verb::Get,
+            Method::Post => Verb::Post,
+            _ => Verb::Other,
         };
-        let allowed = match op {
-            Op::State => matches!(method, Method::Get | Method::Post),
-            _ => method == Method::Post,
+        let op = Op::at(&req.path(), method).map_err(|e| answer_response(&e.answer()))?;
+        let body = match read_body(req).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(e)) => return Err(answer_response(&e.answer())),
+            Err(_) => return Err(answer_response(&HttpError::UnreadableBody.answer())),
         };
-        if !allowed {
-            return Err(error_response(
-                405,
-                "method_not_allowed",
-                "use POST (or GET for /state)",
-            ));
-        }
-        let body = read_body(req).await?;
         let exchange = match op {
-            Op::Acquire | Op::Report => {
-                let read = core::str::from_utf8(&body)
-                    .map_err(|_| String::from("not UTF-8"))
-                    .and_then(|text| json::from_str::<Exchange>(text).map_err(|e| e.to_string()));
-                match read {
-                    Ok(x) => Some(x),
-                    Err(e) => {
-                        return Err(error_response(
-                            400,
-                            "bad_request",
-                            &format!("invalid JSON: {e}"),
-                        ))
-                    }
+            Op::Acquire | Op::Report => match json::from_str::<Exchange>(&body) {
+                Ok(x) => Some(x),
+                Err(e) => {
+                    return Err(error_response(
+                        400,
+                        "bad_request",
+                        &format!("invalid JSON: {e}"),
+                    ))
                 }
-            }
+            },
             _ => None,
         };
         // An id made by `idFromName` does not always carry the name (`wrangler dev` addresses
@@ -181,6 +160,14 @@ impl BreakerObject {
                 return Err(error_response(500, "misconfigured", &e));
             }
         };
+        // Every breaker of this Worker runs under `BREAKERS`: a reset that names other settings
+        // is refused by name, not obeyed in part.
+        if op == Op::Reset {
+            let named = reset_settings(&body).map_err(|a| answer_response(&a))?;
+            if named.is_some_and(|n| json::from_str::<SharedSpec>(&n).ok() != Some(spec)) {
+                return Err(answer_response(&HttpError::SettingsPinned.answer()));
+            }
+        }
         self.name.borrow_mut().get_or_insert_with(|| name.clone());
         Ok(Parsed {
             op,
@@ -356,31 +343,4 @@ fn answer(name: &str, step: &Step, body: String) -> Result<Response> {
         console_log!("breakwater {name}: {} -> {} at {}", t.from, t.to, t.at.0);
     }
     json_response(200, body)
-}
-
-async fn read_body(
-    req: &mut Request,
-) -> core::result::Result<alloc::vec::Vec<u8>, Result<Response>> {
-    if let Ok(Some(len)) = req.headers().get("content-length") {
-        if len
-            .trim()
-            .parse::<u64>()
-            .map_or(true, |n| n > MAX_BODY_BYTES as u64)
-        {
-            return Err(error_response(
-                413,
-                "payload_too_large",
-                "body larger than 64 KiB",
-            ));
-        }
-    }
-    match req.bytes().await {
-        Ok(b) if b.len() > MAX_BODY_BYTES => Err(error_response(
-            413,
-            "payload_too_large",
-            "body larger than 64 KiB",
-        )),
-        Ok(b) => Ok(b),
-        Err(_) => Err(error_response(400, "bad_request", "unreadable body")),
-    }
 }

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { startUpstream, userWorker, objectWorker, jsApp, start, call, admin, sleep, until, ADMIN_TOKEN } from './harness.mjs';
+import { hostileServiceCases, post } from './hostile-cases.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SERVICE_TOKEN = 'test-service-token-9876543210';
@@ -71,7 +72,7 @@ describe('the service routes: Node clients and Worker isolates share one breaker
     assert.equal(open.lease.state, 'OPEN');
     assert.equal(open.stats.failures, 3);
     assert.equal(open.sessions, 3, 'two isolates and the Node client');
-    assert.equal(open.options_mismatch, null, 'the Node client’s settings reached the object through the route');
+    assert.equal(open.options_mismatch, null, 'the Node client runs under the settings the isolates’ clients gave the object');
 
     await sleep(LEASE_MS + 50); // the isolates' CLOSED leases run out
     const count = upstream.state.count;
@@ -122,6 +123,24 @@ describe('the service routes: Node clients and Worker isolates share one breaker
     assert.equal(r.headers.get('www-authenticate'), 'Bearer');
     await r.text();
     assert.equal((await admin(env.mf, '/breakwater/admin/breakers/svc-warn')).body.sessions, 0, 'the object never heard of it');
+  });
+
+  hostileServiceCases({ base: () => url, serviceToken: SERVICE_TOKEN, adminToken: ADMIN_TOKEN, name: 'svc', view: () => admin(env.mf, '/breakwater/admin/breakers/svc') });
+
+  test('an operator’s reset that names settings installs them; a reset without keeps those the breaker runs under', async () => {
+    const reset = (body) => post(`${url}/admin/breakers/svc-warn/reset`, { token: ADMIN_TOKEN, body });
+    const named = { lease_ms: 1234, breaker: { trip: { kind: 'consecutive_failures', threshold: 7 } } };
+    const r = await reset(JSON.stringify(named));
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.lease.lease_ms, 1234);
+    const again = await reset('');
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(again.body.lease.lease_ms, 1234);
+    assert.equal(again.body.options, r.body.options);
+    // A service client runs under them, whatever its own settings say.
+    const a = await post(`${url}/v1/acquire?breaker=svc-warn`, { token: SERVICE_TOKEN, body: '{"client":"after-reset"}', headers: { 'breakwater-settings': '{"lease_ms":5}' } });
+    assert.equal(a.status, 200, JSON.stringify(a.body));
+    assert.equal(a.body.lease.lease_ms, 1234);
   });
 });
 
@@ -201,6 +220,22 @@ describe('the admin and metrics routes', () => {
       assert.ok(ok, `${ISOLATES[i]} still rejects after the reset`);
     }
     assert.equal(sample(await prometheus(), 'breakwater_state', { breaker: 'adm-a', state: 'closed' }), '1');
+  });
+
+  test('BREAKERS pins the settings: a reset that names others is refused (409) and changes nothing; the same ones reset', async () => {
+    const base = `${(await env.mf.ready).href.replace(/\/$/, '')}/breakwater`;
+    const reset = (body) => post(`${base}/admin/breakers/adm-b/reset`, { token: ADMIN_TOKEN, body });
+    const before = (await admin(env.mf, '/breakwater/admin/breakers/adm-b')).body;
+    const other = await reset(JSON.stringify({ lease_ms: 999 }));
+    assert.equal(other.status, 409, JSON.stringify(other.body));
+    assert.equal(other.body.error, 'conflict');
+    assert.match(other.body.message, /BREAKERS/);
+    const after = (await admin(env.mf, '/breakwater/admin/breakers/adm-b')).body;
+    assert.equal(after.options, before.options);
+    assert.equal(after.lease.lease_ms, LEASE_MS);
+    const same = await reset(JSON.stringify(BREAKERS['adm-b']));
+    assert.equal(same.status, 200, JSON.stringify(same.body));
+    assert.equal(same.body.lease.lease_ms, LEASE_MS);
   });
 
   test('no token or a wrong one → 401; without ADMIN_TOKEN the routes are not there (the app’s own 404)', async () => {

@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { objectWorker, start, admin, ADMIN_TOKEN } from './harness.mjs';
+import { hostileServiceCases, post } from './hostile-cases.mjs';
 
 const SERVICE_TOKEN = 'test-service-token-abcdef0123';
 const BREAKERS = {
@@ -190,7 +191,7 @@ test('a chunked body over the limit is refused with 413 as soon as the limit is 
   // the stream and stopping at the limit.
   const r = await chunked('/v1/report?breaker=a', { size: 16 * 1024, chunks: 5, end: false });
   assert.equal(r.status, 413, r.text);
-  assert.equal(JSON.parse(r.text).error, 'too_large');
+  assert.equal(JSON.parse(r.text).error, 'payload_too_large');
   assert.equal(r.ended, false);
   // One byte over the limit, ended: refused too.
   const over = await chunked('/v1/report?breaker=a', { size: MAX_BODY_BYTES + 1, chunks: 1, end: true });
@@ -216,4 +217,30 @@ test('BREAKERS that cannot be parsed: the admin routes say why, the service rout
   assert.equal(s.status, 500);
   assert.equal(s.body.error, 'misconfigured');
   assert.equal(s.body.message, 'BREAKERS is not valid');
+});
+
+hostileServiceCases({
+  base: () => url,
+  serviceToken: SERVICE_TOKEN,
+  adminToken: ADMIN_TOKEN,
+  name: 'a',
+  view: () => admin(mf, '/admin/breakers/a'),
+});
+
+test('BREAKERS pins the settings: a reset that names others is refused (409) and changes nothing; the same ones, or none, reset', async () => {
+  const reset = (body) => post(`${url}/admin/breakers/a/reset`, { token: ADMIN_TOKEN, body });
+  const before = (await admin(mf, '/admin/breakers/a')).body;
+  const other = await reset(JSON.stringify({ lease_ms: 999 }));
+  assert.equal(other.status, 409, JSON.stringify(other.body));
+  assert.equal(other.body.error, 'conflict');
+  assert.match(other.body.message, /BREAKERS/);
+  const after = (await admin(mf, '/admin/breakers/a')).body;
+  assert.equal(after.options, before.options);
+  assert.equal(after.lease.lease_ms, 200);
+  for (const body of [JSON.stringify(BREAKERS.a), '']) {
+    const r = await reset(body);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.lease.state, 'CLOSED');
+    assert.equal(r.body.lease.lease_ms, 200);
+  }
 });

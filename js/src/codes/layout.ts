@@ -277,7 +277,31 @@ export const enum Ending {
   Unknown = 4,
 }
 
-/** The request methods of `admin_target`. */
+/** What `route` tells its host to do (`WasmRoute.kind`). */
+export const enum Plan {
+  Pass = 0,
+  Answer = 1,
+  Metrics = 2,
+  Object = 3,
+}
+
+/** What a route's request body is (`WasmRoute.body`). */
+export const enum Body {
+  None = 0,
+  Exchange = 1,
+  Settings = 2,
+}
+
+/** The refusals a host meets on its own (`refusal`). */
+export const enum Http {
+  TooLarge = 0,
+  Unreadable = 1,
+  Unreachable = 2,
+  BadGateway = 3,
+  SettingsPinned = 4,
+}
+
+/** The request methods of `route` and `object_op`. */
 export const enum Verb {
   Get = 0,
   Post = 1,

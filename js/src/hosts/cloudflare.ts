@@ -48,17 +48,12 @@ import { DurableObject } from 'cloudflare:workers';
 // workerd), and hands it over as the lease client's glue too: the clients re-exported below, from
 // the code-only breakwater/shared/internal, run in it, and the lease client's own module
 // (breakwater/shared's) is not loaded unless the Worker imports that entry as well.
-import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
+import { coordinatorGlue, type WasmCoordinator, type WasmRoute } from 'breakwater/coordinator';
 import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
-import { Step, Verb } from '../codes/layout.js';
+import { Body, Http, Plan, Step, Verb } from '../codes/layout.js';
 import { STATES } from 'breakwater/internal';
 
 export { SharedCircuitBreaker } from 'breakwater/shared/internal';
-
-/** The storage key of the record (src/shared/coordinator.rs `STORAGE_KEY`, as the Rust object). */
-const STORAGE_KEY = 'breaker';
-/** Bodies larger than this are refused (src/shared/protocol.rs `MAX_BODY_BYTES`). */
-const MAX_BODY_BYTES = 64 * 1024;
 
 /** What the object reads from its Worker's `env`. */
 export interface BreakerObjectEnv {
@@ -78,6 +73,23 @@ function error(status: number, code: string, message: string): Response {
   return json(status, JSON.stringify({ error: code, message }));
 }
 
+/** A route the core planned, read and freed: its answer. */
+function answerOf(r: WasmRoute): Response {
+  try {
+    if (r.log !== '') console.error(`breakwater: ${r.log}`);
+    return json(r.status, r.answer, r.challenge ? { 'www-authenticate': 'Bearer' } : {});
+  } finally {
+    r.free();
+  }
+}
+
+/** The answer to a refusal the host meets itself (an `Http`). */
+const refusal = (code: Http): Response => answerOf(coordinatorGlue().refusal(code));
+
+type Op = 'acquire' | 'report' | 'state' | 'isolate' | 'reset';
+
+const verbOf = (method: string): Verb => (method === 'GET' ? Verb.Get : method === 'POST' ? Verb.Post : Verb.Other);
+
 /** `BREAKERS` as text, or undefined when the Worker declares none. */
 function breakersText(env: BreakerObjectEnv | undefined): string | undefined {
   const v = env?.BREAKERS;
@@ -85,23 +97,34 @@ function breakersText(env: BreakerObjectEnv | undefined): string | undefined {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-/** The body, at most 64 KiB, or the answer refusing it. */
+/**
+ * The body, read as a stream into the core's bounded buffer (64 KiB, src/shared/routes.rs): the
+ * stream is cancelled at the first chunk past the limit, so a chunked body without a length is
+ * never held whole; a declared length over it is refused before anything is read.
+ */
 async function readBody(req: Request): Promise<string | Response> {
-  const declared = req.headers.get('content-length');
-  if (declared !== null && !(Number(declared) <= MAX_BODY_BYTES)) {
-    return error(413, 'payload_too_large', 'body larger than 64 KiB');
-  }
-  let text: string;
+  const g = coordinatorGlue();
+  const declared = g.check_length(req.headers.get('content-length') ?? undefined);
+  if (declared.kind !== Plan.Pass) return answerOf(declared);
+  declared.free();
+  if (req.body === null) return '';
+  const body = new g.WasmBody();
+  const reader = req.body.getReader();
   try {
-    text = await req.text();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return body.text();
+      if (!body.push(value)) {
+        reader.cancel().catch(() => {});
+        return refusal(Http.TooLarge);
+      }
+    }
   } catch {
-    return error(400, 'bad_request', 'unreadable body');
+    return refusal(Http.Unreadable);
+  } finally {
+    body.free();
   }
-  return new TextEncoder().encode(text).length > MAX_BODY_BYTES ? error(413, 'payload_too_large', 'body larger than 64 KiB') : text;
 }
-
-type Op = 'acquire' | 'report' | 'state' | 'isolate' | 'reset';
-const OPS: readonly string[] = ['acquire', 'report', 'state', 'isolate', 'reset'];
 
 /**
  * The Durable Object holding one shared breaker: export it from your Worker
@@ -139,18 +162,25 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
 
   async #handle(req: Request): Promise<Response> {
     const url = new URL(req.url);
-    const op = url.pathname.slice(1) as Op;
-    if (!OPS.includes(op)) return error(404, 'not_found', 'unknown operation');
-    if (!(req.method === 'POST' || (op === 'state' && req.method === 'GET'))) {
-      return error(405, 'method_not_allowed', 'use POST (or GET for /state)');
-    }
+    const g = coordinatorGlue();
+    const asked = g.object_op(url.pathname, verbOf(req.method));
+    if (asked.kind !== Plan.Object) return answerOf(asked);
+    const op = asked.op as Op;
+    asked.free();
     // 1. Everything that is not storage first: the body.
     const body = await readBody(req);
     if (body instanceof Response) return body;
+    // A reset may name the settings to install (an operator's, through the admin route).
+    let named = '';
+    if (op === 'reset') {
+      const r = g.reset_settings(body);
+      if (r.kind !== Plan.Object) return answerOf(r);
+      named = r.settings;
+      r.free();
+    }
     // 2. Which breaker, under which settings.
     const name = this.#nameOf(url.searchParams.get('breaker'));
     if (name instanceof Response) return name;
-    const g = coordinatorGlue();
     const pinned = breakersText(this.env);
     let settings: string | undefined;
     if (pinned !== undefined) {
@@ -164,9 +194,10 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
         return error(500, 'misconfigured', found.slice(1));
       }
       if (found === '') return error(404, 'not_found', 'no breaker of that name is configured');
+      if (named !== '' && named !== found) return refusal(Http.SettingsPinned);
       settings = found;
     } else {
-      const sent = req.headers.get(SETTINGS_HEADER);
+      const sent = named !== '' ? named : req.headers.get(SETTINGS_HEADER);
       // Settings the running coordinator was made with were accepted then: checked once.
       if (sent !== null && !(this.#co !== undefined && sent === this.#settings)) {
         const why = g.check_spec(sent);
@@ -200,7 +231,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     if (stepped && status === 200 && co.changed()) {
       const record = co.record();
       try {
-        await this.ctx.storage.put(STORAGE_KEY, record);
+        await this.ctx.storage.put(coordinatorGlue().storage_key(), record);
         this.#stored = record;
       } catch (e) {
         console.error(`breakwater object ${name}: could not persist: ${e instanceof Error ? e.message : String(e)}`);
@@ -236,7 +267,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
 
   async #load(): Promise<void> {
     try {
-      const stored = await this.ctx.storage.get<unknown>(STORAGE_KEY);
+      const stored = await this.ctx.storage.get<unknown>(coordinatorGlue().storage_key());
       this.#stored = typeof stored === 'string' ? stored : stored === undefined ? undefined : JSON.stringify(stored);
     } catch (e) {
       // Unreadable storage: start from nothing, and say so (the first change replaces it).
@@ -301,27 +332,6 @@ interface RoutesEnv extends BreakerObjectEnv {
 
 const ROUTE_KEYS = ['binding', 'prefix', 'names'];
 
-/** Compares in time that depends only on the lengths. */
-function sameSecret(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
-  return diff === 0;
-}
-
-/** Whether the request carries the secret `name` as a bearer token; undefined: the secret is not set (the routes are off). */
-function bearer(req: Request, env: RoutesEnv, name: 'ADMIN_TOKEN' | 'SERVICE_TOKEN'): boolean | undefined {
-  const secret = env[name];
-  if (typeof secret !== 'string' || secret === '') return undefined;
-  const m = /^bearer[ \t]+(.+)$/i.exec(req.headers.get('authorization') ?? '');
-  return m !== null && sameSecret(m[1]!.trim(), secret);
-}
-
-function unauthorized(): Response {
-  return json(401, JSON.stringify({ error: 'unauthorized', message: 'a valid bearer token is required' }), { 'www-authenticate': 'Bearer' });
-}
-
 /**
  * The routes breakwater's Rust Worker serves, for your Worker's `fetch` handler: answers the
  * request if it is one of them, else `null` (your handler goes on).
@@ -346,82 +356,67 @@ export async function breakerRoutes(request: Request, env: object, options: Brea
   if (prefix !== '' && !prefix.startsWith('/')) {
     throw new TypeError(`breakwater: invalid option "prefix": ${JSON.stringify(options.prefix)} (expected a path starting with /)`);
   }
+  if (options.names !== undefined && (!Array.isArray(options.names) || !options.names.every(isBreakerName))) {
+    throw new TypeError('breakwater: invalid option "names" (expected an array of breaker names)');
+  }
   const url = new URL(request.url);
   if (!url.pathname.startsWith(`${prefix}/`)) return null;
-  const path = url.pathname.slice(prefix.length + 1);
-  const service = path === 'v1/acquire' || path === 'v1/report';
-  const admin = path === 'metrics' || path === 'admin' || path.startsWith('admin/');
-  if (!service && !admin) return null;
-  const allowed = bearer(request, e, service ? 'SERVICE_TOKEN' : 'ADMIN_TOKEN');
-  if (allowed === undefined) return null;
-  if (!allowed) return unauthorized();
-
+  const secret = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+  // Everything is decided by the core (src/shared/routes.rs), as in the Rust Worker: the route,
+  // its token, the names served, the method, the body's limit. This only does the I/O.
+  const g = coordinatorGlue();
+  const plan = g.route(
+    verbOf(request.method),
+    url.pathname.slice(prefix.length),
+    url.searchParams.get('breaker') ?? undefined,
+    url.searchParams.get('format') === 'prometheus',
+    request.headers.get('authorization') ?? undefined,
+    request.headers.get('content-length') ?? undefined,
+    secret(e.ADMIN_TOKEN),
+    secret(e.SERVICE_TOKEN),
+    options.names?.join('\n'),
+    breakersText(e),
+  );
+  const kind = plan.kind;
+  if (kind === Plan.Pass) {
+    plan.free();
+    return null;
+  }
+  if (kind === Plan.Answer) return answerOf(plan);
+  const { name, op, get, body: bodyKind, prometheus, names } = plan;
+  plan.free();
   const ns = e[binding] as NamespaceLike | undefined;
   if (typeof ns?.get !== 'function' || typeof ns.idFromName !== 'function') {
     return error(500, 'misconfigured', `env.${binding} is not a Durable Object namespace binding (of BreakerObject)`);
   }
-  let names: readonly string[];
-  if (options.names !== undefined) {
-    if (!Array.isArray(options.names) || !options.names.every(isBreakerName)) {
-      throw new TypeError('breakwater: invalid option "names" (expected an array of breaker names)');
-    }
-    names = options.names;
-  } else {
-    const text = breakersText(e);
-    const listed = text === undefined ? '' : coordinatorGlue().breakers(text, '');
-    if (listed.startsWith('!')) {
-      console.error(`breakwater: ${listed.slice(1)}`);
-      // An operator holds the admin token: tell it what is wrong; a service client is not one.
-      return error(500, 'misconfigured', service ? 'BREAKERS is not valid' : listed.slice(1));
-    }
-    names = listed === '' ? [] : listed.split('\n');
-  }
+  // Nothing of the request's headers goes to the object: a service client's settings least of
+  // all (it runs under the breaker's).
   const call = async (name: string, op: string, init: RequestInit): Promise<Response> => {
     const stub = ns.get(ns.idFromName(name));
     try {
       const resp = await stub.fetch(`https://breaker/${op}?breaker=${encodeURIComponent(name)}`, init);
       return json(resp.status, await resp.text());
     } catch {
-      return error(503, 'unavailable', 'breaker object unreachable');
+      return refusal(Http.Unreachable);
     }
   };
-  const unknown = () => error(404, 'not_found', 'no breaker of that name is configured');
-
-  if (service) {
-    if (request.method !== 'POST') return error(405, 'method_not_allowed', 'wrong method for this route');
-    const name = url.searchParams.get('breaker');
-    if (name === null) return error(400, 'bad_request', 'the `breaker` query parameter is required');
-    if (!names.includes(name)) return unknown();
-    const body = await readBody(request);
-    if (body instanceof Response) return body;
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    const settings = request.headers.get(SETTINGS_HEADER);
-    if (settings !== null) headers[SETTINGS_HEADER] = settings;
-    return call(name, path.slice(3), { method: 'POST', headers, body });
-  }
-  if (path === 'metrics') {
-    if (request.method !== 'GET') return error(405, 'method_not_allowed', 'wrong method for this route');
+  if (kind === Plan.Metrics) {
     const views: unknown[] = [];
-    for (const name of names) {
-      const resp = await call(name, 'state', { method: 'GET' });
+    for (const n of names === '' ? [] : names.split('\n')) {
+      const resp = await call(n, 'state', { method: 'GET' });
       if (resp.status !== 200) return resp;
       views.push(await resp.json());
     }
     const text = JSON.stringify(views);
-    if (url.searchParams.get('format') === 'prometheus') {
-      const prom = coordinatorGlue().views_prometheus(text);
-      if (prom.startsWith('!')) return error(502, 'bad_gateway', 'unreadable object answer');
+    if (prometheus) {
+      const prom = g.views_prometheus(text);
+      if (prom.startsWith('!')) return refusal(Http.BadGateway);
       return new Response(prom, { headers: { 'content-type': 'text/plain; version=0.0.4' } });
     }
     return json(200, text);
   }
-  if (!path.startsWith('admin/breakers/')) return error(404, 'not_found', 'no such route');
-  const verb = request.method === 'GET' ? Verb.Get : request.method === 'POST' ? Verb.Post : Verb.Other;
-  const target = coordinatorGlue().admin_target(path.slice('admin/breakers/'.length), verb, names.join('\n'));
-  if (target === '405') return error(405, 'method_not_allowed', 'wrong method for this route');
-  if (target === '404') return unknown();
-  const bar = target.indexOf('|');
-  const op = target.slice(0, bar);
-  const name = target.slice(bar + 1);
-  return op === 'view' ? call(name, 'state', { method: 'GET' }) : call(name, op, { method: 'POST' });
+  if (bodyKind === Body.None) return call(name, op, { method: get ? 'GET' : 'POST' });
+  const body = await readBody(request);
+  if (body instanceof Response) return body;
+  return call(name, op, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 }

@@ -5,4 +5,4 @@
 // module carries the lease client too: js/src/shared/glue.ts); the sub-entries then reach it with
 // `coordinatorGlue()`. Apart from breakwater/shared's module, which every client elsewhere
 // loads, so that such a client does not carry the coordinator.
-export { coordinatorGlue, setCoordinatorGlue, type CoordinatorGlue, type WasmCoordinator } from '../shared/glue.js';
+export { coordinatorGlue, setCoordinatorGlue, type CoordinatorGlue, type WasmCoordinator, type WasmRoute } from '../shared/glue.js';

@@ -64,6 +64,37 @@ export interface WasmCoordinator {
   free(): void;
 }
 
+/** What a host does next (src/wasm/coordinator.rs `WasmRoute`): read through getters, then freed. */
+export interface WasmRoute {
+  /** A `Plan`. */
+  readonly kind: number;
+  readonly status: number;
+  /** The answer's JSON body. */
+  readonly answer: string;
+  /** Add `WWW-Authenticate: Bearer`. */
+  readonly challenge: boolean;
+  /** What to log as an error ("" for nothing). */
+  readonly log: string;
+  readonly prometheus: boolean;
+  /** The served names, one per line. */
+  readonly names: string;
+  readonly name: string;
+  readonly op: string;
+  /** GET, else POST. */
+  readonly get: boolean;
+  /** A `Body`. */
+  readonly body: number;
+  readonly settings: string;
+  free(): void;
+}
+
+/** A request body collected up to the protocol's limit: `push` is false once it would pass it. */
+export interface WasmBody {
+  push(chunk: Uint8Array): boolean;
+  text(): string;
+  free(): void;
+}
+
 /** The lease client's exports: breakwater/shared's module, or the coordinator's (which has them too). */
 export interface SharedGlue {
   WasmLeaseClient: {
@@ -84,8 +115,31 @@ export interface CoordinatorGlue extends SharedGlue {
   check_spec(spec: string): string;
   /** A `BREAKERS` document: with `name` "", its names (one per line); else that breaker's settings JSON, or "" if absent. "!why" when invalid. */
   breakers(text: string, name: string): string;
-  /** `/admin/breakers/<rest>` (`verb` 0 GET, 1 POST, 2 other) among `names` (one per line): "view|<name>", "isolate|<name>", "reset|<name>", "405" or "404". */
-  admin_target(rest: string, verb: number, names: string): string;
+  /** What the routes do with a request (src/shared/routes.rs `plan`); `names` (one per line) or else `breakers` (the `BREAKERS` text) are the served names. */
+  route(
+    verb: number,
+    path: string,
+    breaker: string | undefined,
+    prometheus: boolean,
+    authorization: string | undefined,
+    contentLength: string | undefined,
+    admin: string | undefined,
+    service: string | undefined,
+    names: string | undefined,
+    breakers: string | undefined,
+  ): WasmRoute;
+  /** The answer to a refusal the host meets itself (`code`: an `Http`). */
+  refusal(code: number): WasmRoute;
+  /** The object's operation at `path` (`op` of a `Plan.Object`), or its refusal. */
+  object_op(path: string, verb: number): WasmRoute;
+  /** A reset's body: `Plan.Object` with the `settings` it names ("" for none), or the refusal. */
+  reset_settings(body: string): WasmRoute;
+  /** A request body collected up to the protocol's limit. */
+  WasmBody: new () => WasmBody;
+  /** A declared `content-length`: `Plan.Pass` when the body may be read, else the refusal. */
+  check_length(contentLength: string | undefined): WasmRoute;
+  /** The record's storage key. */
+  storage_key(): string;
   /** The settings JSON a stored record runs under, or "" when it holds none readable. */
   stored_spec(record: string): string;
   /** The objects' views (a JSON array) in the Prometheus text format, or "!why". */

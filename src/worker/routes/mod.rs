@@ -27,18 +27,20 @@
 //! The `Authorization` scheme is matched without regard to case (RFC 7235): `bearer <token>`
 //! works as well as `Bearer <token>`.
 
-mod admin;
 #[cfg(feature = "demo")]
 mod demo;
 mod http;
-mod service;
+mod serve;
 
 use alloc::string::ToString;
 
 use worker::{Context, Env, Request, Response, Result};
 
-pub use admin::render_prometheus;
-pub use http::{constant_time_eq, error_response, json_response, load_breakers, object_url};
+pub use crate::shared::routes::constant_time_eq;
+pub use http::{
+    answer_response, error_response, json_response, load_breakers, object_url, read_body,
+};
+pub use serve::render_prometheus;
 
 /// The Durable Object binding's name in `wrangler.toml`.
 pub const BINDING: &str = "BREAKER";
@@ -100,101 +102,27 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     }
 }
 
-/// What a request's path asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Route<'a> {
-    /// `/metrics`.
-    Metrics,
-    /// `/admin/breakers/<rest>`: the rest of the path as it came (percent-encoded), which names
-    /// a breaker and may end in `/isolate` or `/reset`.
-    Breaker(&'a str),
-    /// Any other path under `/admin`: not found, once the token is checked.
-    OtherAdmin,
-    /// `/v1/acquire` or `/v1/report`.
-    Service(&'a str),
-    /// `/app` and below: the demonstration app.
-    #[cfg(feature = "demo")]
-    App,
-    /// Anything else.
-    NotFound,
-}
-
-impl<'a> Route<'a> {
-    fn of(path: &'a str) -> Self {
-        let path = path.trim_start_matches('/');
-        if path == "metrics" {
-            return Route::Metrics;
-        }
-        if let Some(rest) = path.strip_prefix("admin/breakers/") {
-            return Route::Breaker(rest);
-        }
-        if path == "admin" || path.starts_with("admin/") {
-            return Route::OtherAdmin;
-        }
-        if let Some(op @ ("acquire" | "report")) = path.strip_prefix("v1/") {
-            return Route::Service(op);
-        }
-        #[cfg(feature = "demo")]
-        if path == "app" || path.starts_with("app/") {
-            return Route::App;
-        }
-        Route::NotFound
-    }
-}
-
 async fn route(req: Request, env: Env, _ctx: Context) -> Result<Response> {
-    let path = req.path();
-    match Route::of(&path) {
-        Route::Metrics => admin::admin(req, &env, admin::Path::Metrics).await,
-        Route::Breaker(rest) => admin::admin(req, &env, admin::Path::Breaker(rest)).await,
-        Route::OtherAdmin => admin::admin(req, &env, admin::Path::Other).await,
-        Route::Service(op) => service::service(req, &env, op).await,
-        #[cfg(feature = "demo")]
-        Route::App => {
-            let parts: alloc::vec::Vec<&str> = path.trim_start_matches('/').split('/').collect();
-            demo::app(req, &env, &parts).await
+    #[cfg(feature = "demo")]
+    {
+        let path = req.path();
+        let path = path.trim_start_matches('/');
+        if path == "app" || path.starts_with("app/") {
+            let parts: alloc::vec::Vec<&str> = path.split('/').collect();
+            return demo::app(req, &env, &parts).await;
         }
-        Route::NotFound => http::not_found(),
     }
+    serve::serve(req, &env).await
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "demo")))]
 mod tests {
-    use super::Route;
+    use crate::shared::routes::Route;
 
     #[test]
-    fn paths_map_to_routes() {
-        assert_eq!(Route::of("/metrics"), Route::Metrics);
-        assert_eq!(Route::of("/metrics/"), Route::NotFound);
-        assert_eq!(Route::of("/admin/breakers/a"), Route::Breaker("a"));
-        assert_eq!(
-            Route::of("/admin/breakers/openai:gpt-4.1/chat/reset"),
-            Route::Breaker("openai:gpt-4.1/chat/reset")
-        );
-        assert_eq!(Route::of("/admin/breakers/a%2Fb"), Route::Breaker("a%2Fb"));
-        assert_eq!(Route::of("/admin/breakers/"), Route::Breaker(""));
-        assert_eq!(Route::of("/admin/breakers"), Route::OtherAdmin);
-        assert_eq!(Route::of("/admin"), Route::OtherAdmin);
-        assert_eq!(Route::of("/administrator"), Route::NotFound);
-        assert_eq!(Route::of("/v1/acquire"), Route::Service("acquire"));
-        assert_eq!(Route::of("/v1/report"), Route::Service("report"));
-        assert_eq!(Route::of("/v1/steal"), Route::NotFound);
-        assert_eq!(Route::of("/"), Route::NotFound);
-    }
-
-    #[cfg(feature = "demo")]
-    #[test]
-    fn the_demo_app_is_routed_with_the_feature() {
-        assert_eq!(Route::of("/app/call"), Route::App);
-        assert_eq!(Route::of("/app"), Route::App);
-        assert_eq!(Route::of("/apple"), Route::NotFound);
-    }
-
-    #[cfg(not(feature = "demo"))]
-    #[test]
-    fn without_the_demo_feature_app_paths_are_not_found() {
+    fn without_the_demo_feature_app_paths_are_no_route() {
         for path in ["/app", "/app/call", "/app/stats", "/app/bench"] {
-            assert_eq!(Route::of(path), Route::NotFound, "{path}");
+            assert_eq!(Route::of(path), Route::None, "{path}");
         }
     }
 }

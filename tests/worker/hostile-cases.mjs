@@ -1,0 +1,132 @@
+// What a holder of SERVICE_TOKEN (every client outside Cloudflare has it) may try on the routes,
+// written once and run against both Workers: the Rust one (routes.test.mjs) and a JavaScript
+// developer's own Worker with breakwater/cloudflare's routes (cloudflare-routes.test.mjs). The
+// routes of both are the core's (src/shared/routes.rs); these cases hold each host to them.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+
+const MiB = 1024 * 1024;
+
+/**
+ * POSTs a body without a length (chunked) of up to `total` bytes, writing as fast as the socket
+ * takes it, until the answer comes: the status, the text and how many bytes were written first.
+ * A host that reads the whole body before answering takes all `total` bytes.
+ */
+export function pushUntilAnswered(url, { token, total, chunk = 64 * 1024, headers = {} }) {
+  return new Promise((resolve, reject) => {
+    let sent = 0;
+    let answered = false;
+    const q = http.request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers } });
+    q.on('error', (e) => {
+      if (!answered) reject(e);
+    });
+    q.on('response', (resp) => {
+      answered = true;
+      let text = '';
+      resp.on('data', (d) => (text += d));
+      resp.on('end', () => {
+        q.destroy();
+        resolve({ status: resp.statusCode, text, sent });
+      });
+    });
+    const buf = Buffer.alloc(chunk, 0x20);
+    const pump = () => {
+      while (!answered && sent < total) {
+        sent += chunk;
+        if (!q.write(buf)) {
+          q.once('drain', pump);
+          return;
+        }
+      }
+      if (!answered) q.end();
+    };
+    pump();
+  });
+}
+
+/** A POST with a body and headers: status and parsed body. */
+export async function post(url, { token, body = '', headers = {} }) {
+  const resp = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers }, body });
+  const text = await resp.text();
+  let parsed = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  return { status: resp.status, body: parsed };
+}
+
+/**
+ * Registers the cases. `base()`: the routes' URL (mount point included); `name`: a breaker the
+ * routes serve; `view()`: its admin view (`{ status, body }`).
+ */
+export function hostileServiceCases({ base, serviceToken, adminToken, name, view }) {
+  const service = (op) => `${base()}/v1/${op}?breaker=${encodeURIComponent(name)}`;
+
+  test('hostile service client: a 256 MiB chunked report is cut at 64 KiB (413), never read whole; the Worker serves on', async () => {
+    const r = await pushUntilAnswered(service('report'), { token: serviceToken, total: 256 * MiB });
+    assert.equal(r.status, 413, r.text);
+    assert.equal(JSON.parse(r.text).error, 'payload_too_large');
+    // What the socket took before the answer came: the limit plus what the buffers on the way
+    // hold, far from the whole body.
+    assert.ok(r.sent < 32 * MiB, `${(r.sent / MiB).toFixed(1)} MiB written before the answer`);
+    // The isolate is alive and the breaker answers.
+    const ok = await post(service('acquire'), { token: serviceToken, body: '{"client":"after-the-flood"}' });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.ok(ok.body.lease, JSON.stringify(ok.body));
+  });
+
+  test('hostile service client: its settings header changes nothing, first request or later', async () => {
+    const before = (await view()).body;
+    const hostile = JSON.stringify({ lease_ms: 3_600_000, breaker: { open_duration_ms: 3_600_000, trip: { kind: 'consecutive_failures', threshold: 1 } } });
+    for (let i = 0; i < 3; i++) {
+      const r = await post(service('acquire'), { token: serviceToken, body: JSON.stringify({ client: `hostile-${i}` }), headers: { 'breakwater-settings': hostile } });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.lease.lease_ms, before.lease.lease_ms, 'the lease the breaker runs under');
+    }
+    const after = (await view()).body;
+    assert.equal(after.options, before.options, 'the settings fingerprint');
+    assert.equal(after.options_mismatch, null);
+    assert.equal(after.lease.lease_ms, before.lease.lease_ms);
+  });
+
+  test('hostile service client: the admin routes stay shut to its token', async () => {
+    for (const [method, route] of [
+      ['GET', '/metrics'],
+      ['GET', `/admin/breakers/${encodeURIComponent(name)}`],
+      ['POST', `/admin/breakers/${encodeURIComponent(name)}/isolate`],
+      ['POST', `/admin/breakers/${encodeURIComponent(name)}/reset`],
+    ]) {
+      const resp = await fetch(`${base()}${route}`, { method, headers: { authorization: `Bearer ${serviceToken}` } });
+      assert.equal(resp.status, 401, `${method} ${route}`);
+      await resp.text();
+    }
+    assert.equal((await view()).body.lease.mode, 'automatic');
+    // And the admin token is not a service token.
+    const r = await post(service('acquire'), { token: adminToken, body: '{"client":"admin"}' });
+    assert.equal(r.status, 401);
+  });
+
+  test('a reset whose body is not valid settings is refused by field and value, and changes nothing', async () => {
+    // A failure on record first, which a reset would clear.
+    const lease = await post(service('acquire'), { token: serviceToken, body: '{"client":"reset-witness"}' });
+    assert.equal(lease.status, 200, JSON.stringify(lease.body));
+    const report = { client: 'reset-witness', batches: [{ seq: 1, counts: [{ generation: lease.body.lease.generation, failures: 1 }] }] };
+    const reported = await post(service('report'), { token: serviceToken, body: JSON.stringify(report) });
+    assert.equal(reported.status, 200, JSON.stringify(reported.body));
+    const before = (await view()).body;
+    assert.ok(before.stats.failures >= 1, JSON.stringify(before.stats));
+    const url = `${base()}/admin/breakers/${encodeURIComponent(name)}/reset`;
+    const r = await post(url, { token: adminToken, body: JSON.stringify({ lease_ms: 0 }) });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.match(r.body.message, /lease_ms.*0/);
+    const bad = await post(url, { token: adminToken, body: 'not json' });
+    assert.equal(bad.status, 400, JSON.stringify(bad.body));
+    const too = await post(url, { token: adminToken, body: JSON.stringify({ breaker: { half_open_success_threshold: 4_000_000_000 } }) });
+    assert.equal(too.status, 400, JSON.stringify(too.body));
+    assert.match(too.body.message, /half_open_success_threshold/);
+    const after = (await view()).body;
+    assert.equal(after.options, before.options);
+    assert.deepEqual(after.stats, before.stats, 'no reset happened');
+  });
+}
