@@ -55,6 +55,10 @@ pub enum HttpError {
     ObjectMethod,
     /// 409 at the object: a reset named settings, and `BREAKERS` pins them.
     SettingsPinned,
+    /// 503 at the object: the step's record could not be stored (the step is undone).
+    Storage,
+    /// 500 at the object: something failed; nothing was changed.
+    Internal,
 }
 
 impl HttpError {
@@ -66,9 +70,10 @@ impl HttpError {
             HttpError::WrongMethod | HttpError::ObjectMethod => 405,
             HttpError::BreakerRequired | HttpError::UnreadableBody => 400,
             HttpError::TooLarge => 413,
-            HttpError::Unreachable => 503,
+            HttpError::Unreachable | HttpError::Storage => 503,
             HttpError::BadGateway => 502,
             HttpError::SettingsPinned => 409,
+            HttpError::Internal => 500,
         }
     }
 
@@ -85,6 +90,8 @@ impl HttpError {
             HttpError::Unreachable => "unavailable",
             HttpError::BadGateway => "bad_gateway",
             HttpError::SettingsPinned => "conflict",
+            HttpError::Storage => "storage",
+            HttpError::Internal => "internal",
         }
     }
 
@@ -105,6 +112,8 @@ impl HttpError {
             HttpError::SettingsPinned => {
                 "BREAKERS pins this breaker's settings: change them there, not in a reset"
             }
+            HttpError::Storage => "the new state could not be stored",
+            HttpError::Internal => "the breaker object failed; state unchanged",
         }
     }
 
@@ -396,6 +405,31 @@ pub fn plan(
         },
         Route::OtherAdmin | Route::None => refuse(HttpError::NoSuchRoute),
     }
+}
+
+/// The breaker an object holds: the name its id carries or the first one a request named
+/// (`kept`), else the one this request names (`asked`, `?breaker=`), which must then be the same.
+/// An id made by `idFromName` does not always carry its name (`wrangler dev` addresses an object
+/// in another process by `id.toString()`), so clients send it too.
+pub fn object_name(kept: Option<&str>, asked: Option<&str>) -> Result<String, Answer> {
+    let name = match (kept, asked) {
+        (Some(kept), Some(asked)) if kept != asked => {
+            let message = alloc::format!("this object holds the breaker {kept:?}, not {asked:?}");
+            return Err(Answer::new(409, "conflict", &message));
+        }
+        (Some(name), _) | (None, Some(name)) => name,
+        (None, None) => {
+            return Err(Answer::new(
+                404,
+                "not_found",
+                "object has no name: address it with idFromName(name) and send ?breaker=<name>",
+            ))
+        }
+    };
+    if validate_name(name).is_err() {
+        return Err(Answer::new(404, "not_found", "not a breaker name"));
+    }
+    Ok(name.to_string())
 }
 
 /// A declared `content-length`: refused above [`MAX_BODY_BYTES`], or when it is not a number.
@@ -722,6 +756,28 @@ mod tests {
         ] {
             assert_eq!(ObjectOp::at(op.path(), op.verb()), Ok(op));
         }
+    }
+
+    #[test]
+    fn an_object_keeps_the_first_name_it_serves() {
+        assert_eq!(object_name(Some("a"), Some("a")), Ok(String::from("a")));
+        assert_eq!(object_name(Some("a"), None), Ok(String::from("a")));
+        assert_eq!(object_name(None, Some("b/c")), Ok(String::from("b/c")));
+        let other = object_name(Some("a"), Some("b"))
+            .err()
+            .map(|a| (a.status, a.message));
+        assert_eq!(
+            other,
+            Some((
+                409,
+                String::from("this object holds the breaker \"a\", not \"b\"")
+            ))
+        );
+        assert_eq!(object_name(None, None).err().map(|a| a.status), Some(404));
+        assert_eq!(
+            object_name(None, Some("bad name")).err().map(|a| a.status),
+            Some(404)
+        );
     }
 
     #[test]

@@ -163,6 +163,9 @@ pub fn refusal(code: u32) -> WasmRoute {
         http::UNREACHABLE => HttpError::Unreachable,
         http::BAD_GATEWAY => HttpError::BadGateway,
         http::SETTINGS_PINNED => HttpError::SettingsPinned,
+        http::STORAGE => HttpError::Storage,
+        http::INTERNAL => HttpError::Internal,
+        http::UNKNOWN_BREAKER => HttpError::UnknownBreaker,
         _ => HttpError::UnreadableBody,
     };
     WasmRoute::answer(&e.answer())
@@ -301,6 +304,20 @@ impl WasmBody {
     // The bytes as text (invalid UTF-8 replaced); the body is emptied.
     pub fn text(&mut self) -> String {
         core::mem::take(&mut self.0).into_text()
+    }
+}
+
+// The breaker an object holds (`crate::shared::routes::object_name`): `layout::plan::OBJECT` with
+// the `name`, or the refusal.
+#[wasm_bindgen]
+pub fn object_name(kept: Option<String>, asked: Option<String>) -> WasmRoute {
+    match crate::shared::routes::object_name(kept.as_deref(), asked.as_deref()) {
+        Ok(name) => WasmRoute {
+            kind: rp::OBJECT,
+            name,
+            ..WasmRoute::default()
+        },
+        Err(a) => WasmRoute::answer(&a),
     }
 }
 

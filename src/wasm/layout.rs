@@ -301,6 +301,9 @@ layouts! {
         UNREACHABLE = 2,
         BAD_GATEWAY = 3,
         SETTINGS_PINNED = 4,
+        STORAGE = 5,
+        INTERNAL = 6,
+        UNKNOWN_BREAKER = 7,
     }
     /// The request methods of `route` and `object_op`.
     verb / "Verb": u32 {

@@ -18,10 +18,9 @@ use super::coordinator::{Coordinator, OnMismatch, Step, STORAGE_KEY};
 use super::protocol::Exchange;
 use super::routes::{answer_response, error_response, json_response, load_breakers, read_body};
 use crate::clock::Timestamp;
-use crate::name::validate_name;
 use crate::shared::admin::Verb;
 use crate::shared::json;
-use crate::shared::routes::{reset_settings, HttpError, ObjectOp as Op};
+use crate::shared::routes::{object_name, reset_settings, HttpError, ObjectOp as Op};
 
 /// The Durable Object class (`class_name = "BreakerObject"` in `wrangler.toml`).
 #[durable_object]
@@ -52,11 +51,7 @@ impl worker::DurableObject for BreakerObject {
             Ok(resp) => Ok(resp),
             Err(e) => {
                 console_error!("breakwater object: {e}");
-                error_response(
-                    500,
-                    "internal",
-                    "the breaker object failed; state unchanged",
-                )
+                answer_response(&HttpError::Internal.answer())
             }
         }
     }
@@ -249,17 +244,12 @@ impl BreakerObject {
                 if let Ok(coordinator) = back {
                     *self.coordinator.borrow_mut() = Some(coordinator);
                 }
-                Err(error_response(
-                    503,
-                    "storage",
-                    "the new state could not be stored",
-                ))
+                Err(answer_response(&HttpError::Storage.answer()))
             }
         }
     }
 
-    /// The breaker this object holds: its id's name, else the one the request names (and every
-    /// later request must name the same).
+    /// The breaker this object holds (the core's [`object_name`]).
     fn name(&self, req: &Request) -> Early<String> {
         let asked = req.url().ok().and_then(|u| {
             u.query_pairs()
@@ -271,27 +261,7 @@ impl BreakerObject {
             .id()
             .name()
             .or_else(|| self.name.borrow().clone());
-        let name =
-            match (kept, asked) {
-                (Some(kept), Some(asked)) if kept != asked => {
-                    return Err(error_response(
-                        409,
-                        "conflict",
-                        &format!("this object holds the breaker {kept:?}, not {asked:?}"),
-                    ))
-                }
-                (Some(kept), _) => kept,
-                (None, Some(asked)) => asked,
-                (None, None) => return Err(error_response(
-                    404,
-                    "not_found",
-                    "object has no name: address it with idFromName(name) and send ?breaker=<name>",
-                )),
-            };
-        if validate_name(&name).is_err() {
-            return Err(error_response(404, "not_found", "not a breaker name"));
-        }
-        Ok(name)
+        object_name(kept.as_deref(), asked.as_deref()).map_err(|a| answer_response(&a))
     }
 
     async fn ensure_loaded(

@@ -299,6 +299,9 @@ export const enum Http {
   Unreachable = 2,
   BadGateway = 3,
   SettingsPinned = 4,
+  Storage = 5,
+  Internal = 6,
+  UnknownBreaker = 7,
 }
 
 /** The request methods of `route` and `object_op`. */

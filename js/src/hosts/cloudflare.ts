@@ -156,7 +156,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
       return await this.#handle(request);
     } catch (e) {
       console.error(`breakwater object: ${e instanceof Error ? e.message : String(e)}`);
-      return error(500, 'internal', 'the breaker object failed; state unchanged');
+      return refusal(Http.Internal);
     }
   }
 
@@ -193,7 +193,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
         console.error(`breakwater: ${found.slice(1)}`);
         return error(500, 'misconfigured', found.slice(1));
       }
-      if (found === '') return error(404, 'not_found', 'no breaker of that name is configured');
+      if (found === '') return refusal(Http.UnknownBreaker);
       if (named !== '' && named !== found) return refusal(Http.SettingsPinned);
       settings = found;
     } else {
@@ -238,7 +238,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
         // Back to what is stored: the client hears 503 and will ask again, so a probe granted
         // or a batch applied in this step must not stay in memory.
         this.#drop();
-        return error(503, 'storage', 'the new state could not be stored');
+        return refusal(Http.Storage);
       }
     }
     const t = stepped ? co.transitions() : [];
@@ -248,21 +248,13 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     return json(status, text);
   }
 
-  /**
-   * The breaker this object holds: its id's name, else the one the request names (and every
-   * later request must name the same). An id made by `idFromName` does not always carry its
-   * name (`wrangler dev` addresses an object in another process by `id.toString()`).
-   */
+  /** The breaker this object holds (src/shared/routes.rs `object_name`). */
   #nameOf(asked: string | null): string | Response {
-    const kept = this.ctx.id.name ?? this.#name;
-    if (kept !== undefined && asked !== null && kept !== asked) {
-      return error(409, 'conflict', `this object holds the breaker ${JSON.stringify(kept)}, not ${JSON.stringify(asked)}`);
-    }
-    const name = kept ?? asked;
-    if (name === null) {
-      return error(404, 'not_found', 'object has no name: address it with idFromName(name) and send ?breaker=<name>');
-    }
-    return isBreakerName(name) ? name : error(404, 'not_found', 'not a breaker name');
+    const r = coordinatorGlue().object_name(this.ctx.id.name ?? this.#name, asked ?? undefined);
+    if (r.kind !== Plan.Object) return answerOf(r);
+    const name = r.name;
+    r.free();
+    return name;
   }
 
   async #load(): Promise<void> {

@@ -136,6 +136,8 @@ export interface CoordinatorGlue extends SharedGlue {
   reset_settings(body: string): WasmRoute;
   /** A request body collected up to the protocol's limit. */
   WasmBody: new () => WasmBody;
+  /** The breaker an object holds (its id's name or the first one served, else the one asked): `Plan.Object` with `name`, or the refusal. */
+  object_name(kept: string | undefined, asked: string | undefined): WasmRoute;
   /** A declared `content-length`: `Plan.Pass` when the body may be read, else the refusal. */
   check_length(contentLength: string | undefined): WasmRoute;
   /** The record's storage key. */
