@@ -262,7 +262,7 @@ test('adapters: the call shapes of node redis, ioredis and @upstash/redis', asyn
   ]);
   // Upstash deserialises JSON answers: a bare number comes back as a number.
   const store = new RedisStore({ eval: async () => 1 });
-  assert.deepEqual(await store.compareAndSet('k', 0, '{}', 1000), { ok: true });
+  assert.deepEqual(await store.compareAndSet('k', 0, 1, '{}', 1000), { ok: true });
 });
 
 test('the declarations of breakwater/store compile in a TypeScript app (tsc, module nodenext)', async () => {
