@@ -162,29 +162,23 @@ const MAX_VERSION = 2 ** 53 - 2;
 function checkVersion(v: unknown, what: string, zero: boolean): void {
   if (typeof v === 'number' && Number.isSafeInteger(v) && v >= (zero ? 0 : 1) && v <= MAX_VERSION) return;
   const shown = typeof v === 'string' ? JSON.stringify(v) : String(v);
-  throw new RangeError(`breakwater: ${what} ${shown} (expected an integer from ${zero ? 0 : 1} to ${MAX_VERSION})`);
+  throw new RangeError(`breakwater: ${what} ${shown} (expected an integer in [${+!zero}, ${MAX_VERSION}])`);
 }
 
 /**
- * A new version for the record that has `previous`: drawn at random (from the platform's
- * `crypto` when there is one), so that no other record of the key, before or after, has it.
+ * A new version for the record that has `previous`: drawn at random, so that no other record of
+ * the key, before or after, has it (a collision needs the same one of 2^52 draws; not a secret).
  */
 function nextVersion(previous: number): number {
-  for (;;) {
-    const [hi = 0, lo = 0] =
-      typeof globalThis.crypto?.getRandomValues === 'function'
-        ? globalThis.crypto.getRandomValues(new Uint32Array(2))
-        : [Math.random() * 2 ** 32, Math.random() * 2 ** 32];
-    const v = ((((hi >>> 0) % 2 ** 21) * 2 ** 32 + (lo >>> 0)) % MAX_VERSION) + 1;
-    if (v !== previous) return v;
-  }
+  const v = Math.floor(Math.random() * MAX_VERSION) + 1;
+  return v === previous ? (v % MAX_VERSION) + 1 : v;
 }
 
 /**
  * Redis's `maxmemory-policy`, read from `INFO` by a script (`CONFIG` may not run in one, and the
  * adapters run nothing but `EVAL`): on the node that holds the key.
  */
-const POLICY_SCRIPT = "return string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w%-]+)') or ''";
+const POLICY_SCRIPT = "return string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:(%S+)') or ''";
 
 /**
  * A `BreakerStore` on Redis: one string key per breaker, read and changed by Lua scripts.
@@ -222,10 +216,7 @@ export class RedisStore implements BreakerStore {
       return;
     }
     if (typeof policy === 'string' && policy.startsWith('allkeys-')) {
-      console.warn(
-        `breakwater: Redis maxmemory-policy is ${policy}: it may evict the record of an OPEN breaker (which has no TTL), ` +
-          'closing it for every instance. Set maxmemory-policy to noeviction or a volatile-* policy.',
-      );
+      console.warn(`breakwater: Redis maxmemory-policy ${policy} may evict an OPEN breaker (no TTL): use noeviction or volatile-*`);
     }
   }
   async compareAndSet(key: string, expected: number, version: number, value: string, ttlMs: number): Promise<CasResult> {
@@ -399,7 +390,7 @@ type Step = (co: WasmCoordinator, now: number) => string;
 function checkRead(v: Versioned | null | undefined): Versioned | null {
   if (v === null || v === undefined) return null;
   checkVersion(v.version, "the store's read answered `version`", true);
-  if (typeof v.value !== 'string') throw new TypeError(`breakwater: the store's read answered value ${String(v.value)} (expected a string)`);
+  if (typeof v.value !== 'string') throw new TypeError(`breakwater: the store's read answered \`value\` ${String(v.value)} (expected a string)`);
   return v;
 }
 
