@@ -209,7 +209,7 @@ test('a rollback: a record written by a newer version is left alone (instances s
   // What a newer version would write: another snapshot version.
   record.snapshot.version = 2;
   const newer = JSON.stringify(record);
-  assert.equal((await store.compareAndSet(key, ours.version, newer, 0)).ok, true);
+  assert.equal((await store.compareAndSet(key, ours.version, ours.version === 7 ? 8 : 7, newer, 0)).ok, true);
 
   const events = [];
   const old = new StoreCircuitBreaker(name, { store, clock: () => now, breaker: BREAKER, clientId: 'old' });

@@ -51,8 +51,8 @@ function where(kind) {
     async read(key) {
       return shifted(await inner.read(key));
     },
-    async compareAndSet(key, expected, value, ttlMs) {
-      const r = await inner.compareAndSet(key, expected, value, ttlMs);
+    async compareAndSet(key, expected, version, value, ttlMs) {
+      const r = await inner.compareAndSet(key, expected, version, value, ttlMs);
       return r.ok ? r : { ok: false, current: shifted(r.current) };
     },
   };
@@ -71,12 +71,12 @@ function flaky(inner) {
       }
       return inner.read(key);
     },
-    async compareAndSet(key, expected, value, ttlMs) {
+    async compareAndSet(key, expected, version, value, ttlMs) {
       if (s.down) {
         s.refusedCalls++;
         throw new Error('connect ECONNREFUSED 10.0.0.7:6379');
       }
-      return inner.compareAndSet(key, expected, value, ttlMs);
+      return inner.compareAndSet(key, expected, version, value, ttlMs);
     },
   };
   return s;

@@ -70,7 +70,8 @@ test('names are validated, keys are namespaced under the prefix and expire', asy
   assert.equal(b.key, `breakwater:${name}`);
   await assert.rejects(b.execute(boom));
   const raw = await redis.get(`breakwater:${name}`);
-  assert.match(raw, /^1\|\{/);
+  assert.match(raw, /^[1-9]\d{0,15}\|\{/, '`<version>|<record>`');
+  assert.equal(raw.slice(0, raw.indexOf('|')), String((await b.inspect()).version));
   const ttl = await redis.pTTL(`breakwater:${name}`);
   assert.ok(ttl > 0 && ttl <= 900_000, `ttl ${ttl}`);
   assert.throws(() => new StoreCircuitBreaker(name, { store, keyTtlMs: 60_000 }), /keyTtlMs.*900000/);
@@ -78,7 +79,7 @@ test('names are validated, keys are namespaced under the prefix and expire', asy
   const p = new StoreCircuitBreaker(name, { store, prefix: 'app1:bw:' });
   assert.equal(p.key, `app1:bw:${name}`);
   await assert.rejects(p.execute(boom));
-  assert.match(await redis.get(`app1:bw:${name}`), /^1\|/);
+  assert.match(await redis.get(`app1:bw:${name}`), /^[1-9]\d{0,15}\|\{/);
   assert.equal((await b.inspect()).counters.failures, 1, 'another prefix is another breaker');
 });
 
@@ -262,7 +263,7 @@ test('adapters: the call shapes of node redis, ioredis and @upstash/redis', asyn
   ]);
   // Upstash deserialises JSON answers: a bare number comes back as a number.
   const store = new RedisStore({ eval: async () => 1 });
-  assert.deepEqual(await store.compareAndSet('k', 0, '{}', 1000), { ok: true });
+  assert.deepEqual(await store.compareAndSet('k', 0, 1, '{}', 1000), { ok: true });
 });
 
 test('the declarations of breakwater/store compile in a TypeScript app (tsc, module nodenext)', async () => {

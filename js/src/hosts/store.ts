@@ -59,11 +59,11 @@ import { checkKeys, withTimeout } from 'breakwater/internal';
 // ----- the store -----
 
 /**
- * A stored value and its version (1 for the first write).
+ * A stored value and its version.
  * @inline
  */
 interface Versioned {
-  /** The record's version: 1 for the first write, 0 when there is no record. */
+  /** The record's version (see `BreakerStore`), 0 when there is no record. */
   version: number;
   /** The stored record (empty when there is none). */
   value: string;
@@ -74,6 +74,11 @@ interface Versioned {
 /**
  * Where the records live: a read, and an atomic compare-and-set on the version. `RedisStore`
  * implements it over any Redis client; `MemoryStore` in one process (tests, development).
+ *
+ * A version is not a count: each write brings a new one, drawn at random by the shared breaker
+ * (an integer from 1 to 2^53 - 2), so a record deleted and written again (evicted, lost in a
+ * failover, deleted by hand) never has the version a step read before it went. A store compares
+ * versions for equality and keeps the one it is given.
  */
 export interface BreakerStore {
   /**
@@ -83,11 +88,11 @@ export interface BreakerStore {
    */
   read(key: string): Promise<Versioned | null>;
   /**
-   * Writes `value` as version `expected + 1` if the record's version is still `expected` (0: no
-   * record yet), expiring after `ttlMs` (0: never). Answers `{ ok: true }`, or
+   * Writes `value` as version `version` if the record's version is still `expected` (0: no
+   * record), expiring after `ttlMs` (0: never). Answers `{ ok: true }`, or
    * `{ ok: false, current }` with what is there now.
    */
-  compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult>;
+  compareAndSet(key: string, expected: number, version: number, value: string, ttlMs: number): Promise<CasResult>;
 }
 
 /**
@@ -112,13 +117,18 @@ export interface RedisEval {
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
 }
 
-/** The stored value is `<version>|<record JSON>`, so the script can check the version cheaply. */
+/**
+ * The stored value is `<version>|<record JSON>`, so the script can check the version cheaply. The
+ * versions are compared as the decimal strings they are (all digits, no leading zero), as both
+ * sides of an exact comparison: a record of an earlier release (its versions counted from 1) reads
+ * the same, and is replaced at the next write.
+ */
 const READ_SCRIPT = "local t = redis.call('TIME') return {t[1], t[2], redis.call('GET', KEYS[1]) or ''}";
 const CAS_SCRIPT = [
   "local cur = redis.call('GET', KEYS[1])",
-  'local v = 0',
-  "if cur then v = tonumber(string.match(cur, '^(%d+)|')) or 0 end",
-  "if v ~= tonumber(ARGV[1]) then local t = redis.call('TIME') return {t[1], t[2], cur or ''} end",
+  "local v = '0'",
+  "if cur then local m = string.match(cur, '^([1-9]%d*)|') if m and #m <= 16 and tonumber(m) <= 9007199254740991 then v = m end end",
+  "if v ~= ARGV[1] then local t = redis.call('TIME') return {t[1], t[2], cur or ''} end",
   "if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) else redis.call('SET', KEYS[1], ARGV[2]) end",
   'return 1',
 ].join('\n');
@@ -130,7 +140,7 @@ function parseVersioned(raw: unknown, now?: number): Versioned | null {
   const version = Number(text.slice(0, bar));
   const v: Versioned =
     // Not ours (or damaged): version 0, so that the next write replaces it (as the script agrees).
-    bar < 1 || !/^\d+$/.test(text.slice(0, bar)) || !Number.isSafeInteger(version)
+    bar < 1 || bar > 16 || !/^[1-9]\d*$/.test(text.slice(0, bar)) || !Number.isSafeInteger(version)
       ? { version: 0, value: text }
       : { version, value: text.slice(bar + 1) };
   if (now !== undefined) v.now = now;
@@ -145,11 +155,45 @@ function timed(raw: unknown): Versioned | null {
   return parseVersioned(raw[2], now);
 }
 
-/** A `BreakerStore` on Redis: one string key per breaker, read and changed by Lua scripts. */
+/** The largest version: one more is still a safe integer (a release that counts adds one). */
+const MAX_VERSION = 2 ** 53 - 2;
+
+/** A version, or a clear error: `what` (naming the field) and the value (`zero`: 0, no record, allowed). */
+function checkVersion(v: unknown, what: string, zero: boolean): void {
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= (zero ? 0 : 1) && v <= MAX_VERSION) return;
+  const shown = typeof v === 'string' ? JSON.stringify(v) : String(v);
+  throw new RangeError(`breakwater: ${what} ${shown} (expected an integer in [${+!zero}, ${MAX_VERSION}])`);
+}
+
+/**
+ * A new version for the record that has `previous`: drawn at random, so that no other record of
+ * the key, before or after, has it (a collision needs the same one of 2^52 draws; not a secret).
+ */
+function nextVersion(previous: number): number {
+  const v = Math.floor(Math.random() * MAX_VERSION) + 1;
+  return v === previous ? (v % MAX_VERSION) + 1 : v;
+}
+
+/**
+ * Redis's `maxmemory-policy`, read from `INFO` by a script (`CONFIG` may not run in one, and the
+ * adapters run nothing but `EVAL`): on the node that holds the key.
+ */
+const POLICY_SCRIPT = "return string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:(%S+)') or ''";
+
+/**
+ * A `BreakerStore` on Redis: one string key per breaker, read and changed by Lua scripts.
+ *
+ * Redis must not evict the records: `maxmemory-policy` `noeviction` or a `volatile-*` one. The
+ * record of an OPEN or isolated breaker has no TTL, so only an `allkeys-*` policy can evict it,
+ * and then the breaker is CLOSED again for every instance while the upstream is still down. At its
+ * first read the store looks at the policy and warns once (`console.warn`) if it is `allkeys-*`;
+ * a Redis that does not answer (a managed one may refuse `INFO`) is taken as it is, silently.
+ */
 export class RedisStore implements BreakerStore {
   /** Kept through minification (the bundles' own and an app's). */
   static readonly name: string = 'RedisStore';
   #redis: RedisEval;
+  #policyChecked = false;
   constructor(redis: RedisEval) {
     if (typeof redis?.eval !== 'function') {
       throw new TypeError('breakwater: RedisStore needs an adapter: fromNodeRedis(client), fromIoredis(client) or fromUpstash(client)');
@@ -157,10 +201,28 @@ export class RedisStore implements BreakerStore {
     this.#redis = redis;
   }
   async read(key: string): Promise<Versioned | null> {
-    return timed(await this.#redis.eval(READ_SCRIPT, [key], []));
+    const read = this.#redis.eval(READ_SCRIPT, [key], []);
+    if (this.#policyChecked) return timed(await read);
+    this.#policyChecked = true;
+    const [raw] = await Promise.all([read, this.#checkPolicy(key)]);
+    return timed(raw);
   }
-  async compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult> {
-    const next = `${expected + 1}|${value}`;
+  /** Warns if Redis may evict the records (see the class); never fails. */
+  async #checkPolicy(key: string): Promise<void> {
+    let policy: unknown;
+    try {
+      policy = await this.#redis.eval(POLICY_SCRIPT, [key], []);
+    } catch {
+      return;
+    }
+    if (typeof policy === 'string' && policy.startsWith('allkeys-')) {
+      console.warn(`breakwater: Redis maxmemory-policy ${policy} may evict an OPEN breaker (no TTL): use noeviction or volatile-*`);
+    }
+  }
+  async compareAndSet(key: string, expected: number, version: number, value: string, ttlMs: number): Promise<CasResult> {
+    checkVersion(expected, 'invalid `expected` version', true);
+    checkVersion(version, 'invalid `version`', false);
+    const next = `${version}|${value}`;
     const ttl = String(Math.max(0, Math.floor(ttlMs)));
     const r = await this.#redis.eval(CAS_SCRIPT, [key], [String(expected), next, ttl]);
     if (r === 1 || r === '1') return { ok: true };
@@ -200,12 +262,14 @@ export class MemoryStore implements BreakerStore {
   async read(key: string): Promise<Versioned | null> {
     return this.#get(key);
   }
-  async compareAndSet(key: string, expected: number, value: string, ttlMs: number): Promise<CasResult> {
+  async compareAndSet(key: string, expected: number, version: number, value: string, ttlMs: number): Promise<CasResult> {
+    checkVersion(expected, 'invalid `expected` version', true);
+    checkVersion(version, 'invalid `version`', false);
     // Checked and written in one synchronous step: nothing can slip in between.
     const cur = this.#get(key);
     if (cur.version !== expected) return { ok: false, current: cur };
     const expires = ttlMs > 0 ? this.clock() + ttlMs : Infinity;
-    this.#data.set(key, { v: { version: expected + 1, value }, expires });
+    this.#data.set(key, { v: { version, value }, expires });
     return { ok: true };
   }
 }
@@ -247,7 +311,7 @@ export interface StoreView {
   name: string;
   /** The store key of its record (`prefix` + name). */
   key: string;
-  /** The record's version after this operation (0: none stored). */
+  /** The record's version after this operation (0: none stored): drawn at random at each write, see `BreakerStore`. */
   version: number;
   /** The shared breaker's state: `'CLOSED'`, `'OPEN'` or `'HALF_OPEN'`. */
   state: 'CLOSED' | 'OPEN' | 'HALF_OPEN';
@@ -322,6 +386,14 @@ interface Setup {
 
 type Step = (co: WasmCoordinator, now: number) => string;
 
+/** A store's answer as `BreakerStore` says, or a clear error naming the field and the value. */
+function checkRead(v: Versioned | null | undefined): Versioned | null {
+  if (v === null || v === undefined) return null;
+  checkVersion(v.version, "the store's read answered `version`", true);
+  if (typeof v.value !== 'string') throw new TypeError(`breakwater: the store's read answered \`value\` ${String(v.value)} (expected a string)`);
+  return v;
+}
+
 /** Runs the coordinator's steps against the store: read → one step → compare-and-set. */
 class StoreTransport {
   calls = 0;
@@ -357,7 +429,7 @@ class StoreTransport {
    */
   async run(readOnly: boolean, step: Step): Promise<{ text: string; version: number }> {
     const { store, key, name, spec } = this.#s;
-    let cur = await this.#call(() => store.read(key));
+    let cur = checkRead(await this.#call(() => store.read(key)));
     for (let attempt = 1; ; attempt++) {
       const now = cur?.now ?? this.#s.clock();
       const co = coordinatorGlue().WasmCoordinator.create(name, spec, cur?.value || undefined, true);
@@ -376,16 +448,17 @@ class StoreTransport {
       }
       const version = cur?.version ?? 0;
       if (record === undefined) return { text: answer, version };
-      const r = await this.#call(() => store.compareAndSet(key, version, record, ttl));
+      const next = nextVersion(version);
+      const r = await this.#call(() => store.compareAndSet(key, version, next, record, ttl));
       if (r.ok) {
         this.writes += 1;
-        return { text: answer, version: version + 1 };
+        return { text: answer, version: next };
       }
       this.conflicts += 1;
       if (attempt >= this.#s.maxAttempts) {
         throw new Error(`store: ${attempt} compare-and-set conflicts in a row on ${key}`);
       }
-      cur = r.current;
+      cur = checkRead(r.current);
     }
   }
 
