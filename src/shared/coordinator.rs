@@ -30,7 +30,7 @@ use super::json;
 use super::protocol::{
     BadRequest, Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ObjectCounters,
     OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, GAP_REASON,
-    MAX_CLIENTS, MAX_SEQ_GAP,
+    MAX_CLIENTS, MAX_SEQ_GAP, MAX_SHED_ODDS_FACTOR, SHED_SLACK,
 };
 use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
@@ -687,6 +687,8 @@ impl Coordinator {
     /// so its failures are the latest outcomes. Outcomes of another generation, and those
     /// after a transition, only count in the statistics, in one step.
     fn apply_counts(&mut self, now: Timestamp, counts: &Counts, step: &mut Step) {
+        // The throttle this session was shedding under, before its own outcomes move it.
+        let shed_p = self.breaker.throttle_probability(now);
         let mut left = [
             (counts.successes, Outcome::Success),
             (counts.ignored, Outcome::Ignored),
@@ -711,8 +713,15 @@ impl Coordinator {
         let [(s, _), (i, _), (f, _)] = left;
         self.breaker.count_stale(s, f, i);
         if counts.generation == Some(self.breaker.generation()) {
-            // Calls the clients shed: requests of the fleet's throttle window.
-            self.breaker.record_throttled(now, counts.throttled);
+            // Calls the clients shed: requests of the fleet's throttle window, as many as its
+            // throttle could have shed of the calls it was admitted.
+            let admitted = u64::from(counts.successes)
+                + u64::from(counts.failures)
+                + u64::from(counts.ignored);
+            let sheds = counts.throttled.min(shed_allowance(shed_p, admitted));
+            let dropped = u64::from(counts.throttled - sheds);
+            self.counters.sheds_dropped = self.counters.sheds_dropped.saturating_add(dropped);
+            self.breaker.record_throttled(now, sheds);
         }
     }
 
@@ -870,13 +879,28 @@ fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, Stri
     })
 }
 
-/// A probability in millionths, rounded up so that one above 0 is never sent as 0 (`no_std`:
-/// no `f64::ceil`).
 /// One more of what `counter` counts (it stops at `u64::MAX`, never wraps).
 fn bump(counter: &mut u64) {
     *counter = counter.saturating_add(1);
 }
 
+/// The most shed calls a session admitted `admitted` calls under a throttle of probability `p`
+/// may report ([`MAX_SHED_ODDS_FACTOR`]): none while `p` is 0.
+fn shed_allowance(p: f64, admitted: u64) -> u32 {
+    if !(p > 0.0) {
+        return 0;
+    }
+    let odds = if p < 1.0 {
+        p / (1.0 - p)
+    } else {
+        f64::from(u32::MAX)
+    };
+    // `as` saturates: a bound past `u32::MAX` allows every shed call.
+    (admitted as f64 * odds * MAX_SHED_ODDS_FACTOR + f64::from(SHED_SLACK)) as u32
+}
+
+/// A probability in millionths, rounded up so that one above 0 is never sent as 0 (`no_std`:
+/// no `f64::ceil`).
 fn ppm(p: f64) -> u32 {
     let x = p * 1e6;
     let n = x as u32;
