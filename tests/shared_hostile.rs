@@ -309,6 +309,37 @@ fn hostile_sessions_cannot_grow_the_record_past_its_bound() {
     }
 }
 
+/// Half-open, with the most probes a breaker allows: hostile sessions take every probe, let
+/// them time out and take them again, so that the grants kept for late reports fill up too.
+#[test]
+fn hostile_probe_grants_cannot_grow_the_record_past_its_bound() {
+    let spec = SharedSpec::new(
+        BreakerConfig::new()
+            .with_trip(TripRule::ConsecutiveFailures { threshold: 1 })
+            .with_open_duration_ms(1_000)
+            .with_probe_timeout_ms(1_000)
+            .with_half_open_max_probes(MAX_HALF_OPEN_PROBES),
+    );
+    let mut co = Coordinator::fresh("upstream", spec).unwrap();
+    let mut now = T0;
+    let e = exchange("a", 1, vec![batch(1, vec![counts(0, 0, 1, 0)])]);
+    co.exchange(Timestamp(now), &e, false).unwrap();
+    assert_eq!(co.breaker().state(), State::Open);
+    let mut largest = 0;
+    for round in 0..4u64 {
+        now += 1_001;
+        for i in 0..MAX_CLIENTS as u64 + 10 {
+            let client = format!("{:x<64}", round * 10_000 + i);
+            let e = exchange(&client, MAX_SEQ - i, vec![batch(MAX_SEQ, vec![])]);
+            co.exchange(Timestamp(now), &e, true).unwrap();
+        }
+        assert_eq!(co.breaker().state(), State::HalfOpen);
+        largest = largest.max(co.record_json().unwrap().len());
+    }
+    println!("largest half-open record: {largest} bytes");
+    assert!(largest <= MAX_RECORD_BYTES, "{largest} bytes");
+}
+
 /// Beside the bound: the largest window a shared breaker accepts still trips on its threshold.
 #[test]
 fn the_largest_shared_window_still_trips() {

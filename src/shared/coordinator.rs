@@ -34,10 +34,17 @@ use super::protocol::{
 };
 use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
-    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition, TripRule,
+    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition,
+    TripRule, MAX_HALF_OPEN_PROBES,
 };
 use crate::clock::Timestamp;
 use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
+
+/// The most probe grants a coordinator keeps (live ones, and expired ones whose late report
+/// would still count): every probe a breaker may have in flight ([`MAX_HALF_OPEN_PROBES`]) and
+/// 64 more, so that hostile sessions taking probes and letting them expire keep the record
+/// within a few hundred KiB.
+pub const MAX_GRANTS: usize = MAX_HALF_OPEN_PROBES as usize + 64;
 
 /// The storage key the Durable Object keeps its record under.
 pub const STORAGE_KEY: &str = "breaker";
@@ -748,8 +755,8 @@ impl Coordinator {
     fn grant(&mut self, key: &SessionKey, generation: u32, id: u32, now: u64) {
         bump(&mut self.counters.probes_granted);
         // Expired grants stay so that a late report still counts (a slow probe is news of the
-        // upstream), but not without bound.
-        let cap = self.spec.breaker.half_open_max_probes as usize * 2 + 16;
+        // upstream), but not without bound: the record holding them is written at every step.
+        let cap = (self.spec.breaker.half_open_max_probes as usize * 2 + 16).min(MAX_GRANTS);
         if self.grants.len() >= cap {
             if let Some(oldest) = self
                 .grants
