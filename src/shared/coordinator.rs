@@ -894,13 +894,13 @@ fn bump(counter: &mut u64) {
 /// The most shed calls a session admitted `admitted` calls under a throttle of probability `p`
 /// may report ([`MAX_SHED_ODDS_FACTOR`]): none while `p` is 0.
 fn shed_allowance(p: f64, admitted: u64) -> u32 {
-    if !(p > 0.0) {
-        return 0;
-    }
-    let odds = if p < 1.0 {
+    // NaN, 0 and below allow nothing.
+    let odds = if p > 0.0 && p < 1.0 {
         p / (1.0 - p)
-    } else {
+    } else if p >= 1.0 {
         f64::from(u32::MAX)
+    } else {
+        return 0;
     };
     // `as` saturates: a bound past `u32::MAX` allows every shed call.
     (admitted as f64 * odds * MAX_SHED_ODDS_FACTOR + f64::from(SHED_SLACK)) as u32
