@@ -76,7 +76,8 @@ pub use breaker::{
     throttle_probability, Admission, Breaker, BreakerConfig, Bucket, Counter, FastPath, Mode,
     Outcome, Permit, PermitKind, ProbeLease, RejectReason, Rejected, State, Stats, Throttle,
     ThrottleBucket, ThrottleWindow, Transition, TripRule, Window, CLOCK_STEP_MS, MAX_DURATION_MS,
-    MAX_HALF_OPEN_PROBES, MAX_WINDOW_CALLS, THROTTLE_BUCKETS, TIME_WINDOW_BUCKETS,
+    MAX_HALF_OPEN_PROBES, MAX_HALF_OPEN_SUCCESSES, MAX_WINDOW_CALLS, THROTTLE_BUCKETS,
+    TIME_WINDOW_BUCKETS,
 };
 #[cfg(feature = "std")]
 pub use clock::SystemClock;

@@ -5,7 +5,9 @@
 //! and clients whose clocks are minutes off; and the operations a fleet lives through: deploys
 //! that change the settings (adopted, as Redis-store instances do, or installed, as the Durable
 //! Object does), refusals (401, 404, 429), reports the host abandoned, and clocks stepped back or
-//! forward by 10 minutes on clients and on the coordinator.
+//! forward by 10 minutes on clients and on the coordinator. Among them, a hostile session (a
+//! holder of the service token): forged batches within the protocol's limits (many successes,
+//! failures and shed calls, random client names, sessions and numbers).
 //!
 //! After every step:
 //! - no outcome is counted twice: the coordinator has counted at most the outcomes of the
@@ -16,12 +18,15 @@
 //!   refused, and its JSON is at most 64 KiB.
 //!
 //! At the end, liveness, whatever came before: with a healthy upstream and a quiet network, once
-//! time passes, every client is CLOSED and off its local breaker.
+//! time passes, every client is CLOSED and off its local breaker, though the hostile session
+//! keeps reporting forged successes and shed calls.
 #![cfg(feature = "json")]
 
 use std::collections::{BTreeMap, VecDeque};
 
-use breakwater::shared::protocol::{Exchange, ExchangeReply, MAX_BODY_BYTES};
+use breakwater::shared::protocol::{
+    Batch, Counts, Exchange, ExchangeReply, MAX_BODY_BYTES, MAX_SEQ,
+};
 use breakwater::shared::{
     session_key, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch, Record,
     SharedSpec, Ticket,
@@ -93,6 +98,21 @@ enum Op {
     CoordinatorClockStep {
         forward: bool,
     },
+    /// A hostile session (a holder of the service token): one batch of forged counts within
+    /// the protocol's limits, under any client name, session and number, of the current
+    /// generation or not.
+    Hostile(Forged),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Forged {
+    client: u32,
+    session: u64,
+    seq: u64,
+    successes: u32,
+    failures: u32,
+    throttled: u32,
+    current: bool,
 }
 
 const STEP_MS: i64 = 600_000;
@@ -545,8 +565,42 @@ impl World {
             Op::CoordinatorClockStep { forward } => {
                 self.co_offset += if forward { STEP_MS } else { -STEP_MS };
             }
+            Op::Hostile(forged) => self.hostile(forged)?,
         }
         self.check()
+    }
+
+    /// A forged batch, straight to the coordinator: whatever it answers, nothing it counts may
+    /// exceed what was sent.
+    fn hostile(&mut self, f: Forged) -> Result<(), TestCaseError> {
+        let generation = self.co.breaker().generation();
+        let counts = Counts {
+            generation: Some(if f.current {
+                generation
+            } else {
+                generation.wrapping_add(1)
+            }),
+            successes: f.successes,
+            failures: f.failures,
+            ignored: 0,
+            throttled: f.throttled,
+        };
+        self.sent_outcomes += counts.total();
+        let req = Exchange {
+            client: format!("h{}", f.client),
+            session: f.session,
+            batches: vec![Batch {
+                seq: f.seq,
+                counts: vec![counts],
+                probes: Vec::new(),
+            }],
+        };
+        let result = self.co.exchange(self.co_now(), &req, false);
+        let (_, step) = result.map_err(|e| TestCaseError::fail(format!("refused: {e:?}")))?;
+        if step.changed {
+            self.persisted = Some(self.co.record_json().unwrap());
+        }
+        Ok(())
     }
 
     fn check(&mut self) -> Result<(), TestCaseError> {
@@ -670,8 +724,19 @@ impl World {
         self.upstream_ok = true;
         let c = &self.co.spec().breaker;
         let pause = c.max_open_duration_ms.max(c.probe_timeout_ms).max(lease) + 1_000;
-        for _ in 0..12 {
+        for round in 0..12 {
             self.now += pause;
+            // A hostile session keeps reporting: forged successes and shed calls, which must
+            // not keep the honest clients from closing.
+            self.hostile(Forged {
+                client: 0,
+                session: 7,
+                seq: round + 1,
+                successes: 20_000,
+                failures: 0,
+                throttled: 20_000,
+                current: true,
+            })?;
             for i in 0..self.nodes.len() {
                 let now = local(self.now, self.nodes[i].offset);
                 let held = std::mem::take(&mut self.nodes[i].held);
@@ -732,7 +797,30 @@ fn op(burst: u32) -> impl Strategy<Value = Op> {
         1 => Just(Op::Reset),
         1 => (0usize..8, any::<bool>()).prop_map(|(client, forward)| Op::ClientClockStep { client, forward }),
         1 => any::<bool>().prop_map(|forward| Op::CoordinatorClockStep { forward }),
+        2 => forged().prop_map(Op::Hostile),
     ]
+}
+
+fn forged() -> impl Strategy<Value = Forged> {
+    (
+        (
+            0u32..50,
+            0u64..=MAX_SEQ,
+            prop_oneof![1u64..200, 1u64..=MAX_SEQ],
+        ),
+        (0u32..20_000, 0u32..20_000, 0u32..20_000, any::<bool>()),
+    )
+        .prop_map(
+            |((client, session, seq), (successes, failures, throttled, current))| Forged {
+                client,
+                session,
+                seq,
+                successes,
+                failures,
+                throttled,
+                current,
+            },
+        )
 }
 
 fn spec() -> impl Strategy<Value = SharedSpec> {

@@ -216,10 +216,10 @@ fn counters() -> BoxedStrategy<ObjectCounters> {
         proptest::array::uniform14(int()),
         proptest::option::of(int()),
         proptest::array::uniform11(int()),
-        int(),
+        (int(), int()),
     )
         .prop_map(
-            |(v, incident_since, incidents, incident_ms)| ObjectCounters {
+            |(v, incident_since, incidents, (incident_ms, sheds_dropped))| ObjectCounters {
                 requests: v[0],
                 acquires: v[1],
                 reports: v[2],
@@ -237,6 +237,7 @@ fn counters() -> BoxedStrategy<ObjectCounters> {
                 incident_since,
                 incidents,
                 incident_ms,
+                sheds_dropped,
             },
         )
         .boxed()

@@ -6,6 +6,10 @@ use crate::error::ConfigError;
 pub const MAX_WINDOW_CALLS: u32 = 100_000;
 /// The largest number of half-open probes that may be in flight at once.
 pub const MAX_HALF_OPEN_PROBES: u32 = 1_024;
+/// The most successful probes a half-open breaker may need to close. A breaker needing more
+/// would stay HALF_OPEN long after its upstream healed (with one probe at a time, as many
+/// round trips to the upstream as the threshold); 100 keeps recovery within 100 probe calls.
+pub const MAX_HALF_OPEN_SUCCESSES: u32 = 100;
 /// How many buckets a time-based rate window is divided into.
 pub const TIME_WINDOW_BUCKETS: usize = 10;
 
@@ -262,7 +266,8 @@ pub struct BreakerConfig {
     pub max_open_duration_ms: u64,
     /// Probes allowed in flight at once while HALF_OPEN, in `1..=1024`. Default: 1.
     pub half_open_max_probes: u32,
-    /// Successful probes needed to close again. At least 1. Default: 1.
+    /// Successful probes needed to close again, in `1..=100` ([`MAX_HALF_OPEN_SUCCESSES`]).
+    /// Default: 1.
     pub half_open_success_threshold: u32,
     /// A probe that has not reported after this many milliseconds frees its slot, so a lost probe
     /// cannot wedge the breaker half-open. At least 1. Default: 30 000 ms.
@@ -434,11 +439,13 @@ impl BreakerConfig {
                 "an integer in 1..=1024",
             ));
         }
-        if self.half_open_success_threshold == 0 {
+        if self.half_open_success_threshold == 0
+            || self.half_open_success_threshold > MAX_HALF_OPEN_SUCCESSES
+        {
             return Err(ConfigError::new(
                 "half_open_success_threshold",
-                0.0,
-                "an integer >= 1",
+                self.half_open_success_threshold as f64,
+                "an integer in 1..=100",
             ));
         }
         if self.probe_timeout_ms == 0 || self.probe_timeout_ms > MAX_DURATION_MS {

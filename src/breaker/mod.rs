@@ -26,7 +26,8 @@ pub(crate) mod window;
 
 pub use config::{
     BreakerConfig, FastPath, Throttle, TripRule, Window, CLOCK_STEP_MS, MAX_DURATION_MS,
-    MAX_HALF_OPEN_PROBES, MAX_WINDOW_CALLS, THROTTLE_BUCKETS, TIME_WINDOW_BUCKETS,
+    MAX_HALF_OPEN_PROBES, MAX_HALF_OPEN_SUCCESSES, MAX_WINDOW_CALLS, THROTTLE_BUCKETS,
+    TIME_WINDOW_BUCKETS,
 };
 pub use throttle::{throttle_probability, ThrottleBucket, ThrottleWindow};
 pub use window::{Bucket, Counter};

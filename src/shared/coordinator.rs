@@ -30,14 +30,21 @@ use super::json;
 use super::protocol::{
     BadRequest, Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ObjectCounters,
     OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, GAP_REASON,
-    MAX_CLIENTS, MAX_SEQ_GAP,
+    MAX_CLIENTS, MAX_SEQ_GAP, MAX_SHED_ODDS_FACTOR, SHED_SLACK,
 };
 use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
-    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition, TripRule,
+    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition,
+    TripRule, MAX_HALF_OPEN_PROBES,
 };
 use crate::clock::Timestamp;
 use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
+
+/// The most probe grants a coordinator keeps (live ones, and expired ones whose late report
+/// would still count): every probe a breaker may have in flight ([`MAX_HALF_OPEN_PROBES`]) and
+/// 64 more, so that hostile sessions taking probes and letting them expire keep the record
+/// within a few hundred KiB.
+pub const MAX_GRANTS: usize = MAX_HALF_OPEN_PROBES as usize + 64;
 
 /// The storage key the Durable Object keeps its record under.
 pub const STORAGE_KEY: &str = "breaker";
@@ -687,6 +694,8 @@ impl Coordinator {
     /// so its failures are the latest outcomes. Outcomes of another generation, and those
     /// after a transition, only count in the statistics, in one step.
     fn apply_counts(&mut self, now: Timestamp, counts: &Counts, step: &mut Step) {
+        // The throttle this session was shedding under, before its own outcomes move it.
+        let shed_p = self.breaker.throttle_probability(now);
         let mut left = [
             (counts.successes, Outcome::Success),
             (counts.ignored, Outcome::Ignored),
@@ -711,8 +720,15 @@ impl Coordinator {
         let [(s, _), (i, _), (f, _)] = left;
         self.breaker.count_stale(s, f, i);
         if counts.generation == Some(self.breaker.generation()) {
-            // Calls the clients shed: requests of the fleet's throttle window.
-            self.breaker.record_throttled(now, counts.throttled);
+            // Calls the clients shed: requests of the fleet's throttle window, as many as its
+            // throttle could have shed of the calls it was admitted.
+            let admitted = u64::from(counts.successes)
+                + u64::from(counts.failures)
+                + u64::from(counts.ignored);
+            let sheds = counts.throttled.min(shed_allowance(shed_p, admitted));
+            let dropped = u64::from(counts.throttled - sheds);
+            self.counters.sheds_dropped = self.counters.sheds_dropped.saturating_add(dropped);
+            self.breaker.record_throttled(now, sheds);
         }
     }
 
@@ -739,8 +755,8 @@ impl Coordinator {
     fn grant(&mut self, key: &SessionKey, generation: u32, id: u32, now: u64) {
         bump(&mut self.counters.probes_granted);
         // Expired grants stay so that a late report still counts (a slow probe is news of the
-        // upstream), but not without bound.
-        let cap = self.spec.breaker.half_open_max_probes as usize * 2 + 16;
+        // upstream), but not without bound: the record holding them is written at every step.
+        let cap = (self.spec.breaker.half_open_max_probes as usize * 2 + 16).min(MAX_GRANTS);
         if self.grants.len() >= cap {
             if let Some(oldest) = self
                 .grants
@@ -870,13 +886,28 @@ fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, Stri
     })
 }
 
-/// A probability in millionths, rounded up so that one above 0 is never sent as 0 (`no_std`:
-/// no `f64::ceil`).
 /// One more of what `counter` counts (it stops at `u64::MAX`, never wraps).
 fn bump(counter: &mut u64) {
     *counter = counter.saturating_add(1);
 }
 
+/// The most shed calls a session admitted `admitted` calls under a throttle of probability `p`
+/// may report ([`MAX_SHED_ODDS_FACTOR`]): none while `p` is 0.
+fn shed_allowance(p: f64, admitted: u64) -> u32 {
+    // NaN, 0 and below allow nothing.
+    let odds = if p > 0.0 && p < 1.0 {
+        p / (1.0 - p)
+    } else if p >= 1.0 {
+        f64::from(u32::MAX)
+    } else {
+        return 0;
+    };
+    // `as` saturates: a bound past `u32::MAX` allows every shed call.
+    (admitted as f64 * odds * MAX_SHED_ODDS_FACTOR + f64::from(SHED_SLACK)) as u32
+}
+
+/// A probability in millionths, rounded up so that one above 0 is never sent as 0 (`no_std`:
+/// no `f64::ceil`).
 fn ppm(p: f64) -> u32 {
     let x = p * 1e6;
     let n = x as u32;

@@ -509,7 +509,29 @@ pub struct ObjectCounters {
     pub incidents: [u64; 11],
     /// Their total length, ms.
     pub incident_ms: u64,
+    /// Shed calls reported beyond what the reporting session's throttle could have shed (see
+    /// [`MAX_SHED_ODDS_FACTOR`]): not counted. Left out when 0.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_zero_u64"))]
+    pub sheds_dropped: u64,
 }
+
+#[cfg(feature = "serde")]
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A session admitted `a` calls under a throttle of probability `p` may report at most
+/// `a × p / (1 − p) × MAX_SHED_ODDS_FACTOR + SHED_SLACK` shed calls, with `p` the throttle in
+/// force when the report arrives (what the coordinator hands out then; it moves with a
+/// window of buckets, so slowly over one lease). Shed calls count as requests of the fleet's
+/// throttle window: without this bound, one report of a million shed calls would make every
+/// client shed `max_rejection_probability` of its calls for a whole window while the breaker
+/// stays CLOSED. An honest client sheds each call with chance `p`, so its sheds per admitted
+/// call average `p / (1 − p)`; twice that plus a few absorbs the draw. While `p` is 0, no shed
+/// call is counted.
+pub const MAX_SHED_ODDS_FACTOR: f64 = 2.0;
+/// See [`MAX_SHED_ODDS_FACTOR`].
+pub const SHED_SLACK: u32 = 16;
 
 /// Upper bounds (seconds) of `breakwater_incident_seconds`, as in [`BreakerMetrics`](crate::BreakerMetrics).
 pub const INCIDENT_BOUNDS_S: [u64; 10] = [1, 5, 10, 30, 60, 120, 300, 600, 1_800, 3_600];

@@ -17,6 +17,18 @@ pub const MAX_LEASE_MS: u64 = 3_600_000;
 /// records travel through JSON and JavaScript numbers: a timestamp plus a duration must stay
 /// below 2^53.
 pub const MAX_SHARED_DURATION_MS: u64 = 365 * 24 * 3_600_000;
+/// The longest open period, and the longest probe timeout, a shared breaker accepts (one hour,
+/// as [`MAX_LEASE_MS`]). One breaker answers for the whole fleet: an open period of a year would
+/// refuse every client for a year after the upstream healed, and a probe timeout of a year would
+/// hold the breaker HALF_OPEN that long behind one lost probe. With these, a healed upstream is
+/// seen at most `max_open_duration_ms × (1 + open_jitter)` (under two hours) after the last
+/// failed probe.
+pub const MAX_SHARED_OPEN_MS: u64 = 3_600_000;
+/// The largest memory a shared breaker's trip rule may keep: the `threshold` of
+/// `failures_in_window` (it stores that many failure times) and the `calls` of a count window
+/// (that many calls). The record holding it is written at every report; 10 000 keeps it under
+/// 320 KiB with every session slot taken ([`MAX_CLIENTS`](super::protocol::MAX_CLIENTS)).
+pub const MAX_SHARED_WINDOW_CALLS: u32 = 10_000;
 /// Timestamps a coordinator or a lease client works with are clamped to this (2^52 ms, about the
 /// year 144 000), so that a clock reading `Infinity` or garbage cannot push a stored time past
 /// 2^53.
@@ -94,6 +106,22 @@ impl SharedSpec {
             ));
         }
         let c = &self.breaker;
+        let memory = match c.trip {
+            TripRule::FailuresInWindow { threshold, .. } => Some(("threshold", threshold)),
+            TripRule::FailureRate {
+                window: Window::Calls(n),
+                ..
+            } => Some(("window.calls", n)),
+            _ => None,
+        };
+        if let Some((field, n)) = memory {
+            if n > MAX_SHARED_WINDOW_CALLS {
+                return Err(format!(
+                    "invalid `breaker.trip.{field}`: {n} (a shared breaker accepts at most \
+                     10000: its memory is stored at every report)"
+                ));
+            }
+        }
         let window_ms = match c.trip {
             TripRule::FailuresInWindow { window_ms, .. } => window_ms,
             TripRule::FailureRate {
@@ -106,14 +134,19 @@ impl SharedSpec {
             ("breaker.open_duration_ms", c.open_duration_ms),
             ("breaker.max_open_duration_ms", c.max_open_duration_ms),
             ("breaker.probe_timeout_ms", c.probe_timeout_ms),
-            ("breaker.trip.window", window_ms),
         ] {
-            if ms > MAX_SHARED_DURATION_MS {
+            if ms > MAX_SHARED_OPEN_MS {
                 return Err(format!(
-                    "invalid `{field}`: {ms} (a shared breaker accepts at most 31536000000 ms, \
-                     one year)"
+                    "invalid `{field}`: {ms} (a shared breaker accepts at most 3600000 ms, one \
+                     hour)"
                 ));
             }
+        }
+        if window_ms > MAX_SHARED_DURATION_MS {
+            return Err(format!(
+                "invalid `breaker.trip.window`: {window_ms} (a shared breaker accepts at most \
+                 31536000000 ms, one year)"
+            ));
         }
         Ok(())
     }

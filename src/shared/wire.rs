@@ -194,6 +194,7 @@ wire_struct!(ObjectCounters, PASS, {
     incident_since: opt,
     incidents: or([0; 11]),
     incident_ms: or(0),
+    sheds_dropped: skip_zero,
 });
 wire_struct!(StateView, PASS, {
     name: req,

@@ -364,7 +364,7 @@ function config(o: Record<string, unknown>, where: string): Float64Array {
   cfg[Cfg.OpenBackoff] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, 1e6, false);
   cfg[Cfg.MaxOpenDuration] = num('maxResetTimeoutMs', o.maxResetTimeoutMs, Math.max(300_000, reset), reset);
   cfg[Cfg.Probes] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, 1024);
-  cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 2 ** 32 - 1);
+  cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 100);
   cfg[Cfg.ProbeTimeout] = num('probeTimeoutMs', o.probeTimeoutMs, 30_000, 1);
   // breakwater/adaptive's options: values that bring their own code and module.
   adaptiveValue(o, 'adaptiveThrottle', 'throttle', cfg);
