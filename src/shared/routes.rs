@@ -414,7 +414,10 @@ pub fn plan(
 pub fn object_name(kept: Option<&str>, asked: Option<&str>) -> Result<String, Answer> {
     let name = match (kept, asked) {
         (Some(kept), Some(asked)) if kept != asked => {
-            let message = alloc::format!("this object holds the breaker {kept:?}, not {asked:?}");
+            // Quoted, not `{:?}` (whose escaping tables would cost the wasm module kilobytes);
+            // the answer's JSON escapes whatever the request sent.
+            let message =
+                alloc::format!("this object holds the breaker \"{kept}\", not \"{asked}\"");
             return Err(Answer::new(409, "conflict", &message));
         }
         (Some(name), _) | (None, Some(name)) => name,
@@ -434,7 +437,7 @@ pub fn object_name(kept: Option<&str>, asked: Option<&str>) -> Result<String, An
 
 /// A declared `content-length`: refused above [`MAX_BODY_BYTES`], or when it is not a number.
 pub fn check_length(content_length: Option<&str>) -> Result<(), HttpError> {
-    match content_length.map(|v| v.trim().parse::<u64>()) {
+    match content_length.map(|v| v.trim_ascii().parse::<u64>()) {
         None => Ok(()),
         Some(Ok(n)) if n <= MAX_BODY_BYTES as u64 => Ok(()),
         Some(Ok(_)) => Err(HttpError::TooLarge),
@@ -446,7 +449,7 @@ pub fn check_length(content_length: Option<&str>) -> Result<(), HttpError> {
 /// settings header the object reads: `Ok(None)` for an empty body (the reset keeps the settings
 /// the breaker runs under), `Err` naming the field and the value.
 pub fn reset_settings(body: &str) -> Result<Option<String>, Answer> {
-    if body.trim().is_empty() {
+    if body.trim_ascii().is_empty() {
         return Ok(None);
     }
     let checked = json::from_str::<SharedSpec>(body)
@@ -466,13 +469,16 @@ pub fn reset_settings(body: &str) -> Result<Option<String>, Answer> {
 pub fn authorize(authorization: Option<&str>, secret: Option<&str>) -> Option<bool> {
     let secret = secret.filter(|s| !s.is_empty())?;
     let token = authorization.and_then(bearer_token).unwrap_or("");
-    Some(constant_time_eq(token.trim().as_bytes(), secret.as_bytes()))
+    Some(constant_time_eq(
+        token.trim_ascii().as_bytes(),
+        secret.as_bytes(),
+    ))
 }
 
 /// The token of an `Authorization: Bearer <token>` header value. The scheme is matched without
 /// regard to case (RFC 7235) and may be followed by spaces or tabs; `None` for another scheme.
 pub fn bearer_token(header: &str) -> Option<&str> {
-    let header = header.trim_start();
+    let header = header.trim_ascii_start();
     let split = header.find([' ', '\t'])?;
     let (scheme, token) = header.split_at(split);
     if !scheme.eq_ignore_ascii_case("bearer") {
@@ -548,6 +554,11 @@ impl BoundedBody {
     /// Whether nothing was collected.
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
+    }
+
+    /// The bytes.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
     }
 
     /// The bytes as text (invalid UTF-8 replaced, as `Request.text()` does).

@@ -301,9 +301,9 @@ impl WasmBody {
     pub fn push(&mut self, chunk: &[u8]) -> bool {
         self.0.push(chunk)
     }
-    // The bytes as text (invalid UTF-8 replaced); the body is emptied.
-    pub fn text(&mut self) -> String {
-        core::mem::take(&mut self.0).into_text()
+    // The bytes (the host decodes them, invalid UTF-8 replaced); the body is emptied.
+    pub fn bytes(&mut self) -> Vec<u8> {
+        core::mem::take(&mut self.0).into_bytes()
     }
 }
 

@@ -36,11 +36,12 @@
  * new_sqlite_classes = ["BreakerObject"]
  * ```
  *
- * Settings come from the clients (`breaker`, `leaseMs`), as with `breakwater/store`: an object
- * keeps the settings it runs under across a rolling deploy, and the admin route's reset installs
- * the ones its clients send now. A `BREAKERS` variable (the Rust Worker's format: name →
- * `lease_ms` and the core's `BreakerConfig`) pins them instead, and then only the names it
- * declares exist.
+ * Settings come from this Worker's own clients (`breaker`, `leaseMs`), as with
+ * `breakwater/store`, never from clients outside Cloudflare: an object keeps the settings it runs
+ * under across a rolling deploy, and the admin route's reset installs the ones its clients send
+ * now, or those its body names. A `BREAKERS` variable (the Rust Worker's format: name →
+ * `lease_ms` and the core's `BreakerConfig`) pins them instead: then only the names it declares
+ * exist, and a reset that names other settings is refused (409).
  * @packageDocumentation
  */
 import { DurableObject } from 'cloudflare:workers';
@@ -113,7 +114,7 @@ async function readBody(req: Request): Promise<string | Response> {
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) return body.text();
+      if (done) return new TextDecoder().decode(body.bytes());
       if (!body.push(value)) {
         reader.cancel().catch(() => {});
         return refusal(Http.TooLarge);
@@ -330,13 +331,17 @@ const ROUTE_KEYS = ['binding', 'prefix', 'names'];
  *
  * - `POST <prefix>/v1/acquire?breaker=<name>`, `POST <prefix>/v1/report?breaker=<name>`: the
  *   breaker service for clients outside Cloudflare (`SharedCircuitBreaker` with
- *   `service: { url, token }`), behind `Authorization: Bearer <SERVICE_TOKEN>`.
+ *   `service: { url, token }`), behind `Authorization: Bearer <SERVICE_TOKEN>`. They run under
+ *   the breaker's settings: their `breakwater-settings` header is not forwarded.
  * - `GET <prefix>/metrics` (JSON, or `?format=prometheus`), `GET <prefix>/admin/breakers/<name>`,
- *   `POST <prefix>/admin/breakers/<name>/isolate` and `.../reset`: behind
+ *   `POST <prefix>/admin/breakers/<name>/isolate` and `.../reset` (its body may name the
+ *   settings to install, the JSON of a `BREAKERS` entry): behind
  *   `Authorization: Bearer <ADMIN_TOKEN>`.
  *
  * Each group is off (answers `null`) while its secret is not set. Only the names in `names` (or
- * `BREAKERS`) are served; another name is a 404 and touches no object.
+ * `BREAKERS`) are served; another name is a 404 and touches no object. Bodies are read as a
+ * stream and cut at the protocol's limit (413). Every decision is the core's, as in the Rust
+ * Worker (src/shared/routes.rs); this function does the I/O.
  */
 export async function breakerRoutes(request: Request, env: object, options: BreakerRoutesOptions = {}): Promise<Response | null> {
   for (const k of Object.keys(options ?? {})) {

@@ -91,7 +91,8 @@ export interface WasmRoute {
 /** A request body collected up to the protocol's limit: `push` is false once it would pass it. */
 export interface WasmBody {
   push(chunk: Uint8Array): boolean;
-  text(): string;
+  /** The bytes collected (the body is emptied). */
+  bytes(): Uint8Array;
   free(): void;
 }
 
