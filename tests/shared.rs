@@ -1173,3 +1173,67 @@ fn the_instances_own_breaker_yields_to_a_coordinator_that_heard_it() {
         "the fleet's view again"
     );
 }
+
+// ----- replies beyond the protocol's limits -----
+
+const HOUR: u64 = breakwater::shared::MAX_LEASE_MS;
+
+/// The answer to `c`'s first `/acquire`, as a transport that rewrites it delivers it.
+fn forged_first_reply(
+    c: &mut LeaseClient,
+    co: &mut Coordinator,
+    forge: impl FnOnce(&mut ExchangeReply),
+) -> Decision {
+    assert_eq!(c.admit(lt(0)), Decision::Acquire);
+    let req = c.acquire_request();
+    let mut reply = exchange(co, 0, &req, true);
+    forge(&mut reply);
+    c.on_acquire_reply(lt(0), &reply)
+}
+
+#[test]
+fn a_closed_lease_of_u64_max_ms_is_asked_again_within_the_hour() {
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    let first = forged_first_reply(&mut c, &mut co, |r| r.lease.lease_ms = u64::MAX);
+    let Decision::Admit(ticket) = first else {
+        panic!("{first:?}")
+    };
+    let _ = c.record(lt(0), ticket, Outcome::Success);
+    // The fleet opens; this client goes on on its lease, for one hour at most.
+    trip(&mut co, 1);
+    let Decision::Admit(ticket) = c.admit(lt(HOUR - 1)) else {
+        panic!("admitted on the lease")
+    };
+    let _ = c.record(lt(HOUR - 1), ticket, Outcome::Ignored);
+    assert_eq!(c.admit(lt(HOUR)), Decision::Refresh);
+    // It learns the fleet's state, probes, and the breaker closes (true answers from now on).
+    assert!(call(&mut c, &mut co, HOUR, Outcome::Success).is_ok());
+    assert_eq!(co.breaker().state(), State::Closed);
+    assert_eq!(c.known_state(), Some(State::Closed));
+    assert!(call(&mut c, &mut co, HOUR + 1, Outcome::Success).is_ok());
+}
+
+#[test]
+fn an_open_refusal_of_u64_max_ms_is_asked_again_within_the_hour() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 0);
+    let mut c = client("a");
+    let first = forged_first_reply(&mut c, &mut co, |r| {
+        r.lease.lease_ms = u64::MAX;
+        r.lease.retry_after_ms = u64::MAX;
+        if let Some(rejected) = r.rejected.as_mut() {
+            rejected.retry_after_ms = u64::MAX;
+        }
+    });
+    let Decision::Reject(r) = first else {
+        panic!("{first:?}")
+    };
+    assert!(r.retry_after_ms <= breakwater::shared::protocol::MAX_RETRY_AFTER_MS);
+    assert!(matches!(c.admit(lt(HOUR - 1)), Decision::Reject(_)));
+    assert_eq!(c.admit(lt(HOUR)), Decision::Acquire);
+    // The coordinator's true answer: a probe, which closes the breaker.
+    assert!(call(&mut c, &mut co, HOUR, Outcome::Success).is_ok());
+    assert_eq!(co.breaker().state(), State::Closed);
+    assert!(call(&mut c, &mut co, HOUR + 1, Outcome::Success).is_ok());
+}

@@ -36,7 +36,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::protocol::{
-    Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ProbeReport, MAX_BATCHES,
+    Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ProbeReport, WirePermit, MAX_BATCHES,
     MAX_BODY_BYTES, MAX_GENERATIONS_PER_BATCH, MAX_OUTCOMES_PER_BATCH, MAX_PROBES_PER_BATCH,
     MAX_SEQ, RESEND_WINDOW_MS,
 };
@@ -624,8 +624,9 @@ impl LeaseClient {
         self.tick(now);
         // Answers may come back in any order: the oldest send time is the safe start.
         let sent_at = self.acquires.pop_front().unwrap_or(self.now);
-        self.on_lease(&reply.lease, sent_at);
-        if let Some(p) = reply.permit {
+        let lease = reply.lease.within_limits();
+        self.on_lease(&lease, sent_at);
+        if let Some(p) = reply.permit.map(WirePermit::within_limits) {
             let kind = match p.probe {
                 Some(id) => TicketKind::Probe {
                     generation: p.generation,
@@ -647,7 +648,7 @@ impl LeaseClient {
         if let Some(k) = &mut self.known {
             if k.state != State::Closed && k.mode != Mode::Disabled {
                 let back_at = sent_at.saturating_add(rejected.retry_after_ms);
-                k.until = back_at.min(sent_at.saturating_add(reply.lease.lease_ms));
+                k.until = back_at.min(sent_at.saturating_add(lease.lease_ms));
                 k.refusal = Some((rejected.reason, back_at));
             }
         }
@@ -901,8 +902,11 @@ impl LeaseClient {
 
     /// A lease runs from when its request was sent: an answer that took long is worth less. An
     /// OPEN one is asked again after one lease at most, so that a `reset()` (or an open period
-    /// the coordinator shortened) reaches every client within one lease.
+    /// the coordinator shortened) reaches every client within one lease. Every lease a reply
+    /// carries passes here, brought within the protocol's limits first
+    /// ([`Lease::within_limits`]): no reply makes a client stop asking for longer than an hour.
     fn on_lease(&mut self, lease: &Lease, start: u64) {
+        let lease = &lease.within_limits();
         let mut refusal = None;
         let until = match (lease.state, lease.mode) {
             (_, Mode::Disabled) | (State::Closed, _) => start.saturating_add(lease.lease_ms),
@@ -940,7 +944,7 @@ impl LeaseClient {
             generation: lease.generation,
             until,
             refusal,
-            throttle_ppm: lease.throttle_ppm.min(1_000_000),
+            throttle_ppm: lease.throttle_ppm,
         });
         if self.local_until.take().is_some() {
             self.push_event(ClientEvent::Recovered);
