@@ -1237,3 +1237,45 @@ fn an_open_refusal_of_u64_max_ms_is_asked_again_within_the_hour() {
     assert_eq!(co.breaker().state(), State::Closed);
     assert!(call(&mut c, &mut co, HOUR + 1, Outcome::Success).is_ok());
 }
+
+// ----- a call dropped half-way -----
+
+#[test]
+fn a_dropped_probe_goes_back_to_the_fleet_with_the_next_report() {
+    // The default probe time-out: 30 s of refusals for every client if the slot stayed taken.
+    let mut co = coordinator(
+        SharedSpec::new(
+            BreakerConfig::new()
+                .with_trip(TripRule::ConsecutiveFailures { threshold: 3 })
+                .with_open_duration_ms(1_000),
+        )
+        .with_lease_ms(500),
+    );
+    trip(&mut co, 0);
+    let (mut a, mut b) = (client("a"), client("b"));
+    assert_eq!(a.admit(lt(1_000)), Decision::Acquire);
+    let req = a.acquire_request();
+    let reply = exchange(&mut co, 1_000, &req, true);
+    let Decision::Admit(probe) = a.on_acquire_reply(lt(1_000), &reply) else {
+        panic!("a probe")
+    };
+    assert!(probe.is_probe());
+    // The app's own time-out drops the call: the host gives it back, and a report is due.
+    let before = a.stats();
+    assert!(a.drop_call(lt(1_050), probe));
+    flush(&mut a, &mut co, 1_050, false);
+    assert_eq!(co.breaker().probes_in_flight(), 0, "the slot is free");
+    assert_eq!(a.stats().ignored, before.ignored + 1);
+    assert_eq!(
+        (a.stats().successes, a.stats().failures),
+        (before.successes, before.failures)
+    );
+    // Another client, calling every 100 ms for the probe time-out, probes at once and closes it.
+    let refused = (0..300)
+        .filter(|i| call(&mut b, &mut co, 1_100 + i * 100, Outcome::Success).is_err())
+        .count();
+    assert_eq!(refused, 0);
+    assert_eq!(co.breaker().state(), State::Closed);
+    // And the one that dropped its call is admitted again.
+    assert!(call(&mut a, &mut co, 31_100, Outcome::Success).is_ok());
+}

@@ -662,6 +662,16 @@ impl LeaseClient {
         self.settle(now, ticket, outcome)
     }
 
+    /// A call the host dropped before it ended (its future dropped by the app's own time-out, a
+    /// `select!`, a client that went away): it says nothing about the upstream, so it is
+    /// recorded as [`Outcome::Ignored`], and a probe's permit goes back to the fleet with the
+    /// next report instead of holding the fleet's probe slot until the coordinator's probe
+    /// time-out. Returns whether a report is due (a probe's is): the host sends it without
+    /// waiting for another call, or with its next report at the latest.
+    pub fn drop_call(&mut self, now: LocalTime, ticket: Ticket) -> bool {
+        self.record(now, ticket, Outcome::Ignored)
+    }
+
     /// [`record`](Self::record) without counting it in [`stats`](Self::stats): a parked permit no
     /// call took is given back this way.
     fn settle(&mut self, now: LocalTime, ticket: Ticket, outcome: Outcome) -> bool {
