@@ -198,6 +198,12 @@ impl SharedBreaker {
                     return Err(r);
                 }
                 Decision::Acquire => {
+                    // A report due before asking (a dropped call's probe whose task did not
+                    // run): sent first, so that the object has this isolate's permit back.
+                    let due = self.inner.lease.borrow().flush_due(now());
+                    if due {
+                        self.flush_inner(ns, false).await;
+                    }
                     let req = self.inner.lease.borrow_mut().acquire_request();
                     match self.exchange(ns, "acquire", &req).await {
                         Ok(reply) => {
@@ -396,8 +402,10 @@ impl SharedBreaker {
 /// probe's permit goes back to the fleet), and when that makes a report due, sends it in a task of
 /// its own (`spawn_local`): a dropped probe would otherwise hold the fleet's only probe slot,
 /// with every client refused, until the object's `probe_timeout_ms`. The task runs while the
-/// isolate serves the request that dropped the call; if the isolate stops first, the report
-/// stays due and goes with this isolate's next one.
+/// request that dropped the call goes on (Workers may cancel it once the response is sent: an
+/// app that answers at once can pass a clone's [`flush`](SharedBreaker::flush) to
+/// `ctx.wait_until`); if it does not run, the report stays due and goes before this isolate's
+/// next request to the object.
 struct DropCall<'a> {
     breaker: &'a SharedBreaker,
     ns: &'a ObjectNamespace,
