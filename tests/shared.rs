@@ -1241,7 +1241,7 @@ fn an_open_refusal_of_u64_max_ms_is_asked_again_within_the_hour() {
 // ----- a call dropped half-way -----
 
 #[test]
-fn a_dropped_probe_goes_back_to_the_fleet_with_the_next_report() {
+fn a_dropped_probe_goes_back_to_the_fleet_at_once() {
     // The default probe time-out: 30 s of refusals for every client if the slot stayed taken.
     let mut co = coordinator(
         SharedSpec::new(
@@ -1260,11 +1260,13 @@ fn a_dropped_probe_goes_back_to_the_fleet_with_the_next_report() {
         panic!("a probe")
     };
     assert!(probe.is_probe());
-    // The app's own time-out drops the call: the host gives it back, and a report is due.
+    // The app's own time-out drops the call: the host gives it back, in a report sent at once
+    // whose answer nobody reads.
     let before = a.stats();
-    assert!(a.drop_call(lt(1_050), probe));
-    flush(&mut a, &mut co, 1_050, false);
+    let report = a.drop_call(lt(1_050), probe).expect("a report");
+    let _unread = exchange(&mut co, 1_050, &report, false);
     assert_eq!(co.breaker().probes_in_flight(), 0, "the slot is free");
+    assert!(!a.in_flight(), "nothing waits for that answer");
     assert_eq!(a.stats().ignored, before.ignored + 1);
     assert_eq!(
         (a.stats().successes, a.stats().failures),
@@ -1276,6 +1278,35 @@ fn a_dropped_probe_goes_back_to_the_fleet_with_the_next_report() {
         .count();
     assert_eq!(refused, 0);
     assert_eq!(co.breaker().state(), State::Closed);
-    // And the one that dropped its call is admitted again.
+    // And the one that dropped its call is admitted again; its report went again, counted once.
+    assert!(
+        a.flush_due(lt(31_100)),
+        "the unread report goes again at once"
+    );
     assert!(call(&mut a, &mut co, 31_100, Outcome::Success).is_ok());
+    flush(&mut a, &mut co, 31_100, true);
+    assert_eq!(a.unacknowledged(), 0);
+    assert_eq!(co.view(t(31_100)).counters.probe_outcomes, 2);
+}
+
+#[test]
+fn a_dropped_probe_whose_report_is_lost_goes_back_with_the_next_request() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 0);
+    let mut a = client("a");
+    assert_eq!(a.admit(lt(1_000)), Decision::Acquire);
+    let req = a.acquire_request();
+    let reply = exchange(&mut co, 1_000, &req, true);
+    let Decision::Admit(probe) = a.on_acquire_reply(lt(1_000), &reply) else {
+        panic!("a probe")
+    };
+    // The task that sent the report was cancelled before it left.
+    let _lost = a.drop_call(lt(1_050), probe).expect("a report");
+    assert_eq!(co.breaker().probes_in_flight(), 1);
+    // The next call sends it first (a report is due), then probes, and closes the breaker.
+    assert!(a.flush_due(lt(1_100)));
+    flush(&mut a, &mut co, 1_100, false);
+    assert_eq!(co.breaker().probes_in_flight(), 0);
+    assert!(call(&mut a, &mut co, 1_100, Outcome::Success).is_ok());
+    assert_eq!(co.breaker().state(), State::Closed);
 }

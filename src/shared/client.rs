@@ -349,8 +349,9 @@ pub struct LeaseClient {
     acquires: VecDeque<u64>,
     /// Send one batch per report (the coordinator refused a whole exchange).
     one_at_a_time: bool,
-    /// The outbox was renumbered after a gap refusal: send it again at once.
-    renumbered: bool,
+    /// The outbox goes again at once: renumbered after a gap refusal, or sent in a report
+    /// whose answer nobody waits for ([`LeaseClient::drop_call`]).
+    resend: bool,
     now: u64,
     local_until: Option<u64>,
     local: Breaker,
@@ -401,7 +402,7 @@ impl LeaseClient {
             in_flight: None,
             acquires: VecDeque::new(),
             one_at_a_time: false,
-            renumbered: false,
+            resend: false,
             now: 0,
             local_until: None,
             local,
@@ -666,10 +667,19 @@ impl LeaseClient {
     /// `select!`, a client that went away): it says nothing about the upstream, so it is
     /// recorded as [`Outcome::Ignored`], and a probe's permit goes back to the fleet with the
     /// next report instead of holding the fleet's probe slot until the coordinator's probe
-    /// time-out. Returns whether a report is due (a probe's is): the host sends it without
-    /// waiting for another call, or with its next report at the latest.
-    pub fn drop_call(&mut self, now: LocalTime, ticket: Ticket) -> bool {
-        self.record(now, ticket, Outcome::Ignored)
+    /// time-out. When that makes a report due (a probe's does), returns it, for a host that
+    /// cannot await where the call is dropped (a destructor): send it at once, in the
+    /// background, and feed nothing back, not even a failure. Nothing waits for its answer, so
+    /// a host that never hears it loses nothing: its batches stay unacknowledged and go again
+    /// with the next report, which is due at once (the coordinator acknowledges them without
+    /// counting them twice).
+    pub fn drop_call(&mut self, now: LocalTime, ticket: Ticket) -> Option<Exchange> {
+        if !self.record(now, ticket, Outcome::Ignored) {
+            return None;
+        }
+        let req = self.report();
+        self.resend = true;
+        Some(req)
     }
 
     /// [`record`](Self::record) without counting it in [`stats`](Self::stats): a parked permit no
@@ -727,7 +737,8 @@ impl LeaseClient {
     }
 
     /// Whether a report should be sent now: a failure or a probe outcome waits, or `max_batch`
-    /// outcomes do, or batches were renumbered after a gap refusal, and no report is in flight
+    /// outcomes do, or the outbox must go again (renumbered after a gap refusal, or sent for a
+    /// dropped call without waiting for the answer), and no report is in flight
     /// and the coordinator is not known to be unreachable.
     pub fn flush_due(&self, now: LocalTime) -> bool {
         if self.in_flight() || self.local_until.is_some_and(|u| now.0 < u) {
@@ -738,7 +749,7 @@ impl LeaseClient {
             return false;
         }
         let waiting: u64 = self.pending.iter().map(Counts::total).sum();
-        self.renumbered
+        self.resend
             || !self.pending_probes.is_empty()
             || self.pending.iter().any(|c| c.failures > 0)
             || waiting >= u64::from(self.opts.max_batch)
@@ -754,10 +765,22 @@ impl LeaseClient {
         }
         self.drop_expired();
         self.seal();
-        self.renumbered = false;
+        self.resend = false;
         if self.outbox.is_empty() && !force {
             return None;
         }
+        let req = self.report();
+        self.in_flight = Some(InFlight {
+            batches: req.batches.len(),
+            sent_at: self.now,
+        });
+        Some(req)
+    }
+
+    /// A report of the oldest unacknowledged batches that fit in one request, with what waits
+    /// sealed into batches first.
+    fn report(&mut self) -> Exchange {
+        self.seal();
         let mut req = Exchange {
             client: self.id.as_str().into(),
             session: self.session,
@@ -771,12 +794,8 @@ impl LeaseClient {
             }
             req.batches.push(batch.clone());
         }
-        self.in_flight = Some(InFlight {
-            batches: req.batches.len(),
-            sent_at: self.now,
-        });
         self.requests += 1;
-        Some(req)
+        req
     }
 
     /// Feeds the coordinator's answer to `/report`.
@@ -831,7 +850,7 @@ impl LeaseClient {
             b.seq = seq;
         }
         self.next_seq = seq + 1;
-        self.renumbered = !self.outbox.is_empty();
+        self.resend = !self.outbox.is_empty();
     }
 
     /// The coordinator refused the whole report with a 4xx `status`. It is not an outage of the

@@ -198,8 +198,8 @@ impl SharedBreaker {
                     return Err(r);
                 }
                 Decision::Acquire => {
-                    // A report due before asking (a dropped call's probe whose task did not
-                    // run): sent first, so that the object has this isolate's permit back.
+                    // A report due before asking (a dropped call's, sent again): first, so
+                    // that the object has this isolate's probe permit back.
                     let due = self.inner.lease.borrow().flush_due(now());
                     if due {
                         self.flush_inner(ns, false).await;
@@ -399,13 +399,12 @@ impl SharedBreaker {
 /// A call admitted by [`SharedBreaker::call_classified`] whose future may be dropped before it
 /// ends (the app's own time-out, a `select!`, a client that went away). Dropped while it holds
 /// the ticket, it tells the lease client ([`LeaseClient::drop_call`]: the call is ignored, and a
-/// probe's permit goes back to the fleet), and when that makes a report due, sends it in a task of
-/// its own (`spawn_local`): a dropped probe would otherwise hold the fleet's only probe slot,
-/// with every client refused, until the object's `probe_timeout_ms`. The task runs while the
-/// request that dropped the call goes on (Workers may cancel it once the response is sent: an
-/// app that answers at once can pass a clone's [`flush`](SharedBreaker::flush) to
-/// `ctx.wait_until`); if it does not run, the report stays due and goes before this isolate's
-/// next request to the object.
+/// probe's permit goes back to the fleet), and sends the report that makes due in a task of its
+/// own (`spawn_local`), answer unread: a dropped probe would otherwise hold the fleet's only
+/// probe slot, with every client refused, until the object's `probe_timeout_ms`. Workers may
+/// cancel that task once the request that dropped the call has answered; nothing depends on it:
+/// the lease client sends the same batches again before this isolate's next request to the
+/// object, and the object counts them once.
 struct DropCall<'a> {
     breaker: &'a SharedBreaker,
     ns: &'a ObjectNamespace,
@@ -424,16 +423,17 @@ impl Drop for DropCall<'_> {
         let Some(ticket) = self.ticket.take() else {
             return;
         };
-        let due = match self.breaker.inner.lease.try_borrow_mut() {
+        let report = match self.breaker.inner.lease.try_borrow_mut() {
             Ok(mut lease) => lease.drop_call(now(), ticket),
             // Never while a future is dropped (no borrow is held across an await).
             Err(_) => return,
         };
-        if due {
-            let breaker = self.breaker.clone();
+        if let Some(report) = report {
+            let name = self.breaker.inner.name.clone();
             let ns = self.ns.clone();
             worker::wasm_bindgen_futures::spawn_local(async move {
-                breaker.flush_inner(&ns, false).await;
+                // Nothing waits for the answer: the lease client sends these batches again.
+                let _ = exchange(&ns, &name, "report", &report).await;
             });
         }
     }
