@@ -1173,3 +1173,140 @@ fn the_instances_own_breaker_yields_to_a_coordinator_that_heard_it() {
         "the fleet's view again"
     );
 }
+
+// ----- replies beyond the protocol's limits -----
+
+const HOUR: u64 = breakwater::shared::MAX_LEASE_MS;
+
+/// The answer to `c`'s first `/acquire`, as a transport that rewrites it delivers it.
+fn forged_first_reply(
+    c: &mut LeaseClient,
+    co: &mut Coordinator,
+    forge: impl FnOnce(&mut ExchangeReply),
+) -> Decision {
+    assert_eq!(c.admit(lt(0)), Decision::Acquire);
+    let req = c.acquire_request();
+    let mut reply = exchange(co, 0, &req, true);
+    forge(&mut reply);
+    c.on_acquire_reply(lt(0), &reply)
+}
+
+#[test]
+fn a_closed_lease_of_u64_max_ms_is_asked_again_within_the_hour() {
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    let first = forged_first_reply(&mut c, &mut co, |r| r.lease.lease_ms = u64::MAX);
+    let Decision::Admit(ticket) = first else {
+        panic!("{first:?}")
+    };
+    let _ = c.record(lt(0), ticket, Outcome::Success);
+    // The fleet opens; this client goes on on its lease, for one hour at most.
+    trip(&mut co, 1);
+    let Decision::Admit(ticket) = c.admit(lt(HOUR - 1)) else {
+        panic!("admitted on the lease")
+    };
+    let _ = c.record(lt(HOUR - 1), ticket, Outcome::Ignored);
+    assert_eq!(c.admit(lt(HOUR)), Decision::Refresh);
+    // It learns the fleet's state, probes, and the breaker closes (true answers from now on).
+    assert!(call(&mut c, &mut co, HOUR, Outcome::Success).is_ok());
+    assert_eq!(co.breaker().state(), State::Closed);
+    assert_eq!(c.known_state(), Some(State::Closed));
+    assert!(call(&mut c, &mut co, HOUR + 1, Outcome::Success).is_ok());
+}
+
+#[test]
+fn an_open_refusal_of_u64_max_ms_is_asked_again_within_the_hour() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 0);
+    let mut c = client("a");
+    let first = forged_first_reply(&mut c, &mut co, |r| {
+        r.lease.lease_ms = u64::MAX;
+        r.lease.retry_after_ms = u64::MAX;
+        if let Some(rejected) = r.rejected.as_mut() {
+            rejected.retry_after_ms = u64::MAX;
+        }
+    });
+    let Decision::Reject(r) = first else {
+        panic!("{first:?}")
+    };
+    assert!(r.retry_after_ms <= breakwater::shared::protocol::MAX_RETRY_AFTER_MS);
+    assert!(matches!(c.admit(lt(HOUR - 1)), Decision::Reject(_)));
+    assert_eq!(c.admit(lt(HOUR)), Decision::Acquire);
+    // The coordinator's true answer: a probe, which closes the breaker.
+    assert!(call(&mut c, &mut co, HOUR, Outcome::Success).is_ok());
+    assert_eq!(co.breaker().state(), State::Closed);
+    assert!(call(&mut c, &mut co, HOUR + 1, Outcome::Success).is_ok());
+}
+
+// ----- a call dropped half-way -----
+
+#[test]
+fn a_dropped_probe_goes_back_to_the_fleet_at_once() {
+    // The default probe time-out: 30 s of refusals for every client if the slot stayed taken.
+    let mut co = coordinator(
+        SharedSpec::new(
+            BreakerConfig::new()
+                .with_trip(TripRule::ConsecutiveFailures { threshold: 3 })
+                .with_open_duration_ms(1_000),
+        )
+        .with_lease_ms(500),
+    );
+    trip(&mut co, 0);
+    let (mut a, mut b) = (client("a"), client("b"));
+    assert_eq!(a.admit(lt(1_000)), Decision::Acquire);
+    let req = a.acquire_request();
+    let reply = exchange(&mut co, 1_000, &req, true);
+    let Decision::Admit(probe) = a.on_acquire_reply(lt(1_000), &reply) else {
+        panic!("a probe")
+    };
+    assert!(probe.is_probe());
+    // The app's own time-out drops the call: the host gives it back, in a report sent at once
+    // whose answer nobody reads.
+    let before = a.stats();
+    let report = a.drop_call(lt(1_050), probe).expect("a report");
+    let _unread = exchange(&mut co, 1_050, &report, false);
+    assert_eq!(co.breaker().probes_in_flight(), 0, "the slot is free");
+    assert!(!a.in_flight(), "nothing waits for that answer");
+    assert_eq!(a.stats().ignored, before.ignored + 1);
+    assert_eq!(
+        (a.stats().successes, a.stats().failures),
+        (before.successes, before.failures)
+    );
+    // Another client, calling every 100 ms for the probe time-out, probes at once and closes it.
+    let refused = (0..300)
+        .filter(|i| call(&mut b, &mut co, 1_100 + i * 100, Outcome::Success).is_err())
+        .count();
+    assert_eq!(refused, 0);
+    assert_eq!(co.breaker().state(), State::Closed);
+    // And the one that dropped its call is admitted again; its report went again, counted once.
+    assert!(
+        a.flush_due(lt(31_100)),
+        "the unread report goes again at once"
+    );
+    assert!(call(&mut a, &mut co, 31_100, Outcome::Success).is_ok());
+    flush(&mut a, &mut co, 31_100, true);
+    assert_eq!(a.unacknowledged(), 0);
+    assert_eq!(co.view(t(31_100)).counters.probe_outcomes, 2);
+}
+
+#[test]
+fn a_dropped_probe_whose_report_is_lost_goes_back_with_the_next_request() {
+    let mut co = coordinator(spec());
+    trip(&mut co, 0);
+    let mut a = client("a");
+    assert_eq!(a.admit(lt(1_000)), Decision::Acquire);
+    let req = a.acquire_request();
+    let reply = exchange(&mut co, 1_000, &req, true);
+    let Decision::Admit(probe) = a.on_acquire_reply(lt(1_000), &reply) else {
+        panic!("a probe")
+    };
+    // The task that sent the report was cancelled before it left.
+    let _lost = a.drop_call(lt(1_050), probe).expect("a report");
+    assert_eq!(co.breaker().probes_in_flight(), 1);
+    // The next call sends it first (a report is due), then probes, and closes the breaker.
+    assert!(a.flush_due(lt(1_100)));
+    flush(&mut a, &mut co, 1_100, false);
+    assert_eq!(co.breaker().probes_in_flight(), 0);
+    assert!(call(&mut a, &mut co, 1_100, Outcome::Success).is_ok());
+    assert_eq!(co.breaker().state(), State::Closed);
+}

@@ -156,19 +156,27 @@ impl<C: Clock> CircuitBreaker<C> {
     /// Asks to run one call now. The guard reports its outcome with
     /// [`settle`](CallGuard::settle); dropped unsettled, it settles as [`Outcome::Ignored`].
     pub fn admit(&self) -> Result<CallGuard<'_, C>, Rejected> {
-        Ok(CallGuard {
+        let (result, transition) = self.acquire();
+        let guard = result.map(|permit| CallGuard {
             breaker: self,
-            permit: Some(self.acquire()?),
-        })
+            permit: Some(permit),
+        });
+        // The listener hears of the transition once the guard holds the permit: a listener
+        // that panics unwinds through the guard, which gives the probe slot back.
+        self.emit(transition);
+        guard
     }
 
     /// [`admit`](Self::admit) for a breaker in an `Arc`, with a guard that owns a handle to it
     /// (to move into a spawned task).
     pub fn admit_owned(self: &Arc<Self>) -> Result<OwnedCallGuard<C>, Rejected> {
-        Ok(OwnedCallGuard {
-            permit: Some(self.acquire()?),
+        let (result, transition) = self.acquire();
+        let guard = result.map(|permit| OwnedCallGuard {
+            permit: Some(permit),
             breaker: Arc::clone(self),
-        })
+        });
+        self.emit(transition);
+        guard
     }
 
     /// What a call now would be answered, taking nothing (no probe slot, no count): see
@@ -203,9 +211,11 @@ impl<C: Clock> CircuitBreaker<C> {
         self.clock.now()
     }
 
-    /// Admits a call. While CLOSED under a rule that needs no time for it, without reading the
-    /// clock (the clock is most of a call's cost: `SystemTime::now` is some 35 ns here).
-    fn acquire(&self) -> Result<Permit, Rejected> {
+    /// Admits a call, and returns the transition admitting it made, for the caller to emit once
+    /// a guard holds the permit. While CLOSED under a rule that needs no time for it, without
+    /// reading the clock (the clock is most of a call's cost: `SystemTime::now` is some 35 ns
+    /// here).
+    fn acquire(&self) -> (Result<Permit, Rejected>, Option<Transition>) {
         let timeless = !self.settings.needs_time_while_closed(None);
         let fast = timeless
             .then(|| {
@@ -222,8 +232,7 @@ impl<C: Clock> CircuitBreaker<C> {
                 self.core.with(|core| core.acquire(now))
             }
         };
-        self.emit(admission.transition);
-        admission.result
+        (admission.result, admission.transition)
     }
 
     /// Reports an admitted call. A CLOSED call's end that needs no time (a success under

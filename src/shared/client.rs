@@ -36,7 +36,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::protocol::{
-    Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ProbeReport, MAX_BATCHES,
+    Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ProbeReport, WirePermit, MAX_BATCHES,
     MAX_BODY_BYTES, MAX_GENERATIONS_PER_BATCH, MAX_OUTCOMES_PER_BATCH, MAX_PROBES_PER_BATCH,
     MAX_SEQ, RESEND_WINDOW_MS,
 };
@@ -349,8 +349,9 @@ pub struct LeaseClient {
     acquires: VecDeque<u64>,
     /// Send one batch per report (the coordinator refused a whole exchange).
     one_at_a_time: bool,
-    /// The outbox was renumbered after a gap refusal: send it again at once.
-    renumbered: bool,
+    /// The outbox goes again at once: renumbered after a gap refusal, or sent in a report
+    /// whose answer nobody waits for ([`LeaseClient::drop_call`]).
+    resend: bool,
     now: u64,
     local_until: Option<u64>,
     local: Breaker,
@@ -401,7 +402,7 @@ impl LeaseClient {
             in_flight: None,
             acquires: VecDeque::new(),
             one_at_a_time: false,
-            renumbered: false,
+            resend: false,
             now: 0,
             local_until: None,
             local,
@@ -624,8 +625,9 @@ impl LeaseClient {
         self.tick(now);
         // Answers may come back in any order: the oldest send time is the safe start.
         let sent_at = self.acquires.pop_front().unwrap_or(self.now);
-        self.on_lease(&reply.lease, sent_at);
-        if let Some(p) = reply.permit {
+        let lease = reply.lease.within_limits();
+        self.on_lease(&lease, sent_at);
+        if let Some(p) = reply.permit.map(WirePermit::within_limits) {
             let kind = match p.probe {
                 Some(id) => TicketKind::Probe {
                     generation: p.generation,
@@ -647,7 +649,7 @@ impl LeaseClient {
         if let Some(k) = &mut self.known {
             if k.state != State::Closed && k.mode != Mode::Disabled {
                 let back_at = sent_at.saturating_add(rejected.retry_after_ms);
-                k.until = back_at.min(sent_at.saturating_add(reply.lease.lease_ms));
+                k.until = back_at.min(sent_at.saturating_add(lease.lease_ms));
                 k.refusal = Some((rejected.reason, back_at));
             }
         }
@@ -659,6 +661,25 @@ impl LeaseClient {
     pub fn record(&mut self, now: LocalTime, ticket: Ticket, outcome: Outcome) -> bool {
         self.count_outcome(outcome);
         self.settle(now, ticket, outcome)
+    }
+
+    /// A call the host dropped before it ended (its future dropped by the app's own time-out, a
+    /// `select!`, a client that went away): it says nothing about the upstream, so it is
+    /// recorded as [`Outcome::Ignored`], and a probe's permit goes back to the fleet with the
+    /// next report instead of holding the fleet's probe slot until the coordinator's probe
+    /// time-out. When that makes a report due (a probe's does), returns it, for a host that
+    /// cannot await where the call is dropped (a destructor): send it at once, in the
+    /// background, and feed nothing back, not even a failure. Nothing waits for its answer, so
+    /// a host that never hears it loses nothing: its batches stay unacknowledged and go again
+    /// with the next report, which is due at once (the coordinator acknowledges them without
+    /// counting them twice).
+    pub fn drop_call(&mut self, now: LocalTime, ticket: Ticket) -> Option<Exchange> {
+        if !self.record(now, ticket, Outcome::Ignored) {
+            return None;
+        }
+        let req = self.report();
+        self.resend = true;
+        Some(req)
     }
 
     /// [`record`](Self::record) without counting it in [`stats`](Self::stats): a parked permit no
@@ -716,7 +737,8 @@ impl LeaseClient {
     }
 
     /// Whether a report should be sent now: a failure or a probe outcome waits, or `max_batch`
-    /// outcomes do, or batches were renumbered after a gap refusal, and no report is in flight
+    /// outcomes do, or the outbox must go again (renumbered after a gap refusal, or sent for a
+    /// dropped call without waiting for the answer), and no report is in flight
     /// and the coordinator is not known to be unreachable.
     pub fn flush_due(&self, now: LocalTime) -> bool {
         if self.in_flight() || self.local_until.is_some_and(|u| now.0 < u) {
@@ -727,7 +749,7 @@ impl LeaseClient {
             return false;
         }
         let waiting: u64 = self.pending.iter().map(Counts::total).sum();
-        self.renumbered
+        self.resend
             || !self.pending_probes.is_empty()
             || self.pending.iter().any(|c| c.failures > 0)
             || waiting >= u64::from(self.opts.max_batch)
@@ -743,10 +765,22 @@ impl LeaseClient {
         }
         self.drop_expired();
         self.seal();
-        self.renumbered = false;
+        self.resend = false;
         if self.outbox.is_empty() && !force {
             return None;
         }
+        let req = self.report();
+        self.in_flight = Some(InFlight {
+            batches: req.batches.len(),
+            sent_at: self.now,
+        });
+        Some(req)
+    }
+
+    /// A report of the oldest unacknowledged batches that fit in one request, with what waits
+    /// sealed into batches first.
+    fn report(&mut self) -> Exchange {
+        self.seal();
         let mut req = Exchange {
             client: self.id.as_str().into(),
             session: self.session,
@@ -760,12 +794,8 @@ impl LeaseClient {
             }
             req.batches.push(batch.clone());
         }
-        self.in_flight = Some(InFlight {
-            batches: req.batches.len(),
-            sent_at: self.now,
-        });
         self.requests += 1;
-        Some(req)
+        req
     }
 
     /// Feeds the coordinator's answer to `/report`.
@@ -820,7 +850,7 @@ impl LeaseClient {
             b.seq = seq;
         }
         self.next_seq = seq + 1;
-        self.renumbered = !self.outbox.is_empty();
+        self.resend = !self.outbox.is_empty();
     }
 
     /// The coordinator refused the whole report with a 4xx `status`. It is not an outage of the
@@ -901,8 +931,11 @@ impl LeaseClient {
 
     /// A lease runs from when its request was sent: an answer that took long is worth less. An
     /// OPEN one is asked again after one lease at most, so that a `reset()` (or an open period
-    /// the coordinator shortened) reaches every client within one lease.
+    /// the coordinator shortened) reaches every client within one lease. Every lease a reply
+    /// carries passes here, brought within the protocol's limits first
+    /// ([`Lease::within_limits`]): no reply makes a client stop asking for longer than an hour.
     fn on_lease(&mut self, lease: &Lease, start: u64) {
+        let lease = &lease.within_limits();
         let mut refusal = None;
         let until = match (lease.state, lease.mode) {
             (_, Mode::Disabled) | (State::Closed, _) => start.saturating_add(lease.lease_ms),
@@ -940,7 +973,7 @@ impl LeaseClient {
             generation: lease.generation,
             until,
             refusal,
-            throttle_ppm: lease.throttle_ppm.min(1_000_000),
+            throttle_ppm: lease.throttle_ppm,
         });
         if self.local_until.take().is_some() {
             self.push_event(ClientEvent::Recovered);

@@ -26,6 +26,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::spec::{MAX_LEASE_MS, MAX_SHARED_DURATION_MS, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{Mode, Outcome, RejectReason, Rejected, State, Stats};
 
 /// The largest request body a coordinator reads, in bytes.
@@ -62,6 +63,13 @@ pub const DEDUP_WINDOW_MS: u64 = 3 * RESEND_WINDOW_MS;
 /// number ([`Refusal::last_applied`]), so a forged number cannot silence a session, and a
 /// client that dropped many batches (a long outage) renumbers and is counted again.
 pub const MAX_SEQ_GAP: u64 = 4 * MAX_BATCHES as u64;
+
+/// The longest retry-after a coordinator sends, in ms: the longest open period a shared breaker
+/// accepts ([`MAX_SHARED_DURATION_MS`], one year) with its jitter (less than as much again).
+pub const MAX_RETRY_AFTER_MS: u64 = 2 * MAX_SHARED_DURATION_MS;
+
+/// The longest throttle probability, in millionths (certain shedding).
+pub const MAX_THROTTLE_PPM: u32 = 1_000_000;
 
 /// How a call ended, on the wire: `"success"`, `"failure"` or `"ignored"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,6 +353,23 @@ pub struct Lease {
     pub throttle_ppm: u32,
 }
 
+impl Lease {
+    /// This lease with every number within what a coordinator sends: `lease_ms` in
+    /// 1..=[`MAX_LEASE_MS`] (one hour), `retry_after_ms` at most [`MAX_RETRY_AFTER_MS`],
+    /// `throttle_ppm` at most [`MAX_THROTTLE_PPM`], `now` at most [`MAX_SHARED_TIMESTAMP_MS`]. A
+    /// lease client acts on nothing else, so that no reply (a transport written by hand, a proxy
+    /// that rewrites bodies) can make it stop asking.
+    pub fn within_limits(self) -> Self {
+        Lease {
+            lease_ms: self.lease_ms.clamp(1, MAX_LEASE_MS),
+            retry_after_ms: self.retry_after_ms.min(MAX_RETRY_AFTER_MS),
+            now: self.now.min(MAX_SHARED_TIMESTAMP_MS),
+            throttle_ppm: self.throttle_ppm.min(MAX_THROTTLE_PPM),
+            ..self
+        }
+    }
+}
+
 /// A permit the object granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -356,6 +381,17 @@ pub struct WirePermit {
     pub probe: Option<u32>,
     /// When it was issued (the object's clock).
     pub issued_at: u64,
+}
+
+impl WirePermit {
+    /// This permit with `issued_at` at most [`MAX_SHARED_TIMESTAMP_MS`] (a coordinator's clock is
+    /// clamped there), so that the probe report that echoes it stays within the protocol.
+    pub fn within_limits(self) -> Self {
+        WirePermit {
+            issued_at: self.issued_at.min(MAX_SHARED_TIMESTAMP_MS),
+            ..self
+        }
+    }
 }
 
 /// Why the object refused, on the wire.
@@ -410,7 +446,8 @@ impl From<WireRejected> for Rejected {
                 WireReason::Throttled => RejectReason::Throttled,
                 WireReason::Full => RejectReason::Full,
             },
-            retry_after_ms: r.retry_after_ms.max(1),
+            // Within what a coordinator sends, whatever the reply says.
+            retry_after_ms: r.retry_after_ms.clamp(1, MAX_RETRY_AFTER_MS),
         }
     }
 }

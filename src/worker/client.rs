@@ -169,9 +169,17 @@ impl SharedBreaker {
         F: Future<Output = Result<T, E>>,
     {
         let ticket = self.admit(ns).await.map_err(Error::Rejected)?;
+        // Dropped before `fut` ends, the call is given back rather than left holding its permit.
+        let guard = DropCall {
+            breaker: self,
+            ns,
+            ticket: Some(ticket),
+        };
         let result = fut.await;
         let outcome = classify(&result);
-        self.settle(ns, ticket, outcome).await;
+        if let Some(ticket) = guard.disarm() {
+            self.settle(ns, ticket, outcome).await;
+        }
         result.map_err(Error::Inner)
     }
 
@@ -190,6 +198,12 @@ impl SharedBreaker {
                     return Err(r);
                 }
                 Decision::Acquire => {
+                    // A report due before asking (a dropped call's, sent again): first, so
+                    // that the object has this isolate's probe permit back.
+                    let due = self.inner.lease.borrow().flush_due(now());
+                    if due {
+                        self.flush_inner(ns, false).await;
+                    }
                     let req = self.inner.lease.borrow_mut().acquire_request();
                     match self.exchange(ns, "acquire", &req).await {
                         Ok(reply) => {
@@ -378,6 +392,49 @@ impl SharedBreaker {
             if let Some(listener) = self.inner.listener.borrow_mut().as_mut() {
                 listener(&self.inner.name, &event);
             }
+        }
+    }
+}
+
+/// A call admitted by [`SharedBreaker::call_classified`] whose future may be dropped before it
+/// ends (the app's own time-out, a `select!`, a client that went away). Dropped while it holds
+/// the ticket, it tells the lease client ([`LeaseClient::drop_call`]: the call is ignored, and a
+/// probe's permit goes back to the fleet), and sends the report that makes due in a task of its
+/// own (`spawn_local`), answer unread: a dropped probe would otherwise hold the fleet's only
+/// probe slot, with every client refused, until the object's `probe_timeout_ms`. Workers may
+/// cancel that task once the request that dropped the call has answered; nothing depends on it:
+/// the lease client sends the same batches again before this isolate's next request to the
+/// object, and the object counts them once.
+struct DropCall<'a> {
+    breaker: &'a SharedBreaker,
+    ns: &'a ObjectNamespace,
+    ticket: Option<Ticket>,
+}
+
+impl DropCall<'_> {
+    /// The call ended: its ticket, to settle with its outcome.
+    fn disarm(mut self) -> Option<Ticket> {
+        self.ticket.take()
+    }
+}
+
+impl Drop for DropCall<'_> {
+    fn drop(&mut self) {
+        let Some(ticket) = self.ticket.take() else {
+            return;
+        };
+        let report = match self.breaker.inner.lease.try_borrow_mut() {
+            Ok(mut lease) => lease.drop_call(now(), ticket),
+            // Never while a future is dropped (no borrow is held across an await).
+            Err(_) => return,
+        };
+        if let Some(report) = report {
+            let name = self.breaker.inner.name.clone();
+            let ns = self.ns.clone();
+            worker::wasm_bindgen_futures::spawn_local(async move {
+                // Nothing waits for the answer: the lease client sends these batches again.
+                let _ = exchange(&ns, &name, "report", &report).await;
+            });
         }
     }
 }

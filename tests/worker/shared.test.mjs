@@ -134,3 +134,27 @@ test('a trip is seen by an idle isolate within one lease period', async () => {
   assert.equal(upstream.state.count, before, 'no upstream call after the lease period');
   upstream.state.mode = 'up';
 });
+
+test('a Rust isolate that abandons its probe call gives the probe back to the fleet at once', async () => {
+  // OPEN since the test before; the upstream is back, but slow.
+  assert.equal((await state()).lease.state, 'OPEN');
+  upstream.state.mode = 'up';
+  upstream.state.delayMs = 3000;
+  await sleep(OPEN_MS + LEASE_MS);
+  const [[, rust], [, other]] = apps;
+  const granted = (await state()).counters.probes_granted;
+  // The app's own time-out drops the call (its probe) after 100 ms.
+  const { body } = await call(rust, '/app/call?abandon_ms=100');
+  assert.equal(body.result, 'abandoned', JSON.stringify(body));
+  assert.equal((await state()).counters.probes_granted - granted, 1, 'the abandoned call held the probe');
+  await sleep(100);
+  // Kept, the probe would refuse every call until probe_timeout_ms (5 s).
+  assert.equal((await state()).probes_in_flight, 0, 'the probe was given back');
+  upstream.state.delayMs = 0;
+  const t0 = Date.now();
+  const next = (await call(other)).body;
+  assert.equal(next.result, 'ok', JSON.stringify(next));
+  console.log(`# an abandoned probe: another isolate probed ${Date.now() - t0} ms later`);
+  assert.equal((await state()).lease.state, 'CLOSED');
+  assert.equal((await call(rust)).body.result, 'ok');
+});

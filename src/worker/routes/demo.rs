@@ -8,6 +8,10 @@
 //! refuses the call, or the primary fails, the app asks `DEMO_BACKUP` (a backup model, if set)
 //! with whatever time is left. The answer says which of them answered (`answered_by`); `result`
 //! is the primary's outcome (`ok`, `failed` or `rejected`).
+//!
+//! `/app/call?abandon_ms=N` is an app with a time-out of its own: it drops the guarded call
+//! (admission and primary) after `N` ms, as a `select!` with a timer does, and answers
+//! `{"result":"abandoned"}` without asking the backup.
 
 use alloc::boxed::Box;
 use alloc::format;
@@ -241,7 +245,21 @@ pub(super) async fn app(req: Request, env: &Env, parts: &[&str]) -> Result<Respo
     match (parts, req.method()) {
         (["app", "call"], Method::Post) => {
             let deadline = Timestamp(now().0.saturating_add(targets.deadline_ms));
-            let result = guarded_call(&app, ns.as_ref(), &targets.primary, deadline).await?;
+            let abandon_ms = req
+                .url()?
+                .query_pairs()
+                .find(|(k, _)| k == "abandon_ms")
+                .and_then(|(_, v)| v.parse::<u64>().ok());
+            let call = guarded_call(&app, ns.as_ref(), &targets.primary, deadline);
+            let result = match abandon_ms {
+                Some(ms) => match first(call, Delay::from(core::time::Duration::from_millis(ms)))
+                    .await
+                {
+                    Some(result) => result?,
+                    None => return json_response(200, String::from(r#"{"result":"abandoned"}"#)),
+                },
+                None => call.await?,
+            };
             let answered_by = match (&result, &targets.backup) {
                 (Ok(_), _) => Some("primary"),
                 (Err(_), Some(backup)) => {
