@@ -51,6 +51,9 @@ cargo test --features json,tower,reqwest-middleware --doc
 # fake provider on 127.0.0.1, and fails unless the breaker failed fast, served the fallback,
 # spared the provider and recovered by itself.
 cargo run --quiet --example llm_gateway --features tower,reqwest-middleware
+# Plain `cargo test`, as a newcomer runs it first: every target and doctest with the default
+# features (the README's examples that need a feature compile only with it).
+cargo test --quiet
 # The unit tests again without `std` (e.g. every error type is a `core::error::Error` there too).
 cargo test --lib --no-default-features
 # `terse` (the npm wasm build) drops only the words.
@@ -94,7 +97,10 @@ log "the crate: $(wc -l <<<"$list") files"
 # `cargo publish --dry-run`: packs the crate, builds it unpacked, and stops before the upload (no
 # token; it reads the crates.io index). Its only warnings may name the repository's tests that
 # `include` leaves out.
-out=$(cargo publish --dry-run --allow-dirty 2>&1) || { echo "$out" >&2; log "cargo publish --dry-run failed"; exit 1; }
+# In a target directory of its own: its verification builds the unpacked copy under this crate's
+# package id, and in the shared one its artifacts (whose dep-info names the copy's files) would be
+# taken as fresh by later plain builds of the checkout, after its sources change.
+out=$(CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/publish" cargo publish --dry-run --allow-dirty 2>&1) || { echo "$out" >&2; log "cargo publish --dry-run failed"; exit 1; }
 warnings=$(grep -E '^warning' <<<"$out" |
   grep -vE '^warning: (ignoring test `[a-z_]+` as `tests/[a-z_]+\.rs` is not included in the published package|aborting upload due to dry run)$' || true)
 [ -z "$warnings" ] || { echo "$out" >&2; log "cargo publish --dry-run warned"; exit 1; }
