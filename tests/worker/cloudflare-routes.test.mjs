@@ -38,7 +38,7 @@ describe('the service routes: Node clients and Worker isolates share one breaker
           breaker: 'svc',
           settings: SETTINGS,
           leaseMs: LEASE_MS,
-          bindings: n === 'host' ? { ADMIN_TOKEN, SERVICE_TOKEN, NAMES: 'svc,svc-warn' } : {},
+          bindings: n === 'host' ? { ADMIN_TOKEN, SERVICE_TOKEN, NAMES: 'svc,svc-warn,svc-fresh' } : {},
         }),
       ),
     );
@@ -125,7 +125,7 @@ describe('the service routes: Node clients and Worker isolates share one breaker
     assert.equal((await admin(env.mf, '/breakwater/admin/breakers/svc-warn')).body.sessions, 0, 'the object never heard of it');
   });
 
-  hostileServiceCases({ base: () => url, serviceToken: SERVICE_TOKEN, adminToken: ADMIN_TOKEN, name: 'svc', view: () => admin(env.mf, '/breakwater/admin/breakers/svc') });
+  hostileServiceCases({ base: () => url, serviceToken: SERVICE_TOKEN, adminToken: ADMIN_TOKEN, name: 'svc', fresh: 'svc-fresh', view: () => admin(env.mf, '/breakwater/admin/breakers/svc') });
 
   test('an operator’s reset that names settings installs them; a reset without keeps those the breaker runs under', async () => {
     const reset = (body) => post(`${url}/admin/breakers/svc-warn/reset`, { token: ADMIN_TOKEN, body });

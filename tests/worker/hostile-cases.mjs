@@ -64,9 +64,10 @@ export async function post(url, { token, body = '', headers = {} }) {
 
 /**
  * Registers the cases. `base()`: the routes' URL (mount point included); `name`: a breaker the
- * routes serve; `view()`: its admin view (`{ status, body }`).
+ * routes serve; `fresh`: another, which nothing has used yet (where settings could be chosen);
+ * `view()`: `name`'s admin view (`{ status, body }`).
  */
-export function hostileServiceCases({ base, serviceToken, adminToken, name, view }) {
+export function hostileServiceCases({ base, serviceToken, adminToken, name, fresh, view }) {
   const service = (op) => `${base()}/v1/${op}?breaker=${encodeURIComponent(name)}`;
 
   test('hostile service client: a 256 MiB chunked report is cut at 64 KiB (413), never read whole; the Worker serves on', async () => {
@@ -113,14 +114,26 @@ export function hostileServiceCases({ base, serviceToken, adminToken, name, view
     assert.equal(r.ended, false);
   });
 
-  test('hostile service client: its settings header changes nothing, first request or later', async () => {
+  test('hostile service client: its settings header changes nothing, on a breaker never used, nor through a reset after it', async () => {
+    // Valid settings, which would refuse the fleet for an hour at the first failure.
+    const hostile = JSON.stringify({ lease_ms: 3_600_000, breaker: { open_duration_ms: 3_600_000, max_open_duration_ms: 3_600_000, trip: { kind: 'consecutive_failures', threshold: 1 } } });
+    const ask = (breaker, client) =>
+      post(`${base()}/v1/acquire?breaker=${encodeURIComponent(breaker)}`, { token: serviceToken, body: JSON.stringify({ client }), headers: { 'breakwater-settings': hostile } });
+    if (fresh !== undefined) {
+      // The first request a breaker ever hears.
+      const first = await ask(fresh, 'hostile-first');
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      assert.notEqual(first.body.lease.lease_ms, 3_600_000, 'the hostile lease');
+    }
     const before = (await view()).body;
-    const hostile = JSON.stringify({ lease_ms: 3_600_000, breaker: { open_duration_ms: 3_600_000, trip: { kind: 'consecutive_failures', threshold: 1 } } });
     for (let i = 0; i < 3; i++) {
-      const r = await post(service('acquire'), { token: serviceToken, body: JSON.stringify({ client: `hostile-${i}` }), headers: { 'breakwater-settings': hostile } });
+      const r = await ask(name, `hostile-${i}`);
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.lease.lease_ms, before.lease.lease_ms, 'the lease the breaker runs under');
     }
+    // An operator's reset right after: the settings the breaker ran under, not the last request's.
+    const reset = await post(`${base()}/admin/breakers/${encodeURIComponent(name)}/reset`, { token: adminToken });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
     const after = (await view()).body;
     assert.equal(after.options, before.options, 'the settings fingerprint');
     assert.equal(after.options_mismatch, null);
