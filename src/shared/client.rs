@@ -434,9 +434,13 @@ impl LeaseClient {
         self.known.map(|k| k.state)
     }
 
-    /// Whether the local breaker is deciding.
+    /// Whether the local breaker is deciding (also while holding off after a 429, once the
+    /// lease in hand has run out).
     pub fn deciding_locally(&self) -> bool {
         self.local_until.is_some()
+            || self
+                .quiet_until
+                .is_some_and(|q| self.now < q && !self.known.is_some_and(|k| self.now < k.until))
     }
 
     /// Whether a report is in flight: its answer or failure has not been fed back, and it is
