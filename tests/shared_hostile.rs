@@ -600,7 +600,7 @@ fn a_session_sending_requests_as_fast_as_it_likes_is_refused_and_changes_nothing
     };
     assert_eq!(e.status(), 429);
     assert!(e.to_string().contains("send again in"), "{e}");
-    assert!(retry_after_ms >= 1 && retry_after_ms <= 1_000 / MAX_SESSION_REQUESTS_PER_S);
+    assert!((1..=1_000 / MAX_SESSION_REQUESTS_PER_S).contains(&retry_after_ms));
     // Refused again: nothing applied, nothing else changed.
     let mut before = co.record();
     let again = exchange("mallory", 9, vec![batch(seq, vec![counts(0, 1, 0, 0)])]);

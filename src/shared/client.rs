@@ -440,7 +440,7 @@ impl LeaseClient {
         self.local_until.is_some()
             || self
                 .quiet_until
-                .is_some_and(|q| self.now < q && !self.known.is_some_and(|k| self.now < k.until))
+                .is_some_and(|q| self.now < q && self.known.is_none_or(|k| self.now >= k.until))
     }
 
     /// Whether a report is in flight: its answer or failure has not been fed back, and it is
@@ -580,7 +580,7 @@ impl LeaseClient {
         if let Some(quiet) = self.quiet_until.filter(|&q| now < q) {
             // Told to send less: a lease still running is acted on; past it, the local
             // breaker decides until the client may ask again.
-            if !self.known.is_some_and(|k| now < k.until) {
+            if self.known.is_none_or(|k| now >= k.until) {
                 return self.admit_locally(now, quiet);
             }
         }
