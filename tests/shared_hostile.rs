@@ -1,12 +1,18 @@
 //! A holder of the service token can send any message the protocol allows. What such a session
 //! must not be able to do: pick settings the fleet cannot recover from (every accepted setting
 //! closes within a bounded time once the upstream heals), poison the fleet's throttle with shed
-//! calls it never had, or grow the stored record without bound.
+//! calls it never had, grow the stored record without bound, or weigh more than one busy
+//! process: its outcomes and its requests are bounded per session.
 #![cfg(feature = "json")]
 
-use breakwater::shared::protocol::{Batch, Counts, Exchange, MAX_CLIENTS, MAX_SEQ};
+use breakwater::shared::protocol::{
+    Batch, Counts, Exchange, ExchangeError, ProbeReport, WireOutcome, MAX_CLIENTS, MAX_SEQ,
+    MAX_SESSION_OUTCOMES_PER_S, MAX_SESSION_REQUESTS_PER_S, SESSION_OUTCOME_BURST,
+    SESSION_REQUEST_BURST,
+};
 use breakwater::shared::spec::{MAX_SHARED_OPEN_MS, MAX_SHARED_WINDOW_CALLS};
 use breakwater::shared::{Coordinator, SharedSpec};
+use breakwater::shared::{Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch, Record};
 use breakwater::{
     Breaker, BreakerConfig, Outcome, State, Throttle, Timestamp, TripRule, Window,
     MAX_HALF_OPEN_PROBES, MAX_HALF_OPEN_SUCCESSES,
@@ -252,30 +258,35 @@ fn largest_record(spec: SharedSpec) -> usize {
     };
     // The rule's memory, filled without tripping: failures one at a time, each alone in its
     // batch for the count window (one failure between successes keeps a rate low).
-    let mut seq = 0;
+    // Each batch from a session of its own, within a session's outcome budget.
+    let mut session = 0;
     let mut left = memory;
     while left > 0 {
-        let batches: Vec<Batch> = (0..16)
-            .map_while(|_| {
-                (left > 0).then(|| {
-                    let n = left.min(60_000);
-                    left -= n;
-                    seq += 1;
-                    let c = match spec.breaker.trip {
-                        TripRule::FailuresInWindow { .. } => counts(0, 0, n, 0),
-                        _ => counts(0, n - n / 100, n / 100, 0),
-                    };
-                    batch(seq, vec![c])
-                })
-            })
-            .collect();
-        co.exchange(now, &exchange("filler", 1, batches), false)
-            .unwrap();
+        let n = left.min(SESSION_OUTCOME_BURST as u32);
+        left -= n;
+        session += 1;
+        let c = match spec.breaker.trip {
+            TripRule::FailuresInWindow { .. } => counts(0, 0, n, 0),
+            _ => counts(0, n - n / 100, n / 100, 0),
+        };
+        co.exchange(
+            now,
+            &exchange("filler", session, vec![batch(1, vec![c])]),
+            false,
+        )
+        .unwrap();
     }
+    assert_eq!(co.view(now).counters.outcomes_dropped, 0);
     assert_eq!(co.breaker().state(), State::Closed);
+    // Every session spends its whole outcome budget, so that the record keeps the most.
+    let spend = vec![counts(0, SESSION_OUTCOME_BURST as u32, 0, 0)];
     for i in 0..MAX_CLIENTS + 10 {
         let client = format!("{:x<64}", i);
-        let e = exchange(&client, MAX_SEQ - i as u64, vec![batch(MAX_SEQ, vec![])]);
+        let e = exchange(
+            &client,
+            MAX_SEQ - i as u64,
+            vec![batch(MAX_SEQ, spend.clone())],
+        );
         co.exchange(now, &e, false).unwrap();
     }
     co.record_json().unwrap().len()
@@ -350,11 +361,20 @@ fn the_largest_shared_window_still_trips() {
     let mut co = Coordinator::fresh("upstream", spec).unwrap();
     let now = Timestamp(T0);
     let n = MAX_SHARED_WINDOW_CALLS;
-    let e = exchange("a", 1, vec![batch(1, vec![counts(0, 0, n - 1, 0)])]);
-    co.exchange(now, &e, false).unwrap();
+    // From sessions of their own, each within its outcome budget.
+    let mut left = n - 1;
+    let mut session = 0;
+    while left > 0 {
+        let k = left.min(SESSION_OUTCOME_BURST as u32);
+        left -= k;
+        session += 1;
+        let e = exchange("a", session, vec![batch(1, vec![counts(0, 0, k, 0)])]);
+        co.exchange(now, &e, false).unwrap();
+    }
     assert_eq!(co.breaker().state(), State::Closed);
-    let e = exchange("a", 1, vec![batch(2, vec![counts(0, 0, 1, 0)])]);
+    let e = exchange("a", session + 1, vec![batch(1, vec![counts(0, 0, 1, 0)])]);
     co.exchange(now, &e, false).unwrap();
+    assert_eq!(co.view(now).counters.outcomes_dropped, 0);
     assert_eq!(co.breaker().state(), State::Open);
 }
 
@@ -395,4 +415,322 @@ fn a_shared_window_is_at_most_max_shared_window_calls() {
         let value = (at + 1).to_string();
         assert!(e.contains("breaker.trip.") && e.contains(&value), "{e}");
     }
+}
+
+// ---- one session's weight ----
+
+fn rate_spec() -> SharedSpec {
+    SharedSpec::new(BreakerConfig::new().with_trip(TripRule::FailureRate {
+        threshold_percent: 50.0,
+        minimum_calls: 100,
+        window: Window::Millis(10_000),
+    }))
+}
+
+/// The failure rate the coordinator has counted, in %.
+fn failure_rate(co: &Coordinator) -> f64 {
+    let s = co.breaker().stats();
+    100.0 * s.failures as f64 / (s.successes + s.failures).max(1) as f64
+}
+
+/// The upstream fails: ten honest processes report 200 failures a second each (a batch of 20
+/// every 100 ms). A hostile session forges a full batch of 62 500 successes every 100 ms.
+/// Before, the coordinator counted 0.3 % failures and the failure-rate rule stayed CLOSED;
+/// with the session's outcome budget it counts past 50 % and opens. Then the upstream heals
+/// and the hostile session stops: the breaker closes.
+#[test]
+fn a_session_forging_successes_cannot_hold_a_failing_breaker_closed() {
+    let mut co = Coordinator::fresh("upstream", rate_spec()).unwrap();
+    let mut now = T0;
+    let mut seq = 0;
+    let mut opened_at = None;
+    while now < T0 + 30_000 {
+        now += 100;
+        seq += 1;
+        let g = co.breaker().generation();
+        let forged = exchange(
+            "mallory",
+            9,
+            vec![batch(seq, vec![counts(g, 62_500, 0, 0)])],
+        );
+        co.exchange(Timestamp(now), &forged, false).unwrap();
+        for i in 0..10 {
+            let e = exchange(
+                &format!("h{i}"),
+                1,
+                vec![batch(seq, vec![counts(g, 0, 20, 0)])],
+            );
+            co.exchange(Timestamp(now), &e, false).unwrap();
+        }
+        if co.breaker().state() == State::Open {
+            opened_at = Some(now);
+            break;
+        }
+    }
+    println!(
+        "failure rate counted with a forging session: {:.1} % ({} outcomes dropped)",
+        failure_rate(&co),
+        co.view(Timestamp(now)).counters.outcomes_dropped
+    );
+    let opened_at = opened_at.expect("the failing upstream opens the breaker");
+    println!("opened after {} ms", opened_at - T0);
+    assert!(failure_rate(&co) >= 50.0);
+    assert!(co.view(Timestamp(now)).counters.outcomes_dropped > 0);
+
+    // The upstream heals; the hostile session stops. Honest clients ask every 100 ms, run the
+    // probes they are granted, and report successes.
+    let healed = now;
+    let mut seqs = [seq; 10];
+    while co.breaker().state_at(Timestamp(now)) != State::Closed && now < healed + 600_000 {
+        now += 100;
+        for (i, seq) in seqs.iter_mut().enumerate() {
+            let client = format!("h{i}");
+            let (reply, _) = co
+                .exchange(Timestamp(now), &exchange(&client, 1, vec![]), true)
+                .unwrap();
+            let Some(permit) = reply.permit else {
+                continue;
+            };
+            *seq += 1;
+            let report = match permit.probe {
+                Some(id) => Batch {
+                    seq: *seq,
+                    counts: vec![],
+                    probes: vec![ProbeReport {
+                        generation: permit.generation,
+                        id,
+                        issued_at: permit.issued_at,
+                        outcome: WireOutcome::Success,
+                    }],
+                },
+                None => batch(*seq, vec![counts(permit.generation, 20, 0, 0)]),
+            };
+            co.exchange(Timestamp(now), &exchange(&client, 1, vec![report]), false)
+                .unwrap();
+        }
+    }
+    assert_eq!(co.breaker().state_at(Timestamp(now)), State::Closed);
+    println!("closed {} ms after healing", now - healed);
+}
+
+/// Beside it: a busy honest process, 500 calls a second for a minute (one in ten failing, each
+/// failure reported at once, the coordinator answering at once), has no outcome dropped and no
+/// request refused: every outcome is counted.
+#[test]
+fn a_busy_honest_client_is_counted_whole_and_never_refused() {
+    let mut co = Coordinator::fresh("upstream", rate_spec()).unwrap();
+    let mut c = LeaseClient::new("busy".into(), 1, LeaseOptions::new()).unwrap();
+    let send = |co: &mut Coordinator, req: &Exchange, now: u64, acquire: bool| {
+        co.exchange(Timestamp(now), req, acquire)
+            .unwrap_or_else(|e| panic!("refused at {now}: {e}"))
+            .0
+    };
+    let mut calls = 0u64;
+    for i in 0..30_000u64 {
+        let now = T0 + i * 2;
+        let outcome = if i % 10 == 0 {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        };
+        let ticket = loop {
+            match c.admit(LocalTime(now)) {
+                Decision::Admit(ticket) => break ticket,
+                Decision::Acquire => {
+                    let req = c.acquire_request();
+                    let reply = send(&mut co, &req, now, true);
+                    if let Decision::Admit(ticket) = c.on_acquire_reply(LocalTime(now), &reply) {
+                        break ticket;
+                    }
+                }
+                Decision::Refresh => {
+                    let req = c.begin_flush(true).unwrap();
+                    let reply = send(&mut co, &req, now, false);
+                    c.on_flush_reply(LocalTime(now), &reply);
+                }
+                Decision::Reject(r) => panic!("rejected at {now}: {r:?}"),
+            }
+        };
+        calls += 1;
+        if c.record(LocalTime(now), ticket, outcome) {
+            let req = c.begin_flush(false).unwrap();
+            let reply = send(&mut co, &req, now, false);
+            c.on_flush_reply(LocalTime(now), &reply);
+        }
+    }
+    let now = T0 + 60_000;
+    let req = c.begin_flush(true).unwrap();
+    let reply = send(&mut co, &req, now, false);
+    c.on_flush_reply(LocalTime(now), &reply);
+    let view = co.view(Timestamp(now));
+    let s = view.stats;
+    println!(
+        "busy honest client: {} requests for {calls} calls in 60 s",
+        view.counters.reports + view.counters.acquires
+    );
+    assert_eq!(view.counters.outcomes_dropped, 0);
+    assert_eq!(view.counters.requests_refused, 0);
+    assert_eq!(c.dropped(), 0);
+    assert_eq!(s.successes + s.failures + s.ignored, calls);
+    assert_eq!(co.breaker().state(), State::Closed);
+}
+
+/// A session sending requests as fast as it likes is served its burst, then refused (429)
+/// until its rate allows again; a refusal changes nothing in the record but a counter.
+#[test]
+fn a_session_sending_requests_as_fast_as_it_likes_is_refused_and_changes_nothing() {
+    let mut co = Coordinator::fresh("upstream", rate_spec()).unwrap();
+    let now = Timestamp(T0);
+    let mut served = 0;
+    let mut refused = None;
+    for seq in 1..=1_000 {
+        let e = exchange("mallory", 9, vec![batch(seq, vec![counts(0, 1, 0, 0)])]);
+        match co.exchange(now, &e, false) {
+            Ok(_) => served += 1,
+            Err(e) => {
+                refused = Some((seq, e));
+                break;
+            }
+        }
+    }
+    assert_eq!(served, SESSION_REQUEST_BURST);
+    let (seq, e) = refused.expect("refused past its burst");
+    let ExchangeError::TooManyRequests { retry_after_ms } = e else {
+        panic!("{e}");
+    };
+    assert_eq!(e.status(), 429);
+    assert!(e.to_string().contains("send again in"), "{e}");
+    assert!((1..=1_000 / MAX_SESSION_REQUESTS_PER_S).contains(&retry_after_ms));
+    // Refused again: nothing applied, nothing else changed.
+    let mut before = co.record();
+    let again = exchange("mallory", 9, vec![batch(seq, vec![counts(0, 1, 0, 0)])]);
+    assert!(co.exchange(now, &again, false).is_err());
+    let mut after = co.record();
+    assert_eq!(
+        after.counters.requests_refused,
+        before.counters.requests_refused + 1
+    );
+    before.counters = Default::default();
+    after.counters = Default::default();
+    assert_eq!(before, after);
+    // Another session is served meanwhile, and this one after its retry-after.
+    assert!(co
+        .exchange(now, &exchange("honest", 1, vec![]), true)
+        .is_ok());
+    let later = Timestamp(T0 + retry_after_ms);
+    let (reply, _) = co.exchange(later, &again, false).unwrap();
+    assert_eq!(reply.acked, vec![seq]);
+}
+
+/// Beside it: a session at its sustained rate, after its burst is spent, is always served.
+#[test]
+fn a_session_at_the_sustained_request_rate_is_always_served() {
+    let mut co = Coordinator::fresh("upstream", rate_spec()).unwrap();
+    let every = 1_000 / MAX_SESSION_REQUESTS_PER_S;
+    for i in 0..SESSION_REQUEST_BURST {
+        co.exchange(Timestamp(T0), &exchange("a", 1, vec![]), true)
+            .unwrap_or_else(|e| panic!("burst request {i}: {e}"));
+    }
+    for i in 1..=6_000 {
+        let now = Timestamp(T0 + i * every);
+        co.exchange(now, &exchange("a", 1, vec![]), true)
+            .unwrap_or_else(|e| panic!("request {i} at the sustained rate: {e}"));
+    }
+    assert_eq!(co.view(Timestamp(T0)).counters.requests_refused, 0);
+}
+
+/// A lease client told 429 keeps acting on its lease, sends nothing until
+/// `retry_unreachable_ms` has passed (no storm of reports, no switch to its local breaker), and
+/// its outcomes are counted afterwards.
+#[test]
+fn a_lease_client_told_429_keeps_its_lease_and_holds_its_reports() {
+    let mut co = Coordinator::fresh("upstream", rate_spec()).unwrap();
+    let opts = LeaseOptions::new().with_retry_unreachable_ms(500);
+    let mut c = LeaseClient::new("a".into(), 1, opts).unwrap();
+    let now = T0;
+    assert_eq!(c.admit(LocalTime(now)), Decision::Acquire);
+    let req = c.acquire_request();
+    let (reply, _) = co.exchange(Timestamp(now), &req, true).unwrap();
+    let Decision::Admit(ticket) = c.on_acquire_reply(LocalTime(now), &reply) else {
+        panic!("admitted");
+    };
+    assert!(c.record(LocalTime(now), ticket, Outcome::Failure));
+    let _ = c.begin_flush(false).unwrap();
+    c.on_flush_refused(
+        LocalTime(now + 1),
+        429,
+        "object answered 429: too_many_requests",
+    );
+    while let Some(e) = c.next_event() {
+        assert!(
+            !matches!(e, breakwater::shared::ClientEvent::Local { .. }),
+            "{e:?}"
+        );
+    }
+    // Within the lease: admitted under it, not by the local breaker; nothing sent.
+    let Decision::Admit(t) = c.admit(LocalTime(now + 2)) else {
+        panic!("admitted under the lease");
+    };
+    assert!(!t.is_local());
+    assert!(!c.record(LocalTime(now + 2), t, Outcome::Failure));
+    assert!(!c.flush_due(LocalTime(now + 400)));
+    assert!(c.flush_due(LocalTime(now + 501)));
+    let req = c.begin_flush(false).unwrap();
+    let (reply, _) = co.exchange(Timestamp(now + 501), &req, false).unwrap();
+    c.on_flush_reply(LocalTime(now + 501), &reply);
+    assert_eq!(c.unacknowledged(), 0);
+    assert_eq!(co.breaker().stats().failures, 2);
+}
+
+/// A session's spent budget survives a restart (a restored record does not refill it); a
+/// record written before budgets were kept reads with every budget whole, and a record with
+/// no budget spent is written as before.
+#[test]
+fn a_spent_budget_is_stored_and_an_old_record_reads_whole() {
+    let spec = rate_spec();
+    let mut co = Coordinator::fresh("upstream", spec).unwrap();
+    let now = Timestamp(T0);
+    let burst = SESSION_OUTCOME_BURST as u32;
+    let e = exchange("mallory", 9, vec![batch(1, vec![counts(0, burst, 0, 0)])]);
+    co.exchange(now, &e, false).unwrap();
+    assert_eq!(co.breaker().stats().successes, u64::from(burst));
+    let json = co.record_json().unwrap();
+    assert!(json.contains(r#""spent_ms":[5000]"#), "{json}");
+    let more = exchange("mallory", 9, vec![batch(2, vec![counts(0, 1_000, 0, 0)])]);
+
+    let mut restored =
+        Coordinator::load_json("upstream", spec, Some(&json), OnMismatch::Install).unwrap();
+    restored.exchange(now, &more, false).unwrap();
+    assert_eq!(restored.breaker().stats().successes, u64::from(burst));
+    assert_eq!(restored.view(now).counters.outcomes_dropped, 1_000);
+    // A second later the session has a second's worth again.
+    let second = exchange("mallory", 9, vec![batch(3, vec![counts(0, 2_000, 0, 0)])]);
+    let a_second_later = Timestamp(T0 + 1_000);
+    restored.exchange(a_second_later, &second, false).unwrap();
+    assert_eq!(
+        restored.breaker().stats().successes,
+        u64::from(burst) + MAX_SESSION_OUTCOMES_PER_S
+    );
+
+    // The same record as the previous version wrote it: no `spent_ms`.
+    let mut record: Record = serde_json::from_str(&json).unwrap();
+    record.spent_ms.clear();
+    let old = serde_json::to_string(&record).unwrap();
+    assert!(!old.contains("spent_ms"));
+    let mut whole =
+        Coordinator::load_json("upstream", spec, Some(&old), OnMismatch::Install).unwrap();
+    whole.exchange(now, &more, false).unwrap();
+    assert_eq!(whole.breaker().stats().successes, u64::from(burst) + 1_000);
+    assert_eq!(whole.view(now).counters.outcomes_dropped, 0);
+
+    // Sessions with whole budgets: written without `spent_ms`, as before.
+    let mut quiet = Coordinator::fresh("upstream", spec).unwrap();
+    quiet
+        .exchange(now, &exchange("a", 1, vec![batch(1, vec![])]), false)
+        .unwrap();
+    let json = quiet.record_json().unwrap();
+    assert!(
+        json.contains(r#""a~1":[1,"#) && !json.contains("spent_ms"),
+        "{json}"
+    );
 }

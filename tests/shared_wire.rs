@@ -216,10 +216,15 @@ fn counters() -> BoxedStrategy<ObjectCounters> {
         proptest::array::uniform14(int()),
         proptest::option::of(int()),
         proptest::array::uniform11(int()),
-        (int(), int()),
+        (int(), int(), int(), int()),
     )
         .prop_map(
-            |(v, incident_since, incidents, (incident_ms, sheds_dropped))| ObjectCounters {
+            |(
+                v,
+                incident_since,
+                incidents,
+                (incident_ms, sheds_dropped, outcomes_dropped, requests_refused),
+            )| ObjectCounters {
                 requests: v[0],
                 acquires: v[1],
                 reports: v[2],
@@ -238,6 +243,8 @@ fn counters() -> BoxedStrategy<ObjectCounters> {
                 incidents,
                 incident_ms,
                 sheds_dropped,
+                outcomes_dropped,
+                requests_refused,
             },
         )
         .boxed()
@@ -477,15 +484,17 @@ fn record() -> BoxedStrategy<Record> {
         proptest::option::of(spec()),
         snapshot(),
         proptest::collection::btree_map(key, (int(), int()), 0..4),
+        proptest::collection::vec(int(), 0..4),
         proptest::collection::vec(grant, 0..3),
         counters(),
         int(),
     )
         .prop_map(
-            |(spec, snapshot, clients, grants, counters, unverifiable_until)| Record {
+            |(spec, snapshot, clients, spent_ms, grants, counters, unverifiable_until)| Record {
                 spec,
                 snapshot,
                 clients: clients.into_iter().collect::<BTreeMap<_, _>>(),
+                spent_ms,
                 grants,
                 counters,
                 unverifiable_until,

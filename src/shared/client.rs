@@ -13,8 +13,8 @@
 //! - HALF_OPEN: admissions ask the coordinator, which grants the probe permits; a refusal (every
 //!   probe slot taken) is kept like a lease, until its retry-after or one lease, whichever is
 //!   sooner, so a client sends at most one request per retry-after during a probe.
-//! - Coordinator unreachable, or refusing (a 4xx: a rotated token, a name not deployed yet, a
-//!   proxy's 429), or not answering within `request_deadline_ms` (a host that dropped the
+//! - Coordinator unreachable, or refusing (a 4xx: a rotated token, a name not deployed yet), or
+//!   not answering within `request_deadline_ms` (a host that dropped the
 //!   request): the local breaker (a core [`Breaker`]) decides, or with `fail_closed` everything
 //!   is rejected, until `retry_unreachable_ms` has passed; outcomes still wait in batches and are
 //!   sent once it answers again.
@@ -354,6 +354,8 @@ pub struct LeaseClient {
     resend: bool,
     now: u64,
     local_until: Option<u64>,
+    /// After a 429 (too many requests): the local time before which nothing is sent.
+    quiet_until: Option<u64>,
     local: Breaker,
     events: VecDeque<ClientEvent>,
     requests: u64,
@@ -405,6 +407,7 @@ impl LeaseClient {
             resend: false,
             now: 0,
             local_until: None,
+            quiet_until: None,
             local,
             events: VecDeque::new(),
             requests: 0,
@@ -432,9 +435,13 @@ impl LeaseClient {
         self.known.map(|k| k.state)
     }
 
-    /// Whether the local breaker is deciding.
+    /// Whether the local breaker is deciding (also while holding off after a 429, once the
+    /// lease in hand has run out).
     pub fn deciding_locally(&self) -> bool {
         self.local_until.is_some()
+            || self
+                .quiet_until
+                .is_some_and(|q| self.now < q && self.known.is_none_or(|k| self.now >= k.until))
     }
 
     /// Whether a report is in flight: its answer or failure has not been fed back, and it is
@@ -538,6 +545,9 @@ impl LeaseClient {
         if let Some(t) = &mut self.local_until {
             earlier(t);
         }
+        if let Some(t) = &mut self.quiet_until {
+            earlier(t);
+        }
         if let Some(f) = &mut self.in_flight {
             earlier(&mut f.sent_at);
         }
@@ -567,6 +577,13 @@ impl LeaseClient {
                 Some(k) if k.state == State::Closed => Decision::Refresh,
                 _ => Decision::Acquire,
             };
+        }
+        if let Some(quiet) = self.quiet_until.filter(|&q| now < q) {
+            // Told to send less: a lease still running is acted on; past it, the local
+            // breaker decides until the client may ask again.
+            if self.known.is_none_or(|k| now >= k.until) {
+                return self.admit_locally(now, quiet);
+            }
         }
         let Some(k) = self.known else {
             return Decision::Acquire;
@@ -741,7 +758,10 @@ impl LeaseClient {
     /// dropped call without waiting for the answer), and no report is in flight
     /// and the coordinator is not known to be unreachable.
     pub fn flush_due(&self, now: LocalTime) -> bool {
-        if self.in_flight() || self.local_until.is_some_and(|u| now.0 < u) {
+        if self.in_flight()
+            || self.local_until.is_some_and(|u| now.0 < u)
+            || self.quiet_until.is_some_and(|q| now.0 < q)
+        {
             return false;
         }
         if self.known.is_none() && self.acquiring() {
@@ -859,10 +879,14 @@ impl LeaseClient {
     /// malformed or too large (400, 413: it would refuse it again) is never sent again
     /// unchanged: a report of several batches is sent one batch at a time from now on, and a
     /// single refused batch is dropped. Any other refusal (401 or 403: a rotated token; 404: a
-    /// name not deployed yet; 429: a proxy's limit) keeps the batches for later.
+    /// name not deployed yet) keeps the batches for later. A 429 (the coordinator's bound on a
+    /// session's requests, or a proxy's limit) is no outage: see [`hold_off`](Self::hold_off).
     pub fn on_flush_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         let sent = self.in_flight.take().map_or(0, |f| f.batches);
+        if status == 429 {
+            return self.hold_off();
+        }
         if matches!(status, 400 | 413) {
             if sent > 1 {
                 self.one_at_a_time = true;
@@ -874,11 +898,23 @@ impl LeaseClient {
     }
 
     /// The coordinator refused an `/acquire` with a 4xx `status`: as
-    /// [`on_unreachable`](Self::on_unreachable), with the status in the event.
+    /// [`on_unreachable`](Self::on_unreachable), with the status in the event (a 429: see
+    /// [`hold_off`](Self::hold_off)).
     pub fn on_acquire_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         self.acquires.pop_front();
+        if status == 429 {
+            return self.hold_off();
+        }
         self.decide_locally(reason.to_string(), Some(status));
+    }
+
+    /// After a 429: nothing is sent for `retry_unreachable_ms` (longer than the coordinator's
+    /// retry-after), the batches wait, and the lease in hand is still acted on; only once it
+    /// runs out does the local breaker decide, until then. No [`ClientEvent::Local`]: the
+    /// coordinator answers.
+    fn hold_off(&mut self) {
+        self.quiet_until = Some(self.now.saturating_add(self.opts.retry_unreachable_ms));
     }
 
     /// The coordinator could not be reached (network error, time-out, overload, a 5xx, an

@@ -8,7 +8,9 @@
 //!   however often it is sent ([`DEDUP_WINDOW_MS`], [`MAX_CLIENTS`]), and at least once after it
 //!   forgot it (the session was evicted by a larger fleet, or expired): a batch it cannot vouch
 //!   for is counted, and counted again in `unverified_batches`. A batch numbered too far ahead
-//!   is refused with the session's last applied number, which the client renumbers from;
+//!   is refused with the session's last applied number, which the client renumbers from.
+//!   Outcomes past their session's budget are the exception, dropped and counted
+//!   (`outcomes_dropped`);
 //! - settings stay put on reads: a host configured differently adopts the stored settings
 //!   ([`OnMismatch::Adopt`]) without touching the generation, so both versions' clients keep
 //!   being counted through a rolling deploy; an install carries the state and generation over;
@@ -19,7 +21,11 @@
 //! - time is the coordinator's own; nothing a client sends moves its clock. A clock stepped
 //!   back (a failover to a host whose clock is behind) moves the breaker's times with it
 //!   ([`CLOCK_STEP_MS`](crate::breaker::CLOCK_STEP_MS)), and no retry-after is longer than the longest open period;
-//! - a host configured differently from the stored record never wipes it ([`OnMismatch`]).
+//! - a host configured differently from the stored record never wipes it ([`OnMismatch`]);
+//! - one session weighs at most [`MAX_SESSION_OUTCOMES_PER_S`] outcomes a second (past a burst
+//!   of [`SESSION_OUTCOME_BURST`]) and sends at most [`MAX_SESSION_REQUESTS_PER_S`] requests a
+//!   second (past [`SESSION_REQUEST_BURST`]). Per session, not per holder of the service token:
+//!   one who invents client identifiers gets a budget for each.
 
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -28,9 +34,10 @@ use alloc::vec::Vec;
 
 use super::json;
 use super::protocol::{
-    BadRequest, Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ObjectCounters,
+    Batch, ClientId, Counts, Exchange, ExchangeError, ExchangeReply, Lease, ObjectCounters,
     OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, GAP_REASON,
-    MAX_CLIENTS, MAX_SEQ_GAP, MAX_SHED_ODDS_FACTOR, SHED_SLACK,
+    MAX_CLIENTS, MAX_SEQ_GAP, MAX_SESSION_OUTCOMES_PER_S, MAX_SESSION_REQUESTS_PER_S,
+    MAX_SHED_ODDS_FACTOR, SESSION_OUTCOME_BURST, SESSION_REQUEST_BURST, SHED_SLACK,
 };
 use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
@@ -135,6 +142,17 @@ pub struct Record {
     /// Session → (highest applied `seq`, when it was applied).
     #[cfg_attr(feature = "serde", serde(default))]
     pub clients: BTreeMap<SessionKey, (u64, u64)>,
+    /// For each session of `clients`, in its order: how far past the time of its last applied
+    /// batch, in ms, its outcome budget ([`MAX_SESSION_OUTCOMES_PER_S`]) was spent, so whole
+    /// again at that time plus this. Left out when every one is 0; absent (a record written
+    /// before budgets were kept), or not as long as `clients`, every budget is whole. A list
+    /// beside the map rather than a third number in each entry, so that a version that reads
+    /// entries of two numbers still reads the record, and a few bytes a session.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub spent_ms: Vec<u64>,
     /// Probes granted and not reported yet.
     #[cfg_attr(feature = "serde", serde(default))]
     pub grants: Vec<Grant>,
@@ -162,6 +180,40 @@ pub enum OnMismatch {
     Install,
 }
 
+/// What the coordinator remembers of a session that had a batch applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Session {
+    /// The highest batch number applied.
+    seq: u64,
+    /// When it was applied (the coordinator's clock, ms).
+    seen: u64,
+    /// When its outcome budget is whole again (ms; a GCRA's theoretical arrival time).
+    whole_at: u64,
+}
+
+/// The time one outcome takes of a session's budget, in ms.
+const OUTCOME_MS: u64 = 1_000 / MAX_SESSION_OUTCOMES_PER_S;
+/// The time one request takes of a session's request budget, in ms.
+const REQUEST_MS: u64 = 1_000 / MAX_SESSION_REQUESTS_PER_S;
+const _: () = assert!(OUTCOME_MS * MAX_SESSION_OUTCOMES_PER_S == 1_000);
+const _: () = assert!(REQUEST_MS * MAX_SESSION_REQUESTS_PER_S == 1_000);
+/// How far ahead of now a session's outcome budget may be spent, in ms.
+const OUTCOME_TOLERANCE_MS: u64 = SESSION_OUTCOME_BURST * OUTCOME_MS;
+/// How far ahead of now a session's request budget may be spent, in ms.
+const REQUEST_TOLERANCE_MS: u64 = SESSION_REQUEST_BURST * REQUEST_MS;
+
+/// Takes up to `want` units of `unit_ms` each from a budget whole at `whole_at`, which may be
+/// spent up to `tolerance_ms` ahead of `now`: how many it gives, and when it is whole after.
+/// A budget spent further ahead can only come from a clock stepped back (nothing a client sends
+/// moves the coordinator's clock): it counts as whole, so that no session waits out the step.
+fn take(whole_at: u64, now: u64, want: u64, unit_ms: u64, tolerance_ms: u64) -> (u64, u64) {
+    let spent = Some(whole_at.saturating_sub(now))
+        .filter(|&ms| ms <= tolerance_ms)
+        .unwrap_or(0);
+    let given = want.min((tolerance_ms - spent) / unit_ms);
+    (given, now + spent + given * unit_ms)
+}
+
 /// One shared breaker.
 #[derive(Debug)]
 pub struct Coordinator {
@@ -169,7 +221,10 @@ pub struct Coordinator {
     spec: SharedSpec,
     configured: SharedSpec,
     breaker: Breaker,
-    clients: BTreeMap<SessionKey, (u64, u64)>,
+    clients: BTreeMap<SessionKey, Session>,
+    /// Session → when its request budget ([`MAX_SESSION_REQUESTS_PER_S`]) is whole again; only
+    /// sessions whose budget is not whole, in memory only.
+    pace: BTreeMap<SessionKey, u64>,
     grants: Vec<Grant>,
     counters: ObjectCounters,
     unverifiable_until: u64,
@@ -240,6 +295,7 @@ impl Coordinator {
             configured: spec,
             breaker,
             clients: BTreeMap::new(),
+            pace: BTreeMap::new(),
             grants: Vec::new(),
             counters: ObjectCounters::default(),
             unverifiable_until: 0,
@@ -323,7 +379,7 @@ impl Coordinator {
         };
         c.spec = spec;
         c.breaker = breaker;
-        c.clients = record.clients;
+        c.clients = sessions(record.clients, &record.spent_ms);
         c.grants = record.grants;
         c.unverifiable_until = record.unverifiable_until;
         c.counters = ObjectCounters {
@@ -432,10 +488,24 @@ impl Coordinator {
 
     /// What to persist.
     pub fn record(&self) -> Record {
+        let spent_ms: Vec<u64> = self
+            .clients
+            .values()
+            .map(|s| s.whole_at.saturating_sub(s.seen).min(OUTCOME_TOLERANCE_MS))
+            .collect();
         Record {
             spec: Some(self.spec),
             snapshot: self.breaker.snapshot(),
-            clients: self.clients.clone(),
+            clients: self
+                .clients
+                .iter()
+                .map(|(k, s)| (k.clone(), (s.seq, s.seen)))
+                .collect(),
+            spent_ms: if spent_ms.iter().all(|&ms| ms == 0) {
+                Vec::new()
+            } else {
+                spent_ms
+            },
             grants: self.grants.clone(),
             counters: self.counters,
             unverifiable_until: self.unverifiable_until,
@@ -469,20 +539,27 @@ impl Coordinator {
         }
     }
 
-    /// `/acquire` and `/report`: checks the exchange (a [`BadRequest`] changes nothing), applies
-    /// its batches (oldest first, each at most once per session; a batch over a limit is
-    /// refused alone), then, for `/acquire`, asks the breaker for a permit.
+    /// `/acquire` and `/report`: checks the exchange (a [`BadRequest`](super::protocol::BadRequest)
+    /// changes nothing) and its session's request budget (a
+    /// [`TooManyRequests`](ExchangeError::TooManyRequests) changes nothing but
+    /// `requests_refused`), applies its batches (oldest first, each at most once per session; a
+    /// batch over a limit is refused alone; outcomes past the session's budget are not
+    /// counted), then, for `/acquire`, asks the breaker for a permit.
     pub fn exchange(
         &mut self,
         now: Timestamp,
         req: &Exchange,
         acquire: bool,
-    ) -> Result<(ExchangeReply, Step), BadRequest> {
+    ) -> Result<(ExchangeReply, Step), ExchangeError> {
         req.validate()?;
         let now = self.observe(now);
         let key = session_key(&req.client, req.session);
         let mut step = Step::default();
         bump(&mut self.counters.requests);
+        if let Err(retry_after_ms) = self.pace(&key, now.0) {
+            bump(&mut self.counters.requests_refused);
+            return Err(ExchangeError::TooManyRequests { retry_after_ms });
+        }
         bump(if acquire {
             &mut self.counters.acquires
         } else {
@@ -508,8 +585,8 @@ impl Coordinator {
                         // At least once: counting it again is better than never counting it.
                         bump(&mut self.counters.unverified_batches);
                     }
-                    self.apply(now, &key, batch, &mut step);
-                    self.remember(&key, batch.seq, now.0);
+                    let whole_at = self.apply(now, &key, batch, &mut step);
+                    self.remember(&key, batch.seq, now.0, whole_at);
                     bump(&mut self.counters.batches);
                     None
                 }
@@ -648,9 +725,9 @@ impl Coordinator {
         if let Err(reason) = batch.check() {
             return Verdict::Refuse(reason);
         }
-        match self.clients.get(key) {
-            Some(&(last, _)) if batch.seq <= last => Verdict::Duplicate,
-            Some(&(last, _)) if batch.seq - last > MAX_SEQ_GAP => Verdict::Gap(last),
+        match self.clients.get(key).map(|s| s.seq) {
+            Some(last) if batch.seq <= last => Verdict::Duplicate,
+            Some(last) if batch.seq - last > MAX_SEQ_GAP => Verdict::Gap(last),
             Some(_) => Verdict::Apply,
             // A session it does not know, past its first batch: forgotten (evicted by a larger
             // fleet, expired, a clock step, a restart from an older record), or its first
@@ -676,18 +753,55 @@ impl Coordinator {
         now
     }
 
-    fn apply(&mut self, now: Timestamp, key: &SessionKey, batch: &Batch, step: &mut Step) {
+    /// Applies an accepted batch; answers when the session's outcome budget is whole after it.
+    fn apply(&mut self, now: Timestamp, key: &SessionKey, batch: &Batch, step: &mut Step) -> u64 {
+        let mut whole_at = self.clients.get(key).map_or(now.0, |s| s.whole_at);
         for counts in &batch.counts {
             self.counters.counted_outcomes = self
                 .counters
                 .counted_outcomes
                 .saturating_add(counts.total());
-            self.apply_counts(now, counts, step);
+            let (within, after) = within_budget(counts, whole_at, now.0);
+            whole_at = after;
+            let dropped = counts.total() - within.total();
+            self.counters.outcomes_dropped = self.counters.outcomes_dropped.saturating_add(dropped);
+            self.apply_counts(now, &within, step);
         }
         for p in &batch.probes {
             bump(&mut self.counters.probe_outcomes);
             self.apply_probe(now, key, p, step);
         }
+        whole_at
+    }
+
+    /// Takes one request of `key`'s request budget, or answers in how many ms one would be
+    /// served. A refused request takes nothing.
+    fn pace(&mut self, key: &SessionKey, now: u64) -> Result<(), u64> {
+        let whole_at = self.pace.get(key).copied().unwrap_or(now);
+        let (given, after) = take(whole_at, now, 1, REQUEST_MS, REQUEST_TOLERANCE_MS);
+        if given == 0 {
+            // Spent to within one request of its tolerance: served once one request's time
+            // has passed.
+            return Err((after - now + REQUEST_MS)
+                .saturating_sub(REQUEST_TOLERANCE_MS)
+                .max(1));
+        }
+        if !self.pace.contains_key(key) && self.pace.len() >= MAX_CLIENTS {
+            // Whole budgets need no entry; if none is whole, the one nearest whole goes.
+            self.pace.retain(|_, &mut w| w > now);
+            if self.pace.len() >= MAX_CLIENTS {
+                if let Some(nearest) = self
+                    .pace
+                    .iter()
+                    .min_by_key(|(_, &w)| w)
+                    .map(|(k, _)| k.clone())
+                {
+                    self.pace.remove(&nearest);
+                }
+            }
+        }
+        self.pace.insert(key.clone(), after);
+        Ok(())
     }
 
     /// Successes first, then ignored, then failures: a batch is sealed when a failure happens,
@@ -795,17 +909,17 @@ impl Coordinator {
         step.transitions.push(t);
     }
 
-    fn remember(&mut self, key: &SessionKey, seq: u64, now: u64) {
+    fn remember(&mut self, key: &SessionKey, seq: u64, now: u64, whole_at: u64) {
         // Sessions quiet for a whole dedup window can no longer send anything again.
         self.clients
-            .retain(|_, &mut (_, seen)| now.saturating_sub(seen) < DEDUP_WINDOW_MS);
+            .retain(|_, s| now.saturating_sub(s.seen) < DEDUP_WINDOW_MS);
         if !self.clients.contains_key(key) && self.clients.len() >= MAX_CLIENTS {
             // Full of sessions that may still resend: forget the quietest, and vouch for no
             // unknown session's batches until it could no longer resend.
             if let Some(oldest) = self
                 .clients
                 .iter()
-                .min_by_key(|(_, &(_, seen))| seen)
+                .min_by_key(|(_, s)| s.seen)
                 .map(|(k, _)| k.clone())
             {
                 self.clients.remove(&oldest);
@@ -813,8 +927,79 @@ impl Coordinator {
                 self.unverifiable_until = now.saturating_add(DEDUP_WINDOW_MS);
             }
         }
-        self.clients.insert(key.clone(), (seq, now));
+        let seen = now;
+        self.clients.insert(
+            key.clone(),
+            Session {
+                seq,
+                seen,
+                whole_at,
+            },
+        );
     }
+}
+
+/// The sessions of a stored record: `clients`, with the budgets `spent_ms` lists (see
+/// [`Record::spent_ms`]).
+fn sessions(
+    clients: BTreeMap<SessionKey, (u64, u64)>,
+    spent_ms: &[u64],
+) -> BTreeMap<SessionKey, Session> {
+    let kept = spent_ms.len() == clients.len();
+    clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, (k, (seq, seen)))| {
+            let spent = if kept {
+                spent_ms.get(i).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            let whole_at = seen.saturating_add(spent.min(OUTCOME_TOLERANCE_MS));
+            (
+                k,
+                Session {
+                    seq,
+                    seen,
+                    whole_at,
+                },
+            )
+        })
+        .collect()
+}
+
+/// What of `counts` a session's outcome budget, whole at `whole_at`, lets count at `now`, and
+/// when the budget is whole after. Past the budget, each kind keeps its share of what is
+/// counted (the failures first to a rounded-off unit, then the successes): the session's
+/// failure rate is kept, its weight bounded. Shed calls are not outcomes: they are bounded by
+/// what is counted ([`shed_allowance`]).
+fn within_budget(counts: &Counts, whole_at: u64, now: u64) -> (Counts, u64) {
+    let total =
+        u64::from(counts.successes) + u64::from(counts.failures) + u64::from(counts.ignored);
+    let (given, after) = take(whole_at, now, total, OUTCOME_MS, OUTCOME_TOLERANCE_MS);
+    if given == total {
+        return (counts.clone(), after);
+    }
+    // given < total ≤ 3 × u32::MAX: each share fits, and is at most its kind's count.
+    let share = |n: u32| (u64::from(n) * given / total) as u32;
+    let mut within = Counts {
+        successes: share(counts.successes),
+        failures: share(counts.failures),
+        ignored: share(counts.ignored),
+        ..counts.clone()
+    };
+    let mut left = given
+        - (u64::from(within.successes) + u64::from(within.failures) + u64::from(within.ignored));
+    for (n, of) in [
+        (&mut within.failures, counts.failures),
+        (&mut within.successes, counts.successes),
+        (&mut within.ignored, counts.ignored),
+    ] {
+        let more = left.min(u64::from(of - *n));
+        *n += more as u32;
+        left -= more;
+    }
+    (within, after)
 }
 
 /// A trip rule's memory is kept across a change of settings only when it means the same under

@@ -537,7 +537,7 @@ fn one_of(names: &[&str]) -> String {
 }
 
 /// The most fields a type has ([`ObjectCounters`](super::protocol::ObjectCounters)).
-pub(crate) const MAX_FIELDS: usize = 18;
+pub(crate) const MAX_FIELDS: usize = 20;
 
 /// An object's fields, by the position of their name in the table given to
 /// [`Value::fields`]. Each getter answers `None` on a mistake and keeps it, which

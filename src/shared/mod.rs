@@ -35,7 +35,7 @@ pub use coordinator::{
     session_key, Coordinator, Grant, OnMismatch, Record, SessionKey, Step, STORAGE_KEY,
 };
 pub use protocol::{
-    BadRequest, Batch, ClientId, Counts, Exchange, ExchangeReply, Lease, ProbeReport, Refusal,
-    StateView, WireOutcome,
+    BadRequest, Batch, ClientId, Counts, Exchange, ExchangeError, ExchangeReply, Lease,
+    ProbeReport, Refusal, StateView, WireOutcome,
 };
 pub use spec::{SharedSpec, DEFAULT_LEASE_MS, MAX_LEASE_MS};

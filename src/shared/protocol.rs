@@ -22,6 +22,10 @@
 //! drops it rather than send it again. A [`LeaseClient`](super::LeaseClient) never builds either.
 //! A batch numbered too far ahead is refused with the session's last applied number: the client
 //! renumbers and sends it again.
+//!
+//! One session's weight is bounded: the outcomes it may have counted
+//! ([`MAX_SESSION_OUTCOMES_PER_S`]; more are acknowledged and not counted) and the requests it
+//! may send ([`MAX_SESSION_REQUESTS_PER_S`]; more are refused, 429).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -70,6 +74,39 @@ pub const MAX_RETRY_AFTER_MS: u64 = 2 * MAX_SHARED_DURATION_MS;
 
 /// The longest throttle probability, in millionths (certain shedding).
 pub const MAX_THROTTLE_PPM: u32 = 1_000_000;
+
+/// How many outcomes one client session may have counted per second, sustained. One process of
+/// an LLM application makes a few calls a second, a busy one tens (a thousand calls in flight
+/// lasting a second each make a thousand a second): this is well above any of them, and bounds
+/// what one session's forged outcomes weigh against the fleet's real ones — without it, one
+/// session reporting a million successes per request kept a failure-rate rule CLOSED for the
+/// whole fleet while the upstream failed. Outcomes beyond the budget are acknowledged and not
+/// counted ([`ObjectCounters::outcomes_dropped`]). A probe's outcome matched to a grant is
+/// exempt (the grants bound it). The bound is per session: a holder of the service token who
+/// invents client identifiers gets a budget for each (as many sessions as the coordinator
+/// remembers, [`MAX_CLIENTS`], and more by making it forget some).
+pub const MAX_SESSION_OUTCOMES_PER_S: u64 = 1_000;
+/// How many outcomes a session may have counted at once, past its sustained rate: five seconds'
+/// worth, five reports of a lease client's default `max_batch` (1 000), so that reports that
+/// meet (a failure sent right after a lease renewal) and the outbox a client at half the rate
+/// sends after an outage of 10 s are counted whole (the budget refills while the session is
+/// quiet). A client that sends more at once (a larger `max_batch` at the full rate, a longer
+/// outage) has the excess dropped and counted. Small, since it is what a session that
+/// forges outcomes weighs at first.
+pub const SESSION_OUTCOME_BURST: u64 = 5_000;
+/// How many requests (`/acquire` and `/report`) one client session may send per second,
+/// sustained; more are refused as a whole (429 `too_many_requests`, nothing applied; see
+/// [`ExchangeError::TooManyRequests`]). A lease client sends one report at a time (a failure
+/// is sent when the report before it is answered), renews its lease once per `lease_ms` (at
+/// least 1 ms, 1 s by default), and asks `/acquire` once per call only while HALF_OPEN until a
+/// refusal is kept: tens of requests a second at most when its coordinator is a few
+/// milliseconds away. Kept in memory only (writing it would make every request a write): a Durable
+/// Object keeps it while it runs; a store's callers hold the store's credentials and could
+/// write the record themselves. Per session, as [`MAX_SESSION_OUTCOMES_PER_S`].
+pub const MAX_SESSION_REQUESTS_PER_S: u64 = 100;
+/// How many requests a session may send at once past its sustained rate: the 64 `/acquire`s of
+/// calls that all met HALF_OPEN at once, their reports, and as many again.
+pub const SESSION_REQUEST_BURST: u64 = 200;
 
 /// How a call ended, on the wire: `"success"`, `"failure"` or `"ignored"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,6 +255,59 @@ impl core::fmt::Display for BadRequest {
 }
 
 impl core::error::Error for BadRequest {}
+
+/// Why the coordinator refused an exchange as a whole: nothing of it was applied, and the
+/// record changed in nothing but a counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExchangeError {
+    /// 400 `bad_request`: the exchange breaks the protocol.
+    BadRequest(BadRequest),
+    /// 429 `too_many_requests`: its session sent more than [`MAX_SESSION_REQUESTS_PER_S`]
+    /// requests a second (past [`SESSION_REQUEST_BURST`]). Sending again after `retry_after_ms`
+    /// is served; a lease client waits its `retry_unreachable_ms` (longer), keeping its lease.
+    TooManyRequests {
+        /// Milliseconds until the session's next request is served (at least 1).
+        retry_after_ms: u64,
+    },
+}
+
+impl ExchangeError {
+    /// The HTTP status of the answer: 400 or 429.
+    pub fn status(&self) -> u16 {
+        match self {
+            ExchangeError::BadRequest(_) => 400,
+            ExchangeError::TooManyRequests { .. } => 429,
+        }
+    }
+    /// The answer's [`ErrorReply::error`] code: `bad_request` or `too_many_requests`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ExchangeError::BadRequest(_) => "bad_request",
+            ExchangeError::TooManyRequests { .. } => "too_many_requests",
+        }
+    }
+}
+
+impl From<BadRequest> for ExchangeError {
+    fn from(e: BadRequest) -> Self {
+        ExchangeError::BadRequest(e)
+    }
+}
+
+impl core::fmt::Display for ExchangeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ExchangeError::BadRequest(e) => e.fmt(f),
+            ExchangeError::TooManyRequests { retry_after_ms } => write!(
+                f,
+                "more than {MAX_SESSION_REQUESTS_PER_S} requests a second from this client \
+                 session: send again in {retry_after_ms} ms"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for ExchangeError {}
 
 /// A client's identifier: 1 to 64 ASCII letters, digits, `-` or `_` (so it never contains the
 /// `~` of a stored session key).
@@ -550,6 +640,14 @@ pub struct ObjectCounters {
     /// [`MAX_SHED_ODDS_FACTOR`]): not counted. Left out when 0.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_zero_u64"))]
     pub sheds_dropped: u64,
+    /// Outcomes reported beyond their session's budget ([`MAX_SESSION_OUTCOMES_PER_S`]):
+    /// acknowledged, not counted. Left out when 0.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_zero_u64"))]
+    pub outcomes_dropped: u64,
+    /// Requests refused because their session sent too many ([`MAX_SESSION_REQUESTS_PER_S`]).
+    /// Left out when 0.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_zero_u64"))]
+    pub requests_refused: u64,
 }
 
 #[cfg(feature = "serde")]

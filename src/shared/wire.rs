@@ -195,6 +195,8 @@ wire_struct!(ObjectCounters, PASS, {
     incidents: or([0; 11]),
     incident_ms: or(0),
     sheds_dropped: skip_zero,
+    outcomes_dropped: skip_zero,
+    requests_refused: skip_zero,
 });
 wire_struct!(StateView, PASS, {
     name: req,
@@ -256,6 +258,7 @@ wire_struct!(Record, PASS, {
     spec: readable,
     snapshot: req,
     clients: or(Sessions::new()),
+    spent_ms: skip_empty,
     grants: or(Vec::new()),
     counters: or(ObjectCounters::default()),
     unverifiable_until: or(0),

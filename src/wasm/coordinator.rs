@@ -389,12 +389,17 @@ impl WasmCoordinator {
                 self.status = 200;
                 json::to_string(&reply)
             }
-            Err(e) => error_json("bad_request", &e.to_string()),
+            Err(e) => {
+                self.status = e.status();
+                error_json(e.code(), &e.to_string())
+            }
         }
     }
 
     // The HTTP status of the last `exchange`'s answer: 200, 400 (`bad_request`: nothing
-    // changed) or 503 (`unavailable`: a newer version's record, left as it is).
+    // changed), 429 (`too_many_requests`: the session sent too many requests; nothing changed
+    // but a counter, kept in memory) or 503 (`unavailable`: a newer version's record, left as
+    // it is).
     pub fn status(&self) -> u16 {
         self.status
     }

@@ -188,7 +188,7 @@ impl BreakerObject {
                 }
                 match coordinator.exchange(now, x, matches!(parsed.op, Op::Acquire)) {
                     Ok((reply, step)) => (json::to_string(&reply), step),
-                    Err(e) => return Err(error_response(400, "bad_request", &e.to_string())),
+                    Err(e) => return Err(error_response(e.status(), e.code(), &e.to_string())),
                 }
             }
             (Op::Isolate, _) => {
