@@ -496,11 +496,15 @@ impl Coordinator {
         Record {
             spec: Some(self.spec),
             snapshot: self.breaker.snapshot(),
-            clients: self
-                .clients
-                .iter()
-                .map(|(k, s)| (k.clone(), (s.seq, s.seen)))
-                .collect(),
+            clients: {
+                // Inserted one by one: `collect()` into a map sorts first, and that sort costs
+                // the coordinator's wasm module kilobytes.
+                let mut clients = BTreeMap::new();
+                for (k, s) in &self.clients {
+                    clients.insert(k.clone(), (s.seq, s.seen));
+                }
+                clients
+            },
             spent_ms: if spent_ms.iter().all(|&ms| ms == 0) {
                 Vec::new()
             } else {
@@ -946,26 +950,25 @@ fn sessions(
     spent_ms: &[u64],
 ) -> BTreeMap<SessionKey, Session> {
     let kept = spent_ms.len() == clients.len();
-    clients
-        .into_iter()
-        .enumerate()
-        .map(|(i, (k, (seq, seen)))| {
-            let spent = if kept {
-                spent_ms.get(i).copied().unwrap_or(0)
-            } else {
-                0
-            };
-            let whole_at = seen.saturating_add(spent.min(OUTCOME_TOLERANCE_MS));
-            (
-                k,
-                Session {
-                    seq,
-                    seen,
-                    whole_at,
-                },
-            )
-        })
-        .collect()
+    // Inserted one by one, as in `record` (no sort).
+    let mut sessions = BTreeMap::new();
+    for (i, (k, (seq, seen))) in clients.into_iter().enumerate() {
+        let spent = if kept {
+            spent_ms.get(i).copied().unwrap_or(0)
+        } else {
+            0
+        };
+        let whole_at = seen.saturating_add(spent.min(OUTCOME_TOLERANCE_MS));
+        sessions.insert(
+            k,
+            Session {
+                seq,
+                seen,
+                whole_at,
+            },
+        );
+    }
+    sessions
 }
 
 /// What of `counts` a session's outcome budget, whole at `whole_at`, lets count at `now`, and
