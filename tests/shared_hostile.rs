@@ -246,6 +246,11 @@ fn shed_calls_under_a_throttle_still_count() {
 /// The largest record hostile sessions can make under `spec`: every session slot taken by a
 /// 64-character client with the largest numbers, and the trip rule's memory full.
 fn largest_record(spec: SharedSpec) -> usize {
+    largest(spec).record_json().unwrap().len()
+}
+
+/// The coordinator holding [`largest_record`].
+fn largest(spec: SharedSpec) -> Coordinator {
     let mut co = Coordinator::fresh("upstream", spec).unwrap();
     let now = Timestamp(T0);
     let memory = match spec.breaker.trip {
@@ -289,7 +294,7 @@ fn largest_record(spec: SharedSpec) -> usize {
         );
         co.exchange(now, &e, false).unwrap();
     }
-    co.record_json().unwrap().len()
+    co
 }
 
 /// The largest record under the largest settings a shared breaker accepts.
@@ -732,5 +737,42 @@ fn a_spent_budget_is_stored_and_an_old_record_reads_whole() {
     assert!(
         json.contains(r#""a~1":[1,"#) && !json.contains("spent_ms"),
         "{json}"
+    );
+}
+
+/// What the costliest request costs an object holding the largest record: restoring it (the
+/// first request after an eviction), then one exchange carrying the most the protocol allows
+/// (16 batches of 8 generations) from a session it does not know, and writing the record back.
+/// Printed for the record (run with `--release --nocapture`), not asserted: times are the
+/// benchmarks' business.
+#[test]
+fn the_costliest_request_on_the_largest_record_is_measured() {
+    let spec = SharedSpec::new(BreakerConfig::new().with_trip(TripRule::FailuresInWindow {
+        threshold: MAX_SHARED_WINDOW_CALLS,
+        window_ms: 3_600_000,
+    }));
+    let json = largest(spec).record_json().unwrap();
+    let batches: Vec<Batch> = (1..=16)
+        .map(|seq| batch(seq, (0..8).map(|g| counts(g, 300, 0, 0)).collect()))
+        .collect();
+    let e = exchange("costly", 7, batches);
+    let runs = 20;
+    let started = std::time::Instant::now();
+    let mut written = 0;
+    for _ in 0..runs {
+        let mut co =
+            Coordinator::load_json("upstream", spec, Some(&json), OnMismatch::Install).unwrap();
+        co.exchange(Timestamp(T0 + 1), &e, false).unwrap();
+        written = co.record_json().unwrap().len();
+    }
+    let each = started.elapsed() / runs;
+    println!(
+        "largest record {} bytes: restore + the costliest exchange + write {} bytes: {each:?}",
+        json.len(),
+        written
+    );
+    assert!(
+        written >= json.len() - 1_024,
+        "the record kept what it held"
     );
 }
