@@ -70,8 +70,9 @@ export async function post(url, { token, body = '', headers = {} }) {
 export function hostileServiceCases({ base, serviceToken, adminToken, name, fresh, view }) {
   const service = (op) => `${base()}/v1/${op}?breaker=${encodeURIComponent(name)}`;
 
-  test('hostile service client: a 256 MiB chunked report is cut at 64 KiB (413), never read whole; the Worker serves on', async () => {
+  test('hostile service client: a 256 MiB chunked report is cut at 64 KiB (413), never read whole; the Worker serves on', async (t) => {
     const r = await pushUntilAnswered(service('report'), { token: serviceToken, total: 256 * MiB });
+    t.diagnostic(`written before the answer: ${(r.sent / MiB).toFixed(2)} MiB (${r.reset ?? r.status})`);
     if (r.reset === undefined) {
       assert.equal(r.status, 413, r.text);
       assert.equal(JSON.parse(r.text).error, 'payload_too_large');
