@@ -37,6 +37,11 @@ async function startService(clock) {
       return;
     }
     s.byOp[op]++;
+    if (s.tooMany) {
+      s.refused++;
+      res.writeHead(429, { 'content-type': 'application/json' }).end('{"error":"too_many_requests","message":"slow down"}');
+      return;
+    }
     if (req.headers.authorization !== `Bearer ${s.token}`) {
       s.refused++;
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
@@ -47,6 +52,7 @@ async function startService(clock) {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   s.url = `http://127.0.0.1:${server.address().port}`;
+  s.view = (now) => co.view(now);
   s.close = async () => {
     server.closeAllConnections?.();
     await new Promise((r) => server.close(r));
@@ -108,4 +114,47 @@ test('service answering 401 after a token rotation: calls are admitted by the lo
   // About one request per retryUnreachableMs (1000 ms): twice that, with one more period, at most.
   const bound = 2 * (Math.ceil(elapsed / 1000) + 1);
   assert.ok(requests <= bound, `${requests} requests to the service over ${elapsed} ms (bound ${bound})`);
+});
+
+test('service answering 429 (too many requests): the lease in hand is kept, no local event, the service is left alone a while, then all goes on', async (t) => {
+  let now = 1_800_000_000_000;
+  const clock = () => now;
+  const service = await startService(clock);
+  t.after(() => service.close());
+  const b = new SharedCircuitBreaker('llm', { service: { url: service.url, token: 't' }, clock, leaseMs: 1000 });
+  const events = [];
+  b.onEvent((e) => events.push(e));
+  now += 10;
+  assert.equal(await b.execute(() => 'ok'), 'ok');
+  await b.flush();
+  assert.equal(b.decidingLocally, false);
+
+  // Every request is now answered 429. A failure is reported at once: refused.
+  service.tooMany = true;
+  const r0 = service.requests;
+  now += 10;
+  await assert.rejects(b.execute(() => Promise.reject(new Error('upstream 529'))), /529/);
+  await b.flush();
+  // Within the lease: calls admitted on it, not by the local breaker, no `local` event.
+  for (let i = 0; i < 8; i++) {
+    now += 100;
+    assert.equal(await b.execute(() => 'ok'), 'ok');
+  }
+  assert.equal(b.decidingLocally, false, 'the coordinator answered: its lease stands');
+  assert.equal(events.filter((e) => e.type === 'local').length, 0, JSON.stringify(events));
+  const during = service.requests - r0;
+  assert.ok(during <= 2, `${during} requests while held off`);
+
+  // The service serves again: within a few held-off periods everything counted reaches it.
+  service.tooMany = false;
+  for (let i = 0; i < 40; i++) {
+    now += 100;
+    assert.equal(await b.execute(() => 'ok'), 'ok');
+  }
+  await b.flush();
+  assert.equal(b.decidingLocally, false);
+  assert.equal(b.state, 'CLOSED');
+  const fleet = JSON.parse(service.view(now));
+  t.diagnostic(`429s: ${during} requests while held off; then the service counted ${fleet.stats.failures} failure(s), ${fleet.stats.successes} successes`);
+  assert.equal(fleet.stats.failures, 1, 'the failure refused with a 429 is counted once it goes through');
 });
