@@ -444,68 +444,76 @@ fn a_closed_breaker_reads_the_clock_only_where_the_rule_needs_the_time() {
     assert_eq!(clock.reads.load(SeqCst), 8 + 1);
 }
 
-/// A breaker whose listener panics when it hears OPEN -> HALF_OPEN, opened by one failure.
-fn opened_with_a_panicking_listener(clock: &ManualClock) -> Arc<CircuitBreaker<ManualClock>> {
-    let config = one_strike().with_half_open_success_threshold(2);
-    let mut b = CircuitBreaker::new("llm", config, clock.clone()).unwrap();
-    b.on_transition(|_, t| {
-        if (t.from, t.to) == (State::Open, State::HalfOpen) {
-            panic!("listener bug");
-        }
-    });
-    let _ = b.call(|| Err::<(), _>("529"));
-    assert_eq!(b.state(), State::Open);
-    clock.advance(1_000);
-    Arc::new(b)
-}
+// Under tokio, natively (tokio is not a dev-dependency for wasm32, where `wasm-pack test` builds
+// these tests too).
+#[cfg(not(target_arch = "wasm32"))]
+mod panicking_listener {
+    use super::*;
 
-/// After the panic, one call a second for the probe time-out (30 s): how many were refused, and
-/// the state at the end.
-async fn refusals_after_the_panic(
-    clock: &ManualClock,
-    b: &Arc<CircuitBreaker<ManualClock>>,
-) -> (u32, State) {
-    assert_eq!(
-        b.core().probes_in_flight(),
-        0,
-        "the probe slot was given back"
-    );
-    let mut refused = 0;
-    for _ in 0..30 {
-        if b.call_async(async { Ok::<_, ()>(()) }).await.is_err() {
-            refused += 1;
-        }
+    /// A breaker whose listener panics when it hears OPEN -> HALF_OPEN, opened by one failure.
+    fn opened_with_a_panicking_listener(clock: &ManualClock) -> Arc<CircuitBreaker<ManualClock>> {
+        let config = one_strike().with_half_open_success_threshold(2);
+        let mut b = CircuitBreaker::new("llm", config, clock.clone()).unwrap();
+        b.on_transition(|_, t| {
+            if (t.from, t.to) == (State::Open, State::HalfOpen) {
+                panic!("listener bug");
+            }
+        });
+        let _ = b.call(|| Err::<(), _>("529"));
+        assert_eq!(b.state(), State::Open);
         clock.advance(1_000);
+        Arc::new(b)
     }
-    (refused, b.state())
-}
 
-#[tokio::test]
-async fn a_listener_that_panics_on_half_open_does_not_keep_the_probe_slot() {
-    let clock = ManualClock::new(Timestamp(0));
-    let b = opened_with_a_panicking_listener(&clock);
-    let probe = Arc::clone(&b);
-    let task = tokio::spawn(async move { probe.call_async(async { Ok::<_, ()>(()) }).await });
-    assert!(task.await.unwrap_err().is_panic());
-    assert_eq!(b.state(), State::HalfOpen);
-    // The next calls probe at once and close the circuit (29 refusals when the slot was lost).
-    assert_eq!(
-        refusals_after_the_panic(&clock, &b).await,
-        (0, State::Closed)
-    );
-}
+    /// After the panic, one call a second for the probe time-out (30 s): how many were refused, and
+    /// the state at the end.
+    async fn refusals_after_the_panic(
+        clock: &ManualClock,
+        b: &Arc<CircuitBreaker<ManualClock>>,
+    ) -> (u32, State) {
+        assert_eq!(
+            b.core().probes_in_flight(),
+            0,
+            "the probe slot was given back"
+        );
+        let mut refused = 0;
+        for _ in 0..30 {
+            if b.call_async(async { Ok::<_, ()>(()) }).await.is_err() {
+                refused += 1;
+            }
+            clock.advance(1_000);
+        }
+        (refused, b.state())
+    }
 
-#[tokio::test]
-async fn a_listener_that_panics_on_half_open_does_not_keep_an_owned_probe_slot() {
-    let clock = ManualClock::new(Timestamp(0));
-    let b = opened_with_a_panicking_listener(&clock);
-    // `admit_owned`, as the tower layer admits.
-    let probe = Arc::clone(&b);
-    let task = tokio::spawn(async move { probe.admit_owned().map(|g| g.settle(Outcome::Success)) });
-    assert!(task.await.unwrap_err().is_panic());
-    assert_eq!(b.state(), State::HalfOpen);
-    assert_eq!(
-        refusals_after_the_panic(&clock, &b).await,
-        (0, State::Closed)
-    );
+    #[tokio::test]
+    async fn a_listener_that_panics_on_half_open_does_not_keep_the_probe_slot() {
+        let clock = ManualClock::new(Timestamp(0));
+        let b = opened_with_a_panicking_listener(&clock);
+        let probe = Arc::clone(&b);
+        let task = tokio::spawn(async move { probe.call_async(async { Ok::<_, ()>(()) }).await });
+        assert!(task.await.unwrap_err().is_panic());
+        assert_eq!(b.state(), State::HalfOpen);
+        // The next calls probe at once and close the circuit (29 refusals when the slot was lost).
+        assert_eq!(
+            refusals_after_the_panic(&clock, &b).await,
+            (0, State::Closed)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_listener_that_panics_on_half_open_does_not_keep_an_owned_probe_slot() {
+        let clock = ManualClock::new(Timestamp(0));
+        let b = opened_with_a_panicking_listener(&clock);
+        // `admit_owned`, as the tower layer admits.
+        let probe = Arc::clone(&b);
+        let task =
+            tokio::spawn(async move { probe.admit_owned().map(|g| g.settle(Outcome::Success)) });
+        assert!(task.await.unwrap_err().is_panic());
+        assert_eq!(b.state(), State::HalfOpen);
+        assert_eq!(
+            refusals_after_the_panic(&clock, &b).await,
+            (0, State::Closed)
+        );
+    }
 }

@@ -880,7 +880,8 @@ impl LeaseClient {
     /// unchanged: a report of several batches is sent one batch at a time from now on, and a
     /// single refused batch is dropped. Any other refusal (401 or 403: a rotated token; 404: a
     /// name not deployed yet) keeps the batches for later. A 429 (the coordinator's bound on a
-    /// session's requests, or a proxy's limit) is no outage: see [`hold_off`](Self::hold_off).
+    /// session's requests, or a proxy's limit) is no outage: the lease in hand is kept, and nothing is
+    /// sent for `retry_unreachable_ms`.
     pub fn on_flush_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         let sent = self.in_flight.take().map_or(0, |f| f.batches);
@@ -898,8 +899,8 @@ impl LeaseClient {
     }
 
     /// The coordinator refused an `/acquire` with a 4xx `status`: as
-    /// [`on_unreachable`](Self::on_unreachable), with the status in the event (a 429: see
-    /// [`hold_off`](Self::hold_off)).
+    /// [`on_unreachable`](Self::on_unreachable), with the status in the event (a 429: as in
+    /// [`on_flush_refused`](Self::on_flush_refused)).
     pub fn on_acquire_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         self.acquires.pop_front();
