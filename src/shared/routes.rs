@@ -25,9 +25,6 @@ use super::protocol::{ErrorReply, MAX_BODY_BYTES};
 use super::spec::SharedSpec;
 use crate::name::validate_name;
 
-/// The header a client (or a reset) names the settings in: the JSON of a `BREAKERS` entry.
-pub const SETTINGS_HEADER: &str = "breakwater-settings";
-
 /// A refusal the routes or the object answer without taking a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HttpError {
@@ -446,9 +443,10 @@ pub fn check_length(content_length: Option<&str>) -> Result<(), HttpError> {
 }
 
 /// The settings a reset names in its body (the settings JSON of a `BREAKERS` entry), as the
-/// settings header the object reads: `Ok(None)` for an empty body (the reset keeps the settings
-/// the breaker runs under), `Err` naming the field and the value.
-pub fn reset_settings(body: &str) -> Result<Option<String>, Answer> {
+/// settings JSON the object installs: `Ok(None)` for an empty body (the reset keeps the settings
+/// the breaker runs under), `Err` naming the field and the value. Where `BREAKERS` pins the
+/// breaker's settings (`pinned`), a reset may only name those ([`HttpError::SettingsPinned`]).
+pub fn reset_settings(body: &str, pinned: Option<&SharedSpec>) -> Result<Option<String>, Answer> {
     if body.trim_ascii().is_empty() {
         return Ok(None);
     }
@@ -456,6 +454,7 @@ pub fn reset_settings(body: &str) -> Result<Option<String>, Answer> {
         .map_err(|e| e.to_string())
         .and_then(|spec| spec.validate().map(|()| spec));
     match checked {
+        Ok(spec) if pinned.is_some_and(|p| *p != spec) => Err(HttpError::SettingsPinned.answer()),
         Ok(spec) => Ok(Some(json::to_string(&spec))),
         Err(why) => {
             let message = alloc::format!("invalid settings in the reset's body: {why}");
@@ -793,12 +792,13 @@ mod tests {
 
     #[test]
     fn a_reset_names_settings_or_keeps_them() {
-        assert_eq!(reset_settings(""), Ok(None));
-        assert_eq!(reset_settings("  \n"), Ok(None));
-        let named = reset_settings(r#"{"lease_ms": 500, "breaker": {"open_duration_ms": 1000}}"#);
+        assert_eq!(reset_settings("", None), Ok(None));
+        assert_eq!(reset_settings("  \n", None), Ok(None));
+        let body = r#"{"lease_ms": 500, "breaker": {"open_duration_ms": 1000}}"#;
+        let named = reset_settings(body, None);
         let json = named.ok().flatten().unwrap_or_default();
         assert!(json.contains("\"lease_ms\":500"), "{json}");
-        let bad = reset_settings(r#"{"lease_ms": 0}"#)
+        let bad = reset_settings(r#"{"lease_ms": 0}"#, None)
             .err()
             .map(|a| (a.status, a.message));
         let (status, message) = bad.unwrap_or_default();
@@ -807,7 +807,14 @@ mod tests {
             message.contains("lease_ms") && message.contains('0'),
             "{message}"
         );
-        assert!(reset_settings("not json").is_err());
+        assert!(reset_settings("not json", None).is_err());
+        // Pinned: only the pinned settings, or none.
+        let pinned = SharedSpec::new(crate::BreakerConfig::new()).with_lease_ms(500);
+        let other = reset_settings(body, Some(&pinned)).err().map(|a| a.status);
+        assert_eq!(other, Some(409));
+        let same = reset_settings(r#"{"lease_ms": 500}"#, Some(&pinned));
+        assert!(matches!(same, Ok(Some(_))), "{same:?}");
+        assert_eq!(reset_settings("", Some(&pinned)), Ok(None));
     }
 
     #[test]

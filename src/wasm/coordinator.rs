@@ -185,11 +185,13 @@ pub fn object_op(path: &str, verb: u32) -> WasmRoute {
     }
 }
 
-// A reset's body (`crate::shared::routes::reset_settings`): `layout::plan::OBJECT` with the
+// A reset's body (`crate::shared::routes::reset_settings`), `pinned` the settings JSON
+// `BREAKERS` pins: `layout::plan::OBJECT` with the
 // settings it names in `settings` ("" for none), or the refusal naming the field.
 #[wasm_bindgen]
-pub fn reset_settings(body: &str) -> WasmRoute {
-    match crate::shared::routes::reset_settings(body) {
+pub fn reset_settings(body: &str, pinned: Option<String>) -> WasmRoute {
+    let pinned = pinned.and_then(|p| json::from_str::<SharedSpec>(&p).ok());
+    match crate::shared::routes::reset_settings(body, pinned.as_ref()) {
         Ok(settings) => WasmRoute {
             kind: rp::OBJECT,
             settings: settings.unwrap_or_default(),

@@ -158,10 +158,7 @@ impl BreakerObject {
         // Every breaker of this Worker runs under `BREAKERS`: a reset that names other settings
         // is refused by name, not obeyed in part.
         if op == Op::Reset {
-            let named = reset_settings(&body).map_err(|a| answer_response(&a))?;
-            if named.is_some_and(|n| json::from_str::<SharedSpec>(&n).ok() != Some(spec)) {
-                return Err(answer_response(&HttpError::SettingsPinned.answer()));
-            }
+            reset_settings(&body, Some(&spec)).map_err(|a| answer_response(&a))?;
         }
         self.name.borrow_mut().get_or_insert_with(|| name.clone());
         Ok(Parsed {

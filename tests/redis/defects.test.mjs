@@ -4,25 +4,17 @@
 // side by side, an isolation outliving the key's expiry, a failing Response counted as a success.
 // Most run on MemoryStore with an injected clock (the store's clock); the lost probe and the
 // rolling deploy also run on the real redis-server.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
 import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis } from 'breakwater/store';
-import { connectRedis, namer } from './helpers.mjs';
+import { namer, useRedis, ok, failsWith } from './helpers.mjs';
 
 let redis;
 const uniq = namer();
-before(async () => {
-  redis = await connectRedis();
-});
-after(async () => {
-  await redis?.close?.();
-});
+useRedis((c) => (redis = c));
 
-const ok = () => 'ok';
-const boom = () => {
-  throw Object.assign(new Error('upstream 529'), { status: 529 });
-};
+const boom = failsWith(529);
 const BREAKER = { failureThreshold: 2, resetTimeout: 1_000, probeTimeoutMs: 5_000 };
 
 /** Five instances of one app sharing `store`, on `clock` (each may be off by `skew[i]`). */

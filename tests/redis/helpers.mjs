@@ -1,6 +1,7 @@
 // Scaffolding of the Redis store tests: a redis-server of our own on 127.0.0.1 (for the tests
 // that kill it), a fake upstream, and child Node processes (worker.mjs) driven over IPC.
 import { spawn, fork } from 'node:child_process';
+import { before, after } from 'node:test';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -166,6 +167,29 @@ export async function connectRedis() {
   await client.connect();
   return client;
 }
+
+/**
+ * Connects to the test command's redis-server before the file's tests and closes after them;
+ * `set` receives the client.
+ */
+export function useRedis(set) {
+  let client;
+  before(async () => {
+    client = await connectRedis();
+    set(client);
+  });
+  after(async () => {
+    await client?.close?.();
+  });
+}
+
+/** A call that succeeds. */
+export const ok = () => 'ok';
+
+/** A call that fails as an upstream answering `status` does. */
+export const failsWith = (status) => () => {
+  throw Object.assign(new Error(`upstream ${status}`), { status });
+};
 
 /** Breaker names unique to this process and call: `what-<pid>-<n>`. */
 export function namer() {

@@ -4,25 +4,17 @@
 // by an instance's lease written over it. Run against the real redis-server, the key deleted by
 // the test between the read and the compare-and-set. Also: the store says when Redis may evict a
 // breaker's record (maxmemory-policy allkeys-*), once, and never fails for it.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
 import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis } from 'breakwater/store';
-import { connectRedis, namer, sleep } from './helpers.mjs';
+import { namer, sleep, useRedis, ok, failsWith } from './helpers.mjs';
 
 let redis;
 const uniq = namer();
-before(async () => {
-  redis = await connectRedis();
-});
-after(async () => {
-  await redis?.close?.();
-});
+useRedis((c) => (redis = c));
 
-const ok = () => 'ok';
-const boom = () => {
-  throw Object.assign(new Error('upstream 529'), { status: 529 });
-};
+const boom = failsWith(529);
 const BREAKER = { failureThreshold: 2, resetTimeout: 200, probeTimeoutMs: 400 };
 
 /**

@@ -9,20 +9,15 @@
 // store is wrapped so that the TIME Redis answers is shifted by the simulated time
 // ('redis-shifted'), the record still being read and compare-and-set by the package's own Lua
 // scripts on the server.
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
 import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis } from 'breakwater/store';
-import { connectRedis, namer, redisUrl, sleep, startUpstream, startWorkers } from './helpers.mjs';
+import { namer, redisUrl, sleep, startUpstream, startWorkers, useRedis } from './helpers.mjs';
 
 let redis;
 const uniq = namer();
-before(async () => {
-  redis = await connectRedis();
-});
-after(async () => {
-  await redis?.close?.();
-});
+useRedis((c) => (redis = c));
 
 const T0 = 1_800_000_000_000;
 const upstreamError = () => Object.assign(new Error('upstream 529'), { status: 529 });

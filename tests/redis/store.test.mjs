@@ -2,26 +2,18 @@
 // compare-and-set under a forced conflict, exactly-once batches after a lost answer, the store
 // timing out (fail-open and fail-closed) and coming back, admin operations, damaged records,
 // ignored probes, and the adapters' call shapes.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isCircuitOpenError } from 'breakwater';
 import { StoreCircuitBreaker, RedisStore, MemoryStore, fromNodeRedis, fromIoredis, fromUpstash } from 'breakwater/store';
-import { connectRedis, namer, sleep, until } from './helpers.mjs';
+import { namer, sleep, until, useRedis, ok, failsWith } from './helpers.mjs';
 import { checkSeed000, seed000Case } from '../js/seed000-case.mjs';
 
 let redis;
 const uniq = namer();
-before(async () => {
-  redis = await connectRedis();
-});
-after(async () => {
-  await redis?.close?.();
-});
+useRedis((c) => (redis = c));
 
-const ok = () => 'ok';
-const boom = () => {
-  throw Object.assign(new Error('upstream 503'), { status: 503 });
-};
+const boom = failsWith(503);
 /** A RedisEval over the real client, with a hook before each script runs. */
 function tapped(hook = async () => {}) {
   const real = fromNodeRedis(redis);

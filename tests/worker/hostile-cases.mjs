@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { answer } from './harness.mjs';
 
 const MiB = 1024 * 1024;
 
@@ -53,13 +54,7 @@ export function pushUntilAnswered(url, { token, total, chunk = 64 * 1024, header
 
 /** A POST with a body and headers: status and parsed body. */
 export async function post(url, { token, body = '', headers = {} }) {
-  const resp = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers }, body });
-  const text = await resp.text();
-  let parsed = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {}
-  return { status: resp.status, body: parsed };
+  return answer(await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers }, body }));
 }
 
 /**

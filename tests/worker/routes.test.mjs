@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { objectWorker, start, admin, ADMIN_TOKEN } from './harness.mjs';
+import { objectWorker, start, admin, answer, ADMIN_TOKEN } from './harness.mjs';
 import { hostileServiceCases, post } from './hostile-cases.mjs';
 
 const SERVICE_TOKEN = 'test-service-token-abcdef0123';
@@ -39,13 +39,7 @@ after(async () => {
 /** A request with the given Authorization header value (none if null). */
 async function send(fetcher, route, { method = 'GET', authorization = null, body } = {}) {
   const headers = authorization === null ? {} : { authorization };
-  const resp = await fetcher.fetch(`http://breakwater${route}`, { method, headers, body });
-  const text = await resp.text();
-  let parsed = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {}
-  return { status: resp.status, body: parsed };
+  return answer(await fetcher.fetch(`http://breakwater${route}`, { method, headers, body }));
 }
 
 test('admin: a name with / is the rest of the path, as it is or with %2F', async () => {

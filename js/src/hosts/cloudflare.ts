@@ -89,6 +89,10 @@ const refusal = (code: Http): Response => answerOf(coordinatorGlue().refusal(cod
 
 type Op = 'acquire' | 'report' | 'state' | 'isolate' | 'reset';
 
+let key: string | undefined;
+/** The record's storage key, the core's (src/shared/coordinator.rs `STORAGE_KEY`), read once. */
+const storageKey = (): string => (key ??= coordinatorGlue().storage_key());
+
 const verbOf = (method: string): Verb => (method === 'GET' ? Verb.Get : method === 'POST' ? Verb.Post : Verb.Other);
 
 /** `BREAKERS` as text, or undefined when the Worker declares none. */
@@ -171,31 +175,33 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     // 1. Everything that is not storage first: the body.
     const body = await readBody(req);
     if (body instanceof Response) return body;
-    // A reset may name the settings to install (an operator's, through the admin route).
-    let named = '';
-    if (op === 'reset') {
-      const r = g.reset_settings(body);
-      if (r.kind !== Plan.Object) return answerOf(r);
-      named = r.settings;
-      r.free();
-    }
     // 2. Which breaker, under which settings.
     const name = this.#nameOf(url.searchParams.get('breaker'));
     if (name instanceof Response) return name;
     const pinned = breakersText(this.env);
-    let settings: string | undefined;
+    let found: string | undefined;
     if (pinned !== undefined) {
       // `BREAKERS` is the same text on every request of a deploy: read once per name.
       if (this.#pinned?.text !== pinned || this.#pinned.name !== name) {
         this.#pinned = { text: pinned, name, found: g.breakers(pinned, name) };
       }
-      const found = this.#pinned.found;
+      found = this.#pinned.found;
       if (found.startsWith('!')) {
         console.error(`breakwater: ${found.slice(1)}`);
         return error(500, 'misconfigured', found.slice(1));
       }
       if (found === '') return refusal(Http.UnknownBreaker);
-      if (named !== '' && named !== found) return refusal(Http.SettingsPinned);
+    }
+    // A reset may name the settings to install (an operator's, through the admin route).
+    let named = '';
+    if (op === 'reset') {
+      const r = g.reset_settings(body, found);
+      if (r.kind !== Plan.Object) return answerOf(r);
+      named = r.settings;
+      r.free();
+    }
+    let settings: string | undefined;
+    if (found !== undefined) {
       settings = found;
     } else {
       const sent = named !== '' ? named : req.headers.get(SETTINGS_HEADER);
@@ -232,7 +238,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     if (stepped && status === 200 && co.changed()) {
       const record = co.record();
       try {
-        await this.ctx.storage.put(coordinatorGlue().storage_key(), record);
+        await this.ctx.storage.put(storageKey(), record);
         this.#stored = record;
       } catch (e) {
         console.error(`breakwater object ${name}: could not persist: ${e instanceof Error ? e.message : String(e)}`);
@@ -260,7 +266,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
 
   async #load(): Promise<void> {
     try {
-      const stored = await this.ctx.storage.get<unknown>(coordinatorGlue().storage_key());
+      const stored = await this.ctx.storage.get<unknown>(storageKey());
       this.#stored = typeof stored === 'string' ? stored : stored === undefined ? undefined : JSON.stringify(stored);
     } catch (e) {
       // Unreadable storage: start from nothing, and say so (the first change replaces it).

@@ -133,8 +133,8 @@ export interface CoordinatorGlue extends SharedGlue {
   refusal(code: number): WasmRoute;
   /** The object's operation at `path` (`op` of a `Plan.Object`), or its refusal. */
   object_op(path: string, verb: number): WasmRoute;
-  /** A reset's body: `Plan.Object` with the `settings` it names ("" for none), or the refusal. */
-  reset_settings(body: string): WasmRoute;
+  /** A reset's body (`pinned`: the settings `BREAKERS` pins): `Plan.Object` with the `settings` it names ("" for none), or the refusal. */
+  reset_settings(body: string, pinned: string | undefined): WasmRoute;
   /** A request body collected up to the protocol's limit. */
   WasmBody: new () => WasmBody;
   /** The breaker an object holds (its id's name or the first one served, else the one asked): `Plan.Object` with `name`, or the refusal. */
