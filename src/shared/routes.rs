@@ -831,6 +831,16 @@ mod tests {
         assert!(body.push(&[b'a', 0xFF, b'b']));
         assert_eq!(body.into_text(), "a\u{FFFD}b");
         assert_eq!(BoundedBody::default().limit, MAX_BODY_BYTES);
+        // The refusal's words say the limit it enforces.
+        let words = HttpError::TooLarge.message();
+        assert!(
+            words.contains(&alloc::format!("({MAX_BODY_BYTES} bytes)")),
+            "{words}"
+        );
+        assert!(
+            words.contains(&alloc::format!("{} KiB", MAX_BODY_BYTES / 1024)),
+            "{words}"
+        );
     }
 
     #[test]
