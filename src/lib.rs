@@ -64,6 +64,7 @@ pub mod shared;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod snapshot;
+pub mod stream;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 #[cfg(feature = "worker")]
