@@ -81,7 +81,7 @@ impl Reading {
             b"error" => {
                 let mut r = Reading::json(data, Source::Events);
                 if r.error.is_none() {
-                    r.error = Some(failure(data, None));
+                    r.error = Some(failure(b"", b"", None));
                 }
                 r.progress = Progress::None;
                 return r;
@@ -113,7 +113,7 @@ impl Reading {
                 ..Reading::default()
             };
         }
-        f.reading(text, source)
+        f.reading(source)
     }
 }
 
@@ -129,8 +129,13 @@ fn trim(s: &[u8]) -> &[u8] {
     s.get(start..end).unwrap_or_default()
 }
 
-fn failure(data: &[u8], numeric: Option<u16>) -> StreamFailure {
-    let code = Code::in_body(data);
+/// The most of an error's codes read (its `code`, `type` and `status` strings, a line each).
+const CODES: usize = 192;
+
+/// An error of `codes` (one a line) and `message`, with `numeric` the error's numeric `code`
+/// (Gemini's 429, OpenRouter's 502).
+fn failure(codes: &[u8], message: &[u8], numeric: Option<u16>) -> StreamFailure {
+    let code = Code::read(codes, message);
     let status = numeric
         .filter(|s| (400..=599).contains(s))
         .or(code.map(Code::status))
@@ -139,199 +144,376 @@ fn failure(data: &[u8], numeric: Option<u16>) -> StreamFailure {
 }
 
 /// What the walk saw, decided on once it ends (a chunk's fields come in any order).
-#[derive(Default)]
 struct Facts<'a> {
-    /// The top-level `type`.
+    /// The top-level `type`, Anthropic's `delta.type` and `content_block.type`.
     ty: &'a [u8],
-    /// Anthropic's `delta.type`, `content_block.type`.
     delta_type: &'a [u8],
     block_type: &'a [u8],
-    /// Words seen where the answer goes, and where thinking goes.
+    /// Words seen where the answer goes, and where thinking goes (Chat Completions, Gemini).
     output: bool,
     thinking: bool,
-    /// Gemini: a part's text, a part marked `thought`, a part of another kind.
+    /// Gemini: a part's text, a part marked `thought`.
     part_text: bool,
     part_thought: bool,
-    part_other: bool,
-    /// Words under Anthropic's `delta`, the AI SDK's `delta`, a block's own text.
+    /// Words under `delta` (Anthropic's object, the Responses API's and the AI SDK's string),
+    /// under Anthropic's `content_block`.
     delta_words: bool,
     block_words: bool,
     /// A Responses `output_item` that is not a message or reasoning.
     item_tool: bool,
-    /// Choices, candidates or a Responses event: the shapes whose content has a known place.
+    /// Choices or candidates: the shapes whose content has a known place.
     known_shape: bool,
-    /// The ending's reason as named.
+    /// The ending's reason as named; the AI SDK's `raw` one, asked when the unified one says little.
     reason: Option<&'a [u8]>,
-    /// An error: at the top (`error`), or a failed response's.
+    raw_reason: Option<&'a [u8]>,
+    /// An error: at the top (`error`), or a failed response's; its numeric code.
     error: bool,
     error_status: Option<u16>,
+    /// Its code, type and status strings (a line each, up to [`CODES`] bytes) and its message.
+    codes: [u8; CODES],
+    codes_len: usize,
+    message: &'a [u8],
 }
 
-fn words(s: Scalar<'_>) -> bool {
-    matches!(s, Scalar::Str(w) if !w.is_empty())
+impl Default for Facts<'_> {
+    fn default() -> Self {
+        Facts {
+            ty: b"",
+            delta_type: b"",
+            block_type: b"",
+            output: false,
+            thinking: false,
+            part_text: false,
+            part_thought: false,
+            delta_words: false,
+            block_words: false,
+            item_tool: false,
+            known_shape: false,
+            reason: None,
+            raw_reason: None,
+            error: false,
+            error_status: None,
+            codes: [0; CODES],
+            codes_len: 0,
+            message: b"",
+        }
+    }
+}
+
+/// What a field at a path tells.
+#[derive(Clone, Copy)]
+enum Fact {
+    Type,
+    DeltaType,
+    BlockType,
+    Reason,
+    RawReason,
+    DeltaWords,
+    BlockWords,
+    /// Chat Completions' `delta.<field>`: the field is the path's fourth key.
+    ChatField,
+    /// Gemini's `parts[].<field>`: the field is the path's sixth key.
+    PartField,
+    Shape,
+    ItemType,
+    Error,
+}
+
+/// Any one key of a path; [`REST`] ends a pattern that matches every path it begins.
+const ANY: &[u8] = b"*";
+const REST: &[u8] = b"..";
+
+/// Where each provider puts what the guard reads, first match wins. A table rather than a
+/// `match` on byte strings: the .wasm carries it as data (a `match` compiles each comparison).
+const PATHS: &[(&[&[u8]], Fact)] = &[
+    (&[b"type"], Fact::Type),
+    // Anthropic: a delta's type and words, its stop reason; a block's type and words.
+    (&[b"delta", b"type"], Fact::DeltaType),
+    (&[b"delta", b"stop_reason"], Fact::Reason),
+    (&[b"delta", REST], Fact::DeltaWords),
+    (&[b"content_block", b"type"], Fact::BlockType),
+    (&[b"content_block", REST], Fact::BlockWords),
+    // OpenAI Chat (and the compatible APIs): the role is not content, reasoning is thinking,
+    // any other field with words is the answer.
+    (&[b"choices", ITEM, b"delta", ANY, REST], Fact::ChatField),
+    (&[b"choices", ITEM, b"finish_reason"], Fact::Reason),
+    (&[b"choices", REST], Fact::Shape),
+    // Gemini.
+    (
+        &[b"candidates", ITEM, b"content", b"parts", ITEM, ANY, REST],
+        Fact::PartField,
+    ),
+    (&[b"candidates", ITEM, b"finishReason"], Fact::Reason),
+    (&[b"candidates", REST], Fact::Shape),
+    (&[b"promptFeedback", b"blockReason"], Fact::Reason),
+    // The Responses API.
+    (
+        &[b"response", b"incomplete_details", b"reason"],
+        Fact::Reason,
+    ),
+    (&[b"response", b"error", REST], Fact::Error),
+    (&[b"item", b"type"], Fact::ItemType),
+    // The AI SDK's `finish` part: a reason, or `{ unified, raw }`.
+    (&[b"finishReason"], Fact::Reason),
+    (&[b"finishReason", b"unified"], Fact::Reason),
+    (&[b"finishReason", b"raw"], Fact::RawReason),
+    (&[b"error", REST], Fact::Error),
+];
+
+/// Chat Completions' fields that hold thinking.
+const THINKING_FIELDS: &[&[u8]] = &[
+    b"reasoning_content",
+    b"reasoning",
+    b"reasoning_details",
+    b"thinking",
+];
+
+fn matches(pattern: &[&[u8]], keys: &[&[u8]]) -> bool {
+    let mut k = keys.iter();
+    for &p in pattern {
+        if p == REST {
+            return true;
+        }
+        match k.next() {
+            Some(&key) if p == ANY || p == key => {}
+            _ => return false,
+        }
+    }
+    k.next().is_none()
+}
+
+/// How a `type` reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    KeepAlive,
+    Error,
+    /// Anthropic's `content_block_delta`: words under `delta`, thinking by the delta's type.
+    BlockDelta,
+    /// Anthropic's `content_block_start`: by the block's type.
+    BlockStart,
+    /// The Responses API's ending events (the ending is in the type's name).
+    ResponseEnd,
+    /// The answer, whatever it holds (a tool call, a file, a partial image).
+    Output,
+    Thinking,
+    /// The answer when it has words in `delta`.
+    OutputDelta,
+    ThinkingDelta,
+    /// A Responses output item done: the answer if it is a tool's.
+    ItemDone,
+    /// Nothing of the answer.
+    Marker,
+}
+
+/// The types every provider and the AI SDK name, and how each reads. Others: see `reading`.
+const TYPES: &[(&[u8], Kind)] = &[
+    (b"ping", Kind::KeepAlive),
+    (b"keepalive", Kind::KeepAlive),
+    (b"error", Kind::Error),
+    // Anthropic.
+    (b"content_block_delta", Kind::BlockDelta),
+    (b"content_block_start", Kind::BlockStart),
+    (b"message_start", Kind::Marker),
+    (b"message_delta", Kind::Marker),
+    (b"message_stop", Kind::Marker),
+    (b"content_block_stop", Kind::Marker),
+    // The Responses API (its other `response.*` events: by their names, in `reading`).
+    (b"response.completed", Kind::ResponseEnd),
+    (b"response.failed", Kind::ResponseEnd),
+    (
+        b"response.image_generation_call.partial_image",
+        Kind::Output,
+    ),
+    (b"response.output_item.done", Kind::ItemDone),
+    // The AI SDK's stream parts.
+    (b"text-delta", Kind::OutputDelta),
+    (b"tool-input-delta", Kind::OutputDelta),
+    (b"reasoning-delta", Kind::ThinkingDelta),
+    (b"tool-call", Kind::Output),
+    (b"tool-result", Kind::Output),
+    (b"tool-approval-request", Kind::Output),
+    (b"file", Kind::Output),
+    (b"source", Kind::Output),
+    (b"reasoning-file", Kind::Thinking),
+    (b"stream-start", Kind::Marker),
+    (b"response-metadata", Kind::Marker),
+    (b"text-start", Kind::Marker),
+    (b"text-end", Kind::Marker),
+    (b"reasoning-start", Kind::Marker),
+    (b"reasoning-end", Kind::Marker),
+    (b"tool-input-start", Kind::Marker),
+    (b"tool-input-end", Kind::Marker),
+    (b"finish", Kind::Marker),
+    (b"start-step", Kind::Marker),
+    (b"finish-step", Kind::Marker),
+    (b"start", Kind::Marker),
+    (b"raw", Kind::Marker),
+    (b"custom", Kind::Marker),
+];
+
+/// Anthropic's block types that are nothing until they hold words (others are the answer: a
+/// tool call, a server tool's call or result, a compaction block).
+const WORD_BLOCKS: &[&[u8]] = &[b"text", b"thinking", b"redacted_thinking", b""];
+
+fn find<T: Copy>(table: &[(&[u8], T)], name: &[u8]) -> Option<T> {
+    table.iter().find(|(n, _)| *n == name).map(|&(_, t)| t)
 }
 
 impl<'a> Facts<'a> {
     fn see(&mut self, keys: &[&'a [u8]], s: Scalar<'a>) {
-        let str = match s {
-            Scalar::Str(w) => w,
-            _ => b"",
+        let Some(&(_, fact)) = PATHS.iter().find(|(p, _)| matches(p, keys)) else {
+            return;
         };
-        match keys {
-            [b"type"] => self.ty = str,
-            [b"delta", b"type"] => self.delta_type = str,
-            [b"delta", b"stop_reason"] if !str.is_empty() => self.reason = Some(str),
-            [b"delta", ..] => self.delta_words |= words(s),
-            [b"content_block", b"type"] => self.block_type = str,
-            [b"content_block", ..] => self.block_words |= words(s),
-            // OpenAI Chat (and the compatible APIs): the role is not content; reasoning is
-            // thinking; any other field with words is the answer.
-            [b"choices", ITEM, b"delta", b"role"] => self.known_shape = true,
-            [b"choices", ITEM, b"delta", field, ..] => {
+        let str = match s {
+            Scalar::Str(w) => Some(w).filter(|w| !w.is_empty()),
+            _ => None,
+        };
+        let key = |i: usize| keys.get(i).copied().unwrap_or_default();
+        match fact {
+            Fact::Type => self.ty = str.unwrap_or_default(),
+            Fact::DeltaType => self.delta_type = str.unwrap_or_default(),
+            Fact::BlockType => self.block_type = str.unwrap_or_default(),
+            Fact::Reason => self.reason = self.reason.or(str),
+            Fact::RawReason => self.raw_reason = str,
+            Fact::DeltaWords => self.delta_words |= str.is_some(),
+            Fact::BlockWords => self.block_words |= str.is_some(),
+            Fact::ChatField => {
                 self.known_shape = true;
-                if words(s) {
-                    if matches!(
-                        *field,
-                        b"reasoning_content" | b"reasoning" | b"reasoning_details" | b"thinking"
-                    ) {
+                if str.is_some() && key(3) != b"role" {
+                    if THINKING_FIELDS.contains(&key(3)) {
                         self.thinking = true;
                     } else {
                         self.output = true;
                     }
                 }
             }
-            [b"choices", ITEM, b"finish_reason"] if !str.is_empty() => self.reason = Some(str),
-            [b"choices", ..] => self.known_shape = true,
-            // Gemini.
-            [b"candidates", ITEM, b"content", b"parts", ITEM, field, ..] => {
+            Fact::PartField => {
                 self.known_shape = true;
-                match *field {
-                    b"text" => self.part_text |= words(s),
+                match key(5) {
+                    b"text" => self.part_text |= str.is_some(),
                     b"thought" => self.part_thought |= s == Scalar::Bool(true),
                     b"thoughtSignature" => {}
-                    _ => self.part_other |= words(s),
+                    _ => self.output |= str.is_some(),
                 }
             }
-            [b"candidates", ITEM, b"finishReason"] if !str.is_empty() => self.reason = Some(str),
-            [b"candidates", ..] => self.known_shape = true,
-            [b"promptFeedback", b"blockReason"] if !str.is_empty() => self.reason = Some(str),
-            // The Responses API.
-            [b"response", b"incomplete_details", b"reason"] if !str.is_empty() => {
-                self.reason = Some(str)
+            Fact::Shape => self.known_shape = true,
+            Fact::ItemType => self.item_tool = !matches!(str, Some(b"message" | b"reasoning")),
+            Fact::Error => {
+                if s == Scalar::Null {
+                    return;
+                }
+                self.error = true;
+                match (s, key(keys.len().saturating_sub(1))) {
+                    (Scalar::Num(n), b"code") => self.error_status = number(n),
+                    (Scalar::Str(m), b"message") => self.message = m,
+                    (Scalar::Str(c), b"code" | b"type" | b"status") => {
+                        let at = self.codes_len;
+                        if let Some(room) = self.codes.get_mut(at..at + c.len() + 1) {
+                            room[..c.len()].copy_from_slice(c);
+                            room[c.len()] = b'\n';
+                            self.codes_len += c.len() + 1;
+                        }
+                    }
+                    _ => {}
+                }
             }
-            [b"response", b"error", rest @ ..] => self.see_error(rest, s),
-            [b"item", b"type"] => self.item_tool = !matches!(str, b"message" | b"reasoning"),
-            // The AI SDK's `finish` part: a reason, or `{ unified, raw }` (raw asked when
-            // unified says little).
-            [b"finishReason"] if !str.is_empty() => self.reason = Some(str),
-            [b"finishReason", b"unified"] if !str.is_empty() => {
-                self.reason = self.reason.or(Some(str))
-            }
-            [b"finishReason", b"raw"]
-                if !str.is_empty()
-                    && self.reason.is_none_or(|r| Ending::of(r) == Ending::Unknown) =>
-            {
-                self.reason = Some(str)
-            }
-            [b"error", rest @ ..] => self.see_error(rest, s),
-            _ => {}
         }
     }
 
-    /// A field of an error object (or the error itself, a string).
-    fn see_error(&mut self, rest: &[&[u8]], s: Scalar<'_>) {
-        if s == Scalar::Null {
-            return;
-        }
-        self.error = true;
-        if let ([b"code"] | [b"error", b"code"], Scalar::Num(n)) = (rest, s) {
-            self.error_status = core::str::from_utf8(n).ok().and_then(|n| n.parse().ok());
-        }
-    }
-
-    fn reading(self, data: &[u8], source: Source) -> Reading {
+    fn reading(self, source: Source) -> Reading {
         let ty = self.ty;
-        let mut ending = self.reason.map(Ending::of);
+        let mut reason = self.reason;
+        // The AI SDK's unified reason says little (`other`): its raw one is asked.
+        if reason.is_none_or(|r| Ending::of(r) == Ending::Unknown) {
+            reason = self.raw_reason.or(reason);
+        }
+        let mut ending = reason.map(Ending::of);
         let mut error = self.error;
-        let progress = match ty {
-            b"ping" | b"keepalive" => Progress::KeepAlive,
-            b"error" => {
+        let kind = find(TYPES, ty).unwrap_or(if ty.starts_with(b"response.") {
+            // The Responses API's deltas: reasoning's are thinking, the others the answer.
+            match (ty.ends_with(b".delta"), contains(ty, b"reasoning")) {
+                (true, true) => Kind::ThinkingDelta,
+                (true, false) => Kind::OutputDelta,
+                _ => Kind::Marker,
+            }
+        } else if !ty.is_empty() {
+            // A type not known: for an event stream one naming a delta is the answer; a
+            // stream object's chunk is.
+            if source == Source::Objects || ty.ends_with(b"delta") {
+                Kind::Output
+            } else {
+                Kind::Marker
+            }
+        } else if self.known_shape {
+            // Chat Completions and Gemini, by where their words are.
+            if self.output || (self.part_text && !self.part_thought) {
+                Kind::Output
+            } else if self.thinking || self.part_text {
+                Kind::Thinking
+            } else {
+                Kind::Marker
+            }
+        } else if error {
+            Kind::Error
+        } else {
+            // JSON of a shape not known, without a type: the answer.
+            Kind::Output
+        });
+        let progress = match kind {
+            Kind::KeepAlive => Progress::KeepAlive,
+            Kind::Error => {
                 error = true;
                 Progress::None
             }
-            // Anthropic.
-            b"content_block_delta" if self.delta_words => match self.delta_type {
+            Kind::BlockDelta if !self.delta_words => Progress::None,
+            Kind::BlockDelta => match self.delta_type {
                 b"thinking_delta" | b"signature_delta" => Progress::Thinking,
                 _ => Progress::Output,
             },
-            b"content_block_start" => match self.block_type {
-                b"text" if self.block_words => Progress::Output,
-                b"thinking" | b"redacted_thinking" if self.block_words => Progress::Thinking,
-                b"text" | b"thinking" | b"redacted_thinking" | b"" => Progress::None,
-                // A tool call, a server tool's call or result, a compaction block, an image.
-                _ => Progress::Output,
-            },
-            b"message_start"
-            | b"message_delta"
-            | b"message_stop"
-            | b"content_block_stop"
-            | b"content_block_delta" => Progress::None,
-            // The Responses API.
-            b"response.completed" | b"response.failed" => {
-                ending = Some(Ending::of(ty.get(9..).unwrap_or_default()));
-                error |= ty == b"response.failed";
+            Kind::BlockStart if WORD_BLOCKS.contains(&self.block_type) => {
+                match (self.block_words, self.block_type) {
+                    (false, _) => Progress::None,
+                    (true, b"text") => Progress::Output,
+                    (true, _) => Progress::Thinking,
+                }
+            }
+            Kind::BlockStart | Kind::Output => Progress::Output,
+            Kind::ResponseEnd => {
+                let failed = ty == b"response.failed";
+                ending = Some(if failed {
+                    Ending::Failed
+                } else {
+                    Ending::Complete
+                });
+                error |= failed;
                 Progress::None
             }
-            b"response.image_generation_call.partial_image" => Progress::Output,
-            b"response.output_item.done" if self.item_tool => Progress::Output,
-            _ if ty.starts_with(b"response.") => {
-                if ty.ends_with(b".delta") && self.delta_words {
-                    if contains(ty, b"reasoning") {
-                        Progress::Thinking
-                    } else {
-                        Progress::Output
-                    }
-                } else {
-                    Progress::None
-                }
-            }
-            // The AI SDK's parts.
-            b"text-delta" | b"tool-input-delta" if self.delta_words => Progress::Output,
-            b"reasoning-delta" if self.delta_words => Progress::Thinking,
-            b"tool-call" | b"tool-result" | b"tool-approval-request" | b"file" | b"source" => {
-                Progress::Output
-            }
-            b"reasoning-file" => Progress::Thinking,
-            b"text-delta" | b"tool-input-delta" | b"reasoning-delta" | b"stream-start"
-            | b"response-metadata" | b"text-start" | b"text-end" | b"reasoning-start"
-            | b"reasoning-end" | b"tool-input-start" | b"tool-input-end" | b"finish"
-            | b"start-step" | b"finish-step" | b"start" | b"raw" | b"custom" => Progress::None,
-            // Chat Completions and Gemini (no type): where their content goes.
-            b"" if self.known_shape => {
-                if self.output || self.part_other || (self.part_text && !self.part_thought) {
-                    Progress::Output
-                } else if self.thinking || self.part_text {
-                    Progress::Thinking
-                } else {
-                    Progress::None
-                }
-            }
-            b"" if error => Progress::None,
-            // A shape not known: for an event stream a type naming a delta is the answer; a
-            // stream object's chunk is.
-            _ => match source {
-                Source::Objects => Progress::Output,
-                Source::Events if ty.ends_with(b"delta") || ty.is_empty() => Progress::Output,
-                Source::Events => Progress::None,
-            },
+            Kind::OutputDelta if self.delta_words => Progress::Output,
+            Kind::ThinkingDelta if self.delta_words => Progress::Thinking,
+            Kind::Thinking => Progress::Thinking,
+            Kind::ItemDone if self.item_tool => Progress::Output,
+            _ => Progress::None,
         };
         Reading {
             progress,
             ending,
-            error: error.then(|| failure(data, self.error_status)),
+            error: error.then(|| {
+                let codes = self.codes.get(..self.codes_len).unwrap_or_default();
+                failure(codes, self.message, self.error_status)
+            }),
             malformed: false,
         }
     }
+}
+
+/// A small decimal number (an error's numeric code).
+fn number(n: &[u8]) -> Option<u16> {
+    if n.is_empty() || n.len() > 4 {
+        return None;
+    }
+    n.iter().try_fold(0u16, |acc, &b| {
+        b.is_ascii_digit().then(|| acc * 10 + (b - b'0') as u16)
+    })
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -273,41 +273,34 @@ impl Watch {
     /// The soonest limit still running, and when it runs out.
     fn due(&self) -> Option<(u64, Limit)> {
         let l = &self.limits;
-        let after = |base: u64, ms: Option<u64>, limit: Limit| {
-            ms.map(|ms| (base.saturating_add(ms), limit))
-        };
-        let running = self.paused_at.is_none();
-        let candidates = match self.phase {
-            Phase::Done => return None,
-            Phase::Waiting => [
-                after(self.start, l.first_ms, Limit::First),
-                None,
-                None,
-                None,
-            ],
-            // An answer that named its ending is only waited for by the total budget.
-            Phase::Streaming if self.ending.is_some_and(|e| e != Ending::Failed) => {
-                [None, None, None, None]
+        let mut soonest: Option<(u64, Limit)> = None;
+        let mut consider = |base: u64, ms: Option<u64>, limit: Limit| {
+            if let Some(ms) = ms {
+                let at = base.saturating_add(ms);
+                if soonest.is_none_or(|(s, _)| at < s) {
+                    soonest = Some((at, limit));
+                }
             }
-            Phase::Streaming if !running => [None, None, None, None],
-            Phase::Streaming => [
-                after(self.progress_at, l.idle_ms, Limit::Idle),
-                if self.output {
-                    None
-                } else {
-                    after(self.output_base, l.first_output_ms, Limit::FirstOutput)
-                },
-                self.thinking_since
-                    .and_then(|t| after(t, l.thinking_ms, Limit::Thinking)),
-                None,
-            ],
         };
-        let total = after(self.start, l.total_ms, Limit::Total);
-        candidates
-            .into_iter()
-            .chain([total])
-            .flatten()
-            .min_by_key(|(at, _)| *at)
+        match self.phase {
+            Phase::Done => return None,
+            Phase::Waiting => consider(self.start, l.first_ms, Limit::First),
+            // An answer that named its ending is only waited for by the total budget, and the
+            // model's limits stand still while the reader is behind.
+            Phase::Streaming if self.ending.is_some_and(|e| e != Ending::Failed) => {}
+            Phase::Streaming if self.paused_at.is_some() => {}
+            Phase::Streaming => {
+                consider(self.progress_at, l.idle_ms, Limit::Idle);
+                if !self.output {
+                    consider(self.output_base, l.first_output_ms, Limit::FirstOutput);
+                }
+                if let Some(t) = self.thinking_since {
+                    consider(t, l.thinking_ms, Limit::Thinking);
+                }
+            }
+        }
+        consider(self.start, l.total_ms, Limit::Total);
+        soonest
     }
 
     /// A stop at `now` from outside the items (a limit, a broken connection).

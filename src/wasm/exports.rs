@@ -27,12 +27,16 @@ enum Slot {
     Retry(RetryPolicy, Classifier),
     #[cfg(not(feature = "wasm-adaptive"))]
     Budget(RetryBudget),
+    #[cfg(not(feature = "wasm-adaptive"))]
+    Stream(alloc::boxed::Box<streams::Streamed>),
 }
 
 struct Table {
     slots: Vec<Slot>,
     free: Vec<u32>,
     io: Vec<f64>,
+    /// The byte buffer (`bytes`): a stream's chunk in, an error event's data out.
+    bytes: Vec<u8>,
 }
 
 struct Global(UnsafeCell<Table>);
@@ -45,6 +49,7 @@ static TABLE: Global = Global(UnsafeCell::new(Table {
     slots: Vec::new(),
     free: Vec::new(),
     io: Vec::new(),
+    bytes: Vec::new(),
 }));
 
 #[allow(clippy::mut_from_ref)]
@@ -407,6 +412,220 @@ mod retries {
             }
             bo::WITHDRAW => b.try_withdraw(now) as u32 as f64,
             _ => b.available(now),
+        }
+    }
+}
+
+// The stream guard's rules (src/stream/) for `stream()`'s guard: the main module's, as the
+// retry policy's.
+#[cfg(not(feature = "wasm-adaptive"))]
+pub use streams::*;
+
+#[cfg(not(feature = "wasm-adaptive"))]
+mod streams {
+    use super::super::layout::{
+        item, sentinel, stream_step as st, stream_stop as sp, watch as wc, watch_op as wo,
+    };
+    use super::*;
+    use crate::stream::{
+        Limit, Reading, Settled, Source, SseItem, SseSplitter, Step, Stop, StreamLimits, Watch,
+    };
+
+    /// The most of an error event's data kept for the host to word the error.
+    const ERROR_DATA: usize = 16 * 1024;
+
+    /// One guarded stream: its watch, the splitter of its event stream, the last error event.
+    pub(super) struct Streamed {
+        watch: Watch,
+        sse: SseSplitter,
+        error: Vec<u8>,
+    }
+
+    // The byte buffer's address, grown to at least `len` bytes (it may move): a chunk goes in
+    // there before `watch_item`, an error event's data comes out after `watch_op(ERROR_DATA)`.
+    #[wasm_bindgen]
+    pub fn bytes(len: u32) -> *mut u8 {
+        let t = table();
+        if t.bytes.len() < len as usize {
+            t.bytes.resize(len as usize, 0);
+        }
+        t.bytes.as_mut_ptr()
+    }
+
+    // A watch over one stream from `now`, its limits in `io[..watch::LEN]` (0: off): a handle.
+    #[wasm_bindgen]
+    pub fn watch_new(now: f64) -> i32 {
+        let t = table();
+        let io = t.input(wc::LEN, wc::LEN as u32);
+        let ms = |i: usize| {
+            let v = io.get(i).copied().unwrap_or(0.0);
+            (v >= 1.0).then(|| super::super::int(v))
+        };
+        let limits = StreamLimits {
+            first_ms: ms(wc::FIRST),
+            idle_ms: ms(wc::IDLE),
+            total_ms: ms(wc::TOTAL),
+            first_output_ms: ms(wc::FIRST_OUTPUT),
+            thinking_ms: ms(wc::THINKING),
+        };
+        let s = Streamed {
+            watch: Watch::new(limits, ts(now).0),
+            sse: SseSplitter::new(),
+            error: Vec::new(),
+        };
+        t.put(Ok(Slot::Stream(alloc::boxed::Box::new(s))))
+    }
+
+    // The first `len` bytes of the byte buffer, read at `now` as an [`layout::item`] kind: a
+    // [`layout::stream_step`]. An event stream's chunk may hold several events: the first that
+    // stops the stream answers, else BEGIN if the answer began in it, else HOLD or PASS.
+    #[wasm_bindgen]
+    pub fn watch_item(h: u32, now: f64, len: u32, kind: u32) -> u32 {
+        let t = table();
+        let (Some(Slot::Stream(s)), Some(data)) = (
+            t.slots.get_mut((h as usize).wrapping_sub(1)),
+            t.bytes.get(..len as usize),
+        ) else {
+            return st::NONE;
+        };
+        let now = ts(now).0;
+        let s = &mut **s;
+        match kind {
+            item::SSE => {
+                let began = s.watch.began();
+                let mut answer = None;
+                let (watch, error) = (&mut s.watch, &mut s.error);
+                s.sse.push(data, &mut |i| {
+                    if answer.is_some() {
+                        return;
+                    }
+                    let r = match i {
+                        SseItem::Comment => Reading::KEEP_ALIVE,
+                        SseItem::Event {
+                            name,
+                            data,
+                            truncated,
+                        } => {
+                            let mut r = Reading::event(name, data);
+                            // A large event is an answer (a partial image): its JSON is cut.
+                            if truncated && r.malformed {
+                                r = Reading {
+                                    progress: crate::stream::Progress::Output,
+                                    ..Reading::default()
+                                };
+                            }
+                            if r.error.is_some() || r.malformed {
+                                error.clear();
+                                error.extend_from_slice(data.get(..ERROR_DATA).unwrap_or(data));
+                            }
+                            r
+                        }
+                    };
+                    let step = watch.item(now, &r);
+                    if !matches!(step, Step::Hold | Step::Begin | Step::Pass) {
+                        answer = Some(step);
+                    }
+                });
+                let step = answer.unwrap_or(if s.watch.began() {
+                    if began {
+                        Step::Pass
+                    } else {
+                        Step::Begin
+                    }
+                } else {
+                    Step::Hold
+                });
+                code(step)
+            }
+            item::BYTES => {
+                let r = Reading {
+                    progress: if data.is_empty() {
+                        crate::stream::Progress::None
+                    } else {
+                        crate::stream::Progress::Output
+                    },
+                    ..Reading::default()
+                };
+                code(s.watch.item(now, &r))
+            }
+            _ => code(s.watch.item(now, &Reading::json(data, Source::Objects))),
+        }
+    }
+
+    // A [`layout::watch_op`] at `now`: a step (END, BROKE, TICK; PAUSE and RESUME answer NONE),
+    // or a time or a length as the layout says.
+    #[wasm_bindgen]
+    pub fn watch_op(h: u32, now: f64, op: u32) -> f64 {
+        let t = table();
+        let Some(Slot::Stream(s)) = t.slots.get_mut((h as usize).wrapping_sub(1)) else {
+            return st::NONE as f64;
+        };
+        let now = ts(now).0;
+        let none = sentinel::NONE as f64;
+        let step = match op {
+            wo::END => s.watch.end(now),
+            wo::BROKE => s.watch.broke(now),
+            wo::PAUSE => {
+                s.watch.pause(now);
+                return st::NONE as f64;
+            }
+            wo::RESUME => {
+                s.watch.resume(now);
+                return st::NONE as f64;
+            }
+            wo::TICK => match s.watch.tick(now) {
+                Some(step) => step,
+                None => return st::NONE as f64,
+            },
+            wo::DEADLINE => return s.watch.deadline().map_or(none, |d| d as f64),
+            wo::FIRST_AT => return s.watch.first_at().map_or(none, |d| d as f64),
+            _ => {
+                let n = s.error.len();
+                t.bytes.clear();
+                t.bytes.extend_from_slice(&s.error);
+                return n as f64;
+            }
+        };
+        code(step) as f64
+    }
+
+    fn code(step: Step) -> u32 {
+        let stopped = |kind: u32, stop: Stop| -> u32 {
+            let (what, limit, failure) = match stop {
+                Stop::Timeout(l) => (sp::TIMEOUT, limit(l), None),
+                Stop::Error(f) => (sp::ERROR, 0, f),
+                Stop::Malformed => (sp::MALFORMED, 0, None),
+                Stop::Empty => (sp::EMPTY, 0, None),
+                Stop::Broken => (sp::BROKEN, 0, None),
+            };
+            let (status, code) = failure.map_or((0, 0), |f| {
+                (f.status as u32, f.code.map_or(0, |c| c.index()))
+            });
+            kind | what << st::STOP_SHIFT
+                | limit << st::LIMIT_SHIFT
+                | status << st::STATUS_SHIFT
+                | code << st::CODE_SHIFT
+        };
+        match step {
+            Step::Hold => st::HOLD,
+            Step::Begin => st::BEGIN,
+            Step::Pass => st::PASS,
+            Step::Fail(stop) => stopped(st::FAIL, stop),
+            Step::Cut { stop, counted } => {
+                stopped(st::CUT, stop) | if counted { st::COUNTED } else { 0 }
+            }
+            Step::End(Settled::Success) => st::SUCCESS,
+            Step::End(Settled::Ignored) => st::IGNORED,
+        }
+    }
+
+    fn limit(l: Limit) -> u32 {
+        match l {
+            Limit::First => sp::FIRST,
+            Limit::Idle => sp::IDLE,
+            Limit::Total => sp::TOTAL,
+            Limit::FirstOutput => sp::FIRST_OUTPUT,
+            Limit::Thinking => sp::THINKING,
         }
     }
 }

@@ -281,6 +281,69 @@ layouts! {
         FAILED = 3,
         UNKNOWN = 4,
     }
+    /// A stream watch's limits (`watch_new`), in ms; 0: off.
+    watch / "Watch": usize {
+        FIRST = 0,
+        IDLE = 1,
+        TOTAL = 2,
+        FIRST_OUTPUT = 3,
+        THINKING = 4,
+        LEN = 5,
+    }
+    /// What a stream's item is (`watch_item`): the bytes of an event stream's chunk, of another
+    /// body's chunk, or a stream object's chunk as JSON.
+    item / "Item": u32 {
+        SSE = 0,
+        BYTES = 1,
+        OBJECT = 2,
+    }
+    /// `watch_op`'s operations: the stream ended, broke; the reader fell behind, caught up; a
+    /// limit's time (answered as a step), the next deadline (`sentinel::NONE`: none), when the
+    /// first progress came (`sentinel::NONE`: not yet), the last error event's data (its length,
+    /// written at `bytes`).
+    watch_op / "WatchOp": u32 {
+        END = 0,
+        BROKE = 1,
+        PAUSE = 2,
+        RESUME = 3,
+        TICK = 4,
+        DEADLINE = 5,
+        FIRST_AT = 6,
+        ERROR_DATA = 7,
+    }
+    /// A `Step`, as `watch_item` and `watch_op` answer it: `STEP_MASK` the step; a stop's kind at
+    /// `STOP_SHIFT`, the limit at `LIMIT_SHIFT`, `COUNTED` a cut the upstream is blamed for, the
+    /// in-band error's status at `STATUS_SHIFT` and `Code::index` at `CODE_SHIFT` (0: none).
+    stream_step / "StreamStep": u32 {
+        HOLD = 0,
+        BEGIN = 1,
+        PASS = 2,
+        FAIL = 3,
+        CUT = 4,
+        SUCCESS = 5,
+        IGNORED = 6,
+        NONE = 7,            // a tick before any limit ran out
+        STEP_MASK = 7,
+        STOP_SHIFT = 3,
+        STOP_MASK = 7,
+        LIMIT_SHIFT = 6,
+        COUNTED = 512,
+        STATUS_SHIFT = 10,
+        CODE_SHIFT = 20,
+    }
+    /// A `Stop`'s kind (`stream_step::STOP_SHIFT`) and a `Limit` (`stream_step::LIMIT_SHIFT`).
+    stream_stop / "StreamStop": u32 {
+        TIMEOUT = 0,
+        ERROR = 1,
+        MALFORMED = 2,
+        EMPTY = 3,
+        BROKEN = 4,
+        FIRST = 0,
+        IDLE = 1,
+        TOTAL = 2,
+        FIRST_OUTPUT = 3,
+        THINKING = 4,
+    }
     /// What `route` tells its host to do (`WasmRoute.kind`).
     plan / "Plan": u32 {
         PASS = 0,            // not one of the routes, or its group is off: the host goes on

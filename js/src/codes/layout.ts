@@ -277,6 +277,68 @@ export const enum Ending {
   Unknown = 4,
 }
 
+/** A stream watch's limits (`watch_new`), in ms; 0: off. */
+export const enum Watch {
+  First = 0,
+  Idle = 1,
+  Total = 2,
+  FirstOutput = 3,
+  Thinking = 4,
+  Len = 5,
+}
+
+/** What a stream's item is (`watch_item`). */
+export const enum Item {
+  Sse = 0,
+  Bytes = 1,
+  Object = 2,
+}
+
+/** `watch_op`'s operations. */
+export const enum WatchOp {
+  End = 0,
+  Broke = 1,
+  Pause = 2,
+  Resume = 3,
+  Tick = 4,
+  Deadline = 5,
+  FirstAt = 6,
+  ErrorData = 7,
+}
+
+/** A stream step as `watch_item` and `watch_op` answer it (src/wasm/layout.rs `stream_step`). */
+export const enum StreamStep {
+  Hold = 0,
+  Begin = 1,
+  Pass = 2,
+  Fail = 3,
+  Cut = 4,
+  Success = 5,
+  Ignored = 6,
+  None = 7,
+  StepMask = 7,
+  StopShift = 3,
+  StopMask = 7,
+  LimitShift = 6,
+  Counted = 512,
+  StatusShift = 10,
+  CodeShift = 20,
+}
+
+/** A stop's kind and a limit (`stream_stop`). */
+export const enum StreamStop {
+  Timeout = 0,
+  Error = 1,
+  Malformed = 2,
+  Empty = 3,
+  Broken = 4,
+  First = 0,
+  Idle = 1,
+  Total = 2,
+  FirstOutput = 3,
+  Thinking = 4,
+}
+
 /** What `route` tells its host to do (`WasmRoute.kind`). */
 export const enum Plan {
   Pass = 0,
