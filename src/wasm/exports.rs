@@ -424,12 +424,15 @@ pub use streams::*;
 #[cfg(not(feature = "wasm-adaptive"))]
 mod streams {
     use super::super::layout::{
-        item, sentinel, stream_step as st, stream_stop as sp, watch as wc, watch_op as wo,
+        item, reading as rd, sentinel, stream_step as st, stream_stop as sp, watch as wc,
+        watch_op as wo,
     };
     use super::*;
     use crate::stream::{
-        Limit, Reading, Settled, Source, SseItem, SseSplitter, Step, Stop, StreamLimits, Watch,
+        Limit, Progress, Reading, Settled, Source, SseItem, SseSplitter, Step, Stop, StreamFailure,
+        StreamLimits, Watch,
     };
+    use crate::{Code, Ending};
 
     /// The most of an error event's data kept for the host to word the error.
     const ERROR_DATA: usize = 16 * 1024;
@@ -510,7 +513,7 @@ mod streams {
                             // A large event is an answer (a partial image): its JSON is cut.
                             if truncated && r.malformed {
                                 r = Reading {
-                                    progress: crate::stream::Progress::Output,
+                                    progress: Progress::Output,
                                     ..Reading::default()
                                 };
                             }
@@ -537,17 +540,7 @@ mod streams {
                 });
                 code(step)
             }
-            item::BYTES => {
-                let r = Reading {
-                    progress: if data.is_empty() {
-                        crate::stream::Progress::None
-                    } else {
-                        crate::stream::Progress::Output
-                    },
-                    ..Reading::default()
-                };
-                code(s.watch.item(now, &r))
-            }
+            item::BYTES => code(s.watch.item(now, &bytes_reading(data))),
             _ => code(s.watch.item(now, &Reading::json(data, Source::Objects))),
         }
     }
@@ -578,6 +571,7 @@ mod streams {
                 None => return st::NONE as f64,
             },
             wo::DEADLINE => return s.watch.deadline().map_or(none, |d| d as f64),
+            wo::SPLIT => return split(&mut s.sse, &mut t.bytes) as f64,
             wo::FIRST_AT => return s.watch.first_at().map_or(none, |d| d as f64),
             _ => {
                 let n = s.error.len();
@@ -587,6 +581,112 @@ mod streams {
             }
         };
         code(step) as f64
+    }
+
+    // An item's reading by the core's rules (`len` bytes of the byte buffer as an
+    // [`layout::item`] kind OBJECT; BYTES: any bytes are the answer): a [`layout::reading`] code.
+    #[wasm_bindgen]
+    pub fn read_item(len: u32, kind: u32) -> u32 {
+        let data = table().bytes.get(..len as usize).unwrap_or_default();
+        let r = if kind == item::OBJECT {
+            Reading::json(data, Source::Objects)
+        } else {
+            bytes_reading(data)
+        };
+        reading_code(&r)
+    }
+
+    // A reading (a [`layout::reading`] code, as the host's own callbacks made it) at `now`: a
+    // [`layout::stream_step`].
+    #[wasm_bindgen]
+    pub fn watch_reading(h: u32, now: f64, reading: u32) -> u32 {
+        let Some(Slot::Stream(s)) = table().slot(h) else {
+            return st::NONE;
+        };
+        let progress = match reading & rd::PROGRESS_MASK {
+            rd::KEEP_ALIVE => Progress::KeepAlive,
+            rd::THINKING => Progress::Thinking,
+            rd::OUTPUT => Progress::Output,
+            _ => Progress::None,
+        };
+        let ending = match (reading >> rd::ENDING_SHIFT) & rd::ENDING_MASK {
+            0 => None,
+            e => Some(ending_of(e - 1)),
+        };
+        let error = (reading & rd::ERROR != 0).then(|| StreamFailure {
+            code: Code::from_index(reading >> st::CODE_SHIFT),
+            status: ((reading >> st::STATUS_SHIFT) & 1023) as u16,
+        });
+        let r = Reading {
+            progress,
+            ending,
+            error,
+            malformed: reading & rd::MALFORMED != 0,
+        };
+        code(s.watch.item(ts(now).0, &r))
+    }
+
+    fn bytes_reading(data: &[u8]) -> Reading {
+        Reading {
+            progress: if data.is_empty() {
+                Progress::None
+            } else {
+                Progress::Output
+            },
+            ..Reading::default()
+        }
+    }
+
+    fn ending_of(e: u32) -> Ending {
+        match e {
+            0 => Ending::Complete,
+            1 => Ending::Truncated,
+            2 => Ending::Declined,
+            3 => Ending::Failed,
+            _ => Ending::Unknown,
+        }
+    }
+
+    fn reading_code(r: &Reading) -> u32 {
+        let progress = match r.progress {
+            Progress::None => rd::NONE,
+            Progress::KeepAlive => rd::KEEP_ALIVE,
+            Progress::Thinking => rd::THINKING,
+            Progress::Output => rd::OUTPUT,
+        };
+        let ending = r.ending.map_or(0, |e| e as u32 + 1) << rd::ENDING_SHIFT;
+        let error = r.error.map_or(0, |f| {
+            rd::ERROR
+                | (f.status as u32) << st::STATUS_SHIFT
+                | f.code.map_or(0, Code::index) << st::CODE_SHIFT
+        });
+        progress | ending | error | if r.malformed { rd::MALFORMED } else { 0 }
+    }
+
+    /// Splits the event stream's chunk in `bytes` and writes, in its place, one record an item:
+    /// its reading (a [`layout::reading`] code), the lengths of its name and data (little-endian
+    /// u32s; a comment: name length `u32::MAX`), then their bytes. Returns how many.
+    fn split(sse: &mut SseSplitter, bytes: &mut Vec<u8>) -> u32 {
+        let input = core::mem::take(bytes);
+        let mut n = 0;
+        sse.push(&input, &mut |i| {
+            n += 1;
+            let (name, data, r) = match i {
+                SseItem::Comment => (&b""[..], &b""[..], Reading::KEEP_ALIVE),
+                SseItem::Event { name, data, .. } => (name, data, Reading::event(name, data)),
+            };
+            let name_len = if matches!(i, SseItem::Comment) {
+                u32::MAX
+            } else {
+                name.len() as u32
+            };
+            for v in [reading_code(&r), name_len, data.len() as u32] {
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+            bytes.extend_from_slice(name);
+            bytes.extend_from_slice(data);
+        });
+        n
     }
 
     fn code(step: Step) -> u32 {

@@ -310,6 +310,7 @@ layouts! {
         DEADLINE = 5,
         FIRST_AT = 6,
         ERROR_DATA = 7,
+        SPLIT = 8,           // the byte buffer's event stream chunk split into records (`watch_op`'s answer: how many), see `watch_split`
     }
     /// A `Step`, as `watch_item` and `watch_op` answer it: `STEP_MASK` the step; a stop's kind at
     /// `STOP_SHIFT`, the limit at `LIMIT_SHIFT`, `COUNTED` a cut the upstream is blamed for, the
@@ -330,6 +331,21 @@ layouts! {
         COUNTED = 512,
         STATUS_SHIFT = 10,
         CODE_SHIFT = 20,
+    }
+    /// A `Reading`, as `read_item` answers it and `watch_reading` takes it (a host's own
+    /// callbacks may have changed it): `PROGRESS_MASK` a progress code, the ending + 1 at
+    /// `ENDING_SHIFT` (0: none), `MALFORMED`, `ERROR`, and the error's status and code at
+    /// `stream_step`'s `STATUS_SHIFT` and `CODE_SHIFT`.
+    reading / "Reading": u32 {
+        NONE = 0,
+        KEEP_ALIVE = 1,
+        THINKING = 2,
+        OUTPUT = 3,
+        PROGRESS_MASK = 3,
+        ENDING_SHIFT = 2,
+        ENDING_MASK = 7,
+        MALFORMED = 32,
+        ERROR = 64,
     }
     /// A `Stop`'s kind (`stream_step::STOP_SHIFT`) and a `Limit` (`stream_step::LIMIT_SHIFT`).
     stream_stop / "StreamStop": u32 {
