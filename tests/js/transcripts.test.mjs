@@ -152,6 +152,88 @@ const checks = {
     assert.match(err.error.error.message, /^prompt is too long: \d+ tokens > \d+ maximum$/);
   },
 
+  // Anthropic streams with `expect`: server tools, thinking, compaction, fallback, early failures.
+  async anthropicWebSearch(t) {
+    provider.cue({ transcript: t });
+    const started = Date.now();
+    const message = await anthropic.beta.messages.stream(ASK).finalMessage();
+    assert.ok(Date.now() - started >= 750, 'the pauses around the result block');
+    assert.equal(message.stop_reason, 'end_turn');
+    assert.deepEqual(message.content.map((b) => b.type), ['server_tool_use', 'web_search_tool_result', 'text', 'text']);
+    assert.deepEqual(message.content[0].input, { query: 'tech news today September 26 2025' });
+    assert.equal(message.content[1].content[0].type, 'web_search_result');
+    assert.equal(message.content[3].citations.length, 3);
+  },
+  async anthropicCodeExecution(t) {
+    provider.cue({ transcript: t });
+    const message = await anthropic.beta.messages.stream(ASK).finalMessage();
+    assert.equal(message.stop_reason, 'end_turn');
+    assert.deepEqual(message.content.map((b) => b.type), ['server_tool_use', 'bash_code_execution_tool_result', 'server_tool_use', 'bash_code_execution_tool_result', 'text']);
+    assert.equal(message.content[0].name, 'bash_code_execution');
+    assert.equal(message.content[3].content.stdout, 'Sum: 650\n');
+  },
+  async anthropicPauseTurn(t) {
+    provider.cue({ transcript: t });
+    const message = await anthropic.beta.messages.stream(ASK).finalMessage();
+    assert.equal(message.stop_reason, 'pause_turn');
+    assert.deepEqual(message.content.map((b) => b.type), ['server_tool_use']);
+    assert.equal(message.content[0].name, 'web_search');
+  },
+  async anthropicCompactionPause(t) {
+    provider.cue({ transcript: t });
+    const message = await anthropic.beta.messages.stream(ASK).finalMessage();
+    assert.equal(message.stop_reason, 'compaction');
+    assert.deepEqual(message.content.map((b) => b.type), ['compaction']);
+    assert.match(message.content[0].content, /^## Summary of Conversation/);
+  },
+  async anthropicServerFallback(t) {
+    provider.cue({ transcript: t });
+    const message = await anthropic.beta.messages.stream(ASK).finalMessage();
+    assert.equal(message.stop_reason, 'end_turn');
+    assert.deepEqual(message.content.map((b) => b.type), ['thinking', 'text', 'fallback', 'text']);
+    assert.deepEqual(message.content[2].to, { model: 'claude-opus-4-8' });
+    assert.equal(message.model, 'claude-opus-4-8', 'the SDK relabels the message with the fallback model');
+    assert.match(message.content[1].text + message.content[3].text, /^Hi there! Happy to explain\./);
+  },
+  async anthropicThinkingPauses(t) {
+    provider.cue({ transcript: t });
+    const started = Date.now();
+    const message = await anthropic.messages.stream(ASK).finalMessage();
+    assert.ok(Date.now() - started >= 850, 'the pauses inside the thinking block');
+    assert.deepEqual(message.content.map((b) => b.type), ['thinking', 'text']);
+    assert.match(message.content[0].thinking, /^The previous result was 925\./);
+    assert.equal(message.content[1].text, '925 ÷ 5 = 185');
+  },
+  async anthropicThinkingForever(t) {
+    const started = Date.now();
+    const { events, error } = await anthropicStream(t);
+    assert.ok(Date.now() - started >= 1900, 'a delta every 100 ms');
+    assert.equal(events.filter((e) => e.delta?.type === 'thinking_delta').length, 20);
+    assert.equal(anthropicText(events), '');
+    assert.ok(error, 'the SDK reports the cut');
+  },
+  async anthropicToolInputAfterSilence(t) {
+    provider.cue({ transcript: t });
+    const started = Date.now();
+    const message = await anthropic.messages.stream(ASK).finalMessage();
+    assert.ok(Date.now() - started >= 1400, 'the silence before the input');
+    assert.equal(message.stop_reason, 'tool_use');
+    assert.deepEqual(message.content[0].input, { elements: [{ location: 'San Francisco', temperature: 58, condition: 'sunny' }] });
+  },
+  async anthropicResetBeforeContent(t) {
+    const { events, error } = await anthropicStream(t);
+    assert.deepEqual(events.map((e) => e.type), ['message_start']);
+    assert.ok(error, 'the SDK reports the cut');
+  },
+  async anthropicMalformedBeforeContent(t) {
+    const { events, error } = await anthropicStream(t);
+    assert.deepEqual(events.map((e) => e.type), ['message_start', 'content_block_start']);
+    assert.ok(error instanceof SyntaxError, `a SyntaxError from JSON.parse, not ${error}`);
+    // On the wire the answer goes on after the broken frame.
+    provider.cue({ transcript: t });
+    const raw = await (await fetch(`${provider.url}/v1/messages`, { method: 'POST', body: '{"stream":true}' })).text();
+    assert.match(raw, /"stop_reason":"end_turn"/);
+  },
   // ---- OpenAI Chat Completions ----
   async openaiChatText(t) {
     const { events, error } = await chatStream(t);
@@ -249,6 +331,39 @@ const checks = {
     assert.equal(err.code, 'content_policy_violation');
   },
 
+  // OpenAI Chat streams with `expect`.
+  async openaiChatEmptyRoleChunk(t) {
+    const { events, error } = await chatStream(t);
+    assert.equal(events.length, 1);
+    assert.deepEqual(events[0].choices[0].delta, { role: 'assistant', content: '', tool_calls: [] });
+    assert.ok(error instanceof OpenAI.APIError, `an APIError, not ${error}`);
+    assert.equal(error.error.type, 'InternalServerError');
+    assert.match(error.message, /^EngineCore encountered an issue/);
+  },
+  async openaiChatRefusal(t) {
+    const { events, error } = await chatStream(t);
+    assert.equal(error, undefined);
+    assert.equal(chatText(events), '');
+    assert.equal(events.map((c) => c.choices[0]?.delta?.refusal ?? '').join(''), "I'm very sorry, but I can't assist with that request.");
+    assert.equal(events.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason, 'stop');
+  },
+  async openaiChatToolCallsAfterPause(t) {
+    const started = Date.now();
+    const { events, error } = await chatStream(t);
+    assert.equal(error, undefined);
+    assert.ok(Date.now() - started >= 1400, 'the silence before the arguments');
+    const calls = events.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+    assert.equal(calls[0].function.name, 'test-tool');
+    assert.equal(calls.map((c) => c.function.arguments).join(''), '{"value":"Sparkle Day"}');
+    assert.equal(events.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason, 'tool_calls');
+  },
+  async openaiChatOpenRouterKeepAliveOnly(t) {
+    const started = Date.now();
+    const { events, error } = await chatStream(t);
+    assert.ok(Date.now() - started >= 450, 'the keep-alives came with their delays');
+    assert.deepEqual(events, [], 'comments are not chunks');
+    assert.equal(error, undefined, 'the SDK ends quietly without [DONE]');
+  },
   // ---- OpenAI Responses ----
   async responsesText(t) {
     const { events, error } = await responsesStream(t);
@@ -295,6 +410,35 @@ const checks = {
     assert.equal(events.at(-1).response.incomplete_details.reason, 'content_filter');
   },
 
+  // OpenAI Responses streams with `expect`.
+  async responsesImageGeneration(t) {
+    const { events, error } = await responsesStream(t);
+    assert.equal(error, undefined);
+    assert.equal(responsesText(events), '');
+    assert.equal(events.find((e) => e.type === 'response.image_generation_call.partial_image').partial_image_b64, 'UklGRuIWGQBXRUJQVlA4TKAwGAAv/8X/ABlJbiNJkgRDwkID');
+    const image = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'image_generation_call').item;
+    assert.equal(image.result, 'UklGRuIWGQBXRUJQVlA4TKAwGAAv/8X/ABlJbiNJkgRDwkID');
+    assert.equal(events.at(-1).type, 'response.completed');
+  },
+  async responsesRefusal(t) {
+    const { events, error } = await responsesStream(t);
+    assert.equal(error, undefined);
+    assert.equal(responsesText(events), '');
+    const refusal = events.filter((e) => e.type === 'response.refusal.delta').map((e) => e.delta).join('');
+    assert.equal(refusal, "I'm very sorry, but I can't assist with that request.");
+    assert.equal(events.find((e) => e.type === 'response.refusal.done').refusal, refusal);
+    assert.equal(events.at(-1).response.output[0].content[0].type, 'refusal');
+  },
+  async responsesReasoningSummaryPauses(t) {
+    const started = Date.now();
+    const { events, error } = await responsesStream(t);
+    assert.equal(error, undefined);
+    assert.ok(Date.now() - started >= 1700, 'the pauses in the summary');
+    const summary = events.filter((e) => e.type === 'response.reasoning_summary_text.delta').map((e) => e.delta).join('');
+    assert.match(summary, /^\*\*Calculating step-by-step using calculator\*\*\n\nI'll compute 12 plus 7/);
+    assert.equal(responsesText(events), 'The final result is **570**.');
+    assert.equal(events.at(-1).response.status, 'completed');
+  },
   // ---- Gemini ----
   async geminiText(t) {
     const { events, error } = await geminiStream(t);
@@ -340,6 +484,25 @@ const checks = {
     const quota = details.find((d) => d['@type'] === 'type.googleapis.com/google.rpc.QuotaFailure');
     assert.equal(quota.violations[0].quotaId, 'GenerateRequestsPerDayPerProjectPerModel-FreeTier');
     assert.equal(details.find((d) => d['@type'] === 'type.googleapis.com/google.rpc.RetryInfo').retryDelay, '38s');
+  },
+  // Gemini streams with `expect`.
+  async geminiImage(t) {
+    const { events, error } = await geminiStream(t);
+    assert.equal(error, undefined);
+    const [candidate] = events[0].candidates;
+    assert.deepEqual(candidate.content.parts.map((p) => Object.keys(p)), [['inlineData']]);
+    assert.equal(candidate.content.parts[0].inlineData.mimeType, 'image/png');
+    assert.equal(candidate.finishReason, 'STOP');
+  },
+  async geminiThought(t) {
+    const started = Date.now();
+    const { events, error } = await geminiStream(t);
+    assert.equal(error, undefined);
+    assert.ok(Date.now() - started >= 250, 'the pause after the thought');
+    assert.equal(events[0].candidates[0].content.parts[0].thought, true);
+    assert.match(events[0].candidates[0].content.parts[0].text, /^\*\*Processing User Requests\*\*/);
+    assert.equal(events.slice(1).map((c) => c.candidates[0].content.parts.map((p) => p.text).join('')).join(''), 'There are **3** "r"s in strawberry.\n\nst**r**awbe**rr**y');
+    assert.equal(events.at(-1).candidates[0].finishReason, 'STOP');
   },
 };
 
