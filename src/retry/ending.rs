@@ -34,7 +34,7 @@ pub enum Ending {
 // (and the Responses API's `status`), Gemini's `finishReason`, the AI SDK's unified reasons (`-`
 // is read as `_`), in the order of [`Ending`].
 const ENDING_NAMES: [&[u8]; 4] = [
-    b"end_turn stop_sequence tool_use pause_turn stop tool_calls function_call completed",
+    b"end_turn stop_sequence tool_use pause_turn compaction stop tool_calls function_call completed",
     b"max_tokens length max_output_tokens model_context_window_exceeded",
     b"refusal content_filter safety recitation blocklist prohibited_content spii image_safety \
       image_prohibited_content image_recitation malformed_function_call unexpected_tool_call",

@@ -97,8 +97,8 @@ impl Reading {
         let text = trim(data);
         match text.first() {
             None => return Reading::default(),
+            _ if text == b"[DONE]" => return Reading::default(),
             Some(b'{' | b'[') => {}
-            Some(_) if text == b"[DONE]" => return Reading::default(),
             Some(_) => {
                 return Reading {
                     progress: Progress::Output,
@@ -161,6 +161,8 @@ struct Facts<'a> {
     block_words: bool,
     /// A Responses `output_item` that is not a message or reasoning.
     item_tool: bool,
+    /// The model's refusal in words (Chat Completions' `delta.refusal`).
+    refused: bool,
     /// Choices or candidates: the shapes whose content has a known place.
     known_shape: bool,
     /// The ending's reason as named; the AI SDK's `raw` one, asked when the unified one says little.
@@ -188,6 +190,7 @@ impl Default for Facts<'_> {
             delta_words: false,
             block_words: false,
             item_tool: false,
+            refused: false,
             known_shape: false,
             reason: None,
             raw_reason: None,
@@ -384,6 +387,8 @@ impl<'a> Facts<'a> {
                         self.thinking = true;
                     } else {
                         self.output = true;
+                        // A refusal's words: the answer is declined, whatever finish follows.
+                        self.refused |= key(3) == b"refusal";
                     }
                 }
             }
@@ -428,6 +433,9 @@ impl<'a> Facts<'a> {
             reason = self.raw_reason.or(reason);
         }
         let mut ending = reason.map(Ending::of);
+        if self.refused || ty == b"response.refusal.delta" {
+            ending = Some(Ending::Declined);
+        }
         let mut error = self.error;
         let kind = find(TYPES, ty).unwrap_or(if ty.starts_with(b"response.") {
             // The Responses API's deltas: reasoning's are thinking, the others the answer.

@@ -201,7 +201,10 @@ impl Watch {
             Progress::None | Progress::KeepAlive => {}
         }
         if let Some(ending) = r.ending {
-            self.ending = Some(ending);
+            // A refusal in words stays a refusal whatever finish reason follows it.
+            if self.ending != Some(Ending::Declined) {
+                self.ending = Some(ending);
+            }
             if self.phase == Phase::Waiting {
                 match ending {
                     Ending::Failed => return self.finish(Step::Fail(Stop::Error(None))),
@@ -337,5 +340,199 @@ impl Watch {
             self.phase = Phase::Done;
         }
         step
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::{Progress, Reading};
+
+    fn r(progress: Progress) -> Reading {
+        Reading {
+            progress,
+            ..Reading::default()
+        }
+    }
+    const OUT: Progress = Progress::Output;
+    const THINK: Progress = Progress::Thinking;
+
+    #[test]
+    fn keep_alives_do_not_hold_off_the_first_chunk_limit() {
+        let mut w = Watch::new(
+            StreamLimits {
+                first_ms: Some(100),
+                ..Default::default()
+            },
+            0,
+        );
+        assert_eq!(w.item(50, &Reading::KEEP_ALIVE), Step::Hold);
+        assert_eq!(w.deadline(), Some(100));
+        assert_eq!(w.tick(99), None);
+        assert_eq!(w.tick(100), Some(Step::Fail(Stop::Timeout(Limit::First))));
+        assert_eq!(w.deadline(), None);
+    }
+
+    #[test]
+    fn thinking_is_progress_and_its_stretch_has_its_own_cap() {
+        let limits = StreamLimits {
+            idle_ms: Some(50),
+            thinking_ms: Some(200),
+            ..Default::default()
+        };
+        let mut w = Watch::new(limits, 0);
+        assert_eq!(w.item(10, &r(THINK)), Step::Begin);
+        for t in (40..200).step_by(30) {
+            assert_eq!(w.item(t, &r(THINK)), Step::Pass);
+            assert_eq!(w.tick(t), None);
+        }
+        // Still thinking 200 ms after it began: cut, counted.
+        assert_eq!(w.item(205, &r(THINK)), Step::Pass);
+        assert_eq!(
+            w.tick(210),
+            Some(Step::Cut {
+                stop: Stop::Timeout(Limit::Thinking),
+                counted: true
+            })
+        );
+        // Output ends a stretch: the next one counts anew.
+        let limits = StreamLimits {
+            thinking_ms: Some(200),
+            ..Default::default()
+        };
+        let mut w = Watch::new(limits, 0);
+        w.item(0, &r(THINK));
+        w.item(150, &r(OUT));
+        w.item(160, &r(THINK));
+        assert_eq!(w.tick(300), None);
+        assert_eq!(w.deadline(), Some(360));
+    }
+
+    #[test]
+    fn the_first_output_limit_cuts_a_model_that_only_thinks() {
+        let limits = StreamLimits {
+            first_output_ms: Some(500),
+            ..Default::default()
+        };
+        let mut w = Watch::new(limits, 0);
+        w.item(10, &r(THINK));
+        assert_eq!(w.tick(499), None);
+        assert_eq!(
+            w.tick(500),
+            Some(Step::Cut {
+                stop: Stop::Timeout(Limit::FirstOutput),
+                counted: true
+            })
+        );
+        let mut w = Watch::new(limits, 0);
+        w.item(10, &r(THINK));
+        w.item(400, &r(OUT));
+        assert_eq!(w.deadline(), None);
+    }
+
+    #[test]
+    fn a_reader_behind_is_not_a_silent_model() {
+        let limits = StreamLimits {
+            idle_ms: Some(100),
+            ..Default::default()
+        };
+        let mut w = Watch::new(limits, 0);
+        w.item(10, &r(OUT));
+        // The reader holds the guard up from 20 to 1_020: no limit runs meanwhile.
+        w.pause(20);
+        assert_eq!(w.deadline(), None);
+        assert_eq!(w.tick(1_000), None);
+        w.resume(1_020);
+        // 10 ms of silence before the pause, so 90 more after it.
+        assert_eq!(w.deadline(), Some(1_110));
+        assert_eq!(w.item(1_100, &r(OUT)), Step::Pass);
+        assert_eq!(w.end(1_150), Step::End(Settled::Success));
+    }
+
+    #[test]
+    fn the_apps_total_budget_after_the_first_word_is_not_counted() {
+        let limits = StreamLimits {
+            total_ms: Some(1_000),
+            ..Default::default()
+        };
+        let mut w = Watch::new(limits, 0);
+        w.item(10, &r(OUT));
+        assert_eq!(
+            w.tick(1_000),
+            Some(Step::Cut {
+                stop: Stop::Timeout(Limit::Total),
+                counted: false
+            })
+        );
+        // Before it, a failure.
+        let mut w = Watch::new(limits, 0);
+        assert_eq!(w.tick(1_000), Some(Step::Fail(Stop::Timeout(Limit::Total))));
+    }
+
+    #[test]
+    fn an_ending_named_stands_against_a_cut() {
+        let limits = StreamLimits {
+            idle_ms: Some(100),
+            ..Default::default()
+        };
+        let mut w = Watch::new(limits, 0);
+        w.item(10, &r(OUT));
+        let end = Reading {
+            ending: Some(Ending::Complete),
+            ..Reading::default()
+        };
+        w.item(20, &end);
+        assert_eq!(w.deadline(), None);
+        assert_eq!(w.broke(30), Step::End(Settled::Success));
+    }
+
+    #[test]
+    fn an_error_after_the_first_word_fails_the_stream_unless_an_ending_follows() {
+        let err = Reading {
+            error: Some(StreamFailure {
+                code: None,
+                status: 500,
+            }),
+            ..Reading::default()
+        };
+        let mut w = Watch::new(StreamLimits::default(), 0);
+        w.item(1, &r(OUT));
+        assert_eq!(w.item(2, &err), Step::Pass);
+        assert_eq!(
+            w.end(3),
+            Step::Cut {
+                stop: Stop::Error(err.error),
+                counted: true
+            }
+        );
+        let mut w = Watch::new(StreamLimits::default(), 0);
+        w.item(1, &r(OUT));
+        w.item(2, &err);
+        w.item(
+            3,
+            &Reading {
+                ending: Some(Ending::Complete),
+                ..Reading::default()
+            },
+        );
+        assert_eq!(w.end(4), Step::End(Settled::Success));
+    }
+
+    #[test]
+    fn a_refusal_before_any_word_is_the_apps_to_read() {
+        let mut w = Watch::new(StreamLimits::default(), 0);
+        let declined = Reading {
+            ending: Some(Ending::Declined),
+            ..Reading::default()
+        };
+        assert_eq!(w.item(1, &declined), Step::Begin);
+        assert_eq!(w.end(2), Step::End(Settled::Ignored));
+        let mut w = Watch::new(StreamLimits::default(), 0);
+        let complete = Reading {
+            ending: Some(Ending::Complete),
+            ..Reading::default()
+        };
+        assert_eq!(w.item(1, &complete), Step::Hold);
+        assert_eq!(w.end(2), Step::Fail(Stop::Empty));
     }
 }
