@@ -51,6 +51,18 @@ export interface Exports {
   budget_new(): number;
   /** A `BudgetOp`: deposit, withdraw (1 or 0), available. */
   budget_op(h: number, now: number, op: number): number;
+  /** The byte buffer's address, grown to at least `len` bytes (it may move). */
+  bytes(len: number): number;
+  /** A stream watch from `now`, its limits in `io` (`Watch`): a handle. */
+  watch_new(now: number): number;
+  /** `len` bytes of the byte buffer as an `Item` kind: a `StreamStep` code (`Item.Split`: the records' length). */
+  watch_item(h: number, now: number, len: number, kind: number): number;
+  /** A `WatchOp`: a `StreamStep` code, a time or a length. */
+  watch_op(h: number, now: number, op: number): number;
+  /** An item's reading by the core's rules (`Item.Object` JSON, or bytes): a `Reading` code. */
+  read_item(len: number, kind: number): number;
+  /** A reading (a `Reading` code) judged at `now`: a `StreamStep` code. */
+  watch_reading(h: number, now: number, reading: number): number;
 }
 
 let current: Exports | undefined;

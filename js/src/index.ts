@@ -10,6 +10,7 @@ export {
   type BreakerSnapshot,
   type BreakerState,
   type BreakerStats,
+  type BreakerStreamOptions,
   type CallContext,
   type CircuitBreakerOptions,
   type ExecuteOptions,
@@ -34,8 +35,10 @@ export {
   type GiveUpEvent,
   type GiveUpReason,
   type RetryEvent,
+  type RetryBreaker,
   type RetryObserver,
   type RetryOptions,
+  type StreamRetryOptions,
 } from './breakers/retry.js';
 export { BreakerRegistry, globalBreakers } from './breakers/registry.js';
 export { StreamError, type SseEvent, type StreamOptions } from './guards/stream.js';

@@ -16,6 +16,7 @@ export type { StreamSource } from './guards/stream.js';
 export { outcomeCode } from './classify.js';
 export { Chunks } from './guards/stream.js';
 export { guardStream } from './guards/load-guard.js';
+export { streamWithRetry } from './breakers/retry.js';
 export { checkCallOptions, guardCall } from './guards/call.js';
 export { checkKeys, fail, num, obj } from './helpers/options.js';
 export { Emitter } from './helpers/events.js';

@@ -485,14 +485,16 @@ mod streams {
     #[wasm_bindgen]
     pub fn watch_item(h: u32, now: f64, len: u32, kind: u32) -> u32 {
         let t = table();
-        let (Some(Slot::Stream(s)), Some(data)) = (
-            t.slots.get_mut((h as usize).wrapping_sub(1)),
-            t.bytes.get(..len as usize),
-        ) else {
+        let Some(Slot::Stream(s)) = t.slots.get_mut((h as usize).wrapping_sub(1)) else {
             return st::NONE;
         };
-        let now = ts(now).0;
         let s = &mut **s;
+        let len = (len as usize).min(t.bytes.len());
+        if kind == item::SPLIT {
+            return split(&mut s.sse, &mut t.bytes, len);
+        }
+        let data = t.bytes.get(..len).unwrap_or_default();
+        let now = ts(now).0;
         match kind {
             item::SSE => {
                 let began = s.watch.began();
@@ -571,7 +573,6 @@ mod streams {
                 None => return st::NONE as f64,
             },
             wo::DEADLINE => return s.watch.deadline().map_or(none, |d| d as f64),
-            wo::SPLIT => return split(&mut s.sse, &mut t.bytes) as f64,
             wo::FIRST_AT => return s.watch.first_at().map_or(none, |d| d as f64),
             _ => {
                 let n = s.error.len();
@@ -665,12 +666,11 @@ mod streams {
 
     /// Splits the event stream's chunk in `bytes` and writes, in its place, one record an item:
     /// its reading (a [`layout::reading`] code), the lengths of its name and data (little-endian
-    /// u32s; a comment: name length `u32::MAX`), then their bytes. Returns how many.
-    fn split(sse: &mut SseSplitter, bytes: &mut Vec<u8>) -> u32 {
-        let input = core::mem::take(bytes);
-        let mut n = 0;
+    /// u32s; a comment: name length `u32::MAX`), then their bytes. Returns their length in bytes.
+    fn split(sse: &mut SseSplitter, bytes: &mut Vec<u8>, len: usize) -> u32 {
+        let mut input = core::mem::take(bytes);
+        input.truncate(len);
         sse.push(&input, &mut |i| {
-            n += 1;
             let (name, data, r) = match i {
                 SseItem::Comment => (&b""[..], &b""[..], Reading::KEEP_ALIVE),
                 SseItem::Event { name, data, .. } => (name, data, Reading::event(name, data)),
@@ -686,7 +686,7 @@ mod streams {
             bytes.extend_from_slice(name);
             bytes.extend_from_slice(data);
         });
-        n
+        bytes.len() as u32
     }
 
     fn code(step: Step) -> u32 {

@@ -291,11 +291,14 @@ layouts! {
         LEN = 5,
     }
     /// What a stream's item is (`watch_item`): the bytes of an event stream's chunk, of another
-    /// body's chunk, or a stream object's chunk as JSON.
+    /// body's chunk, or a stream object's chunk as JSON; SPLIT: an event stream's chunk split
+    /// into records for the host's own readers (written in the byte buffer; the answer is their
+    /// length), judged by `watch_reading`.
     item / "Item": u32 {
         SSE = 0,
         BYTES = 1,
         OBJECT = 2,
+        SPLIT = 3,
     }
     /// `watch_op`'s operations: the stream ended, broke; the reader fell behind, caught up; a
     /// limit's time (answered as a step), the next deadline (`sentinel::NONE`: none), when the
@@ -310,7 +313,6 @@ layouts! {
         DEADLINE = 5,
         FIRST_AT = 6,
         ERROR_DATA = 7,
-        SPLIT = 8,           // the byte buffer's event stream chunk split into records (`watch_op`'s answer: how many), see `watch_split`
     }
     /// A `Step`, as `watch_item` and `watch_op` answer it: `STEP_MASK` the step; a stop's kind at
     /// `STOP_SHIFT`, the limit at `LIMIT_SHIFT`, `COUNTED` a cut the upstream is blamed for, the

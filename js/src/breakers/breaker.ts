@@ -8,6 +8,7 @@ import { FAILURE, IGNORED, SUCCESS, outcomeCode } from '../classify.js';
 import type { StreamOptions, StreamSource } from '../guards/stream.js';
 import { guardStream } from '../guards/load-guard.js';
 import { checkCallOptions, guardCall } from '../guards/call.js';
+import { streamWithRetry, type StreamRetryOptions } from './retry.js';
 import { MODES, REASONS, STATES, type BreakerMode, type BreakerState, type RejectReason } from '../codes/names.js';
 
 export type { BreakerMode, BreakerState };
@@ -197,6 +198,19 @@ export interface ExecuteOptions<T> {
 export interface CallContext {
   /** Aborted when the caller's signal aborts or the timeout fires (only with those options). */
   signal?: AbortSignal | undefined;
+}
+
+/** `stream`'s options: the guard's (`StreamOptions`), and `retry`. */
+export interface BreakerStreamOptions<T> extends StreamOptions<T> {
+  /**
+   * Retry before the first word: an attempt that fails before any content reached the reader
+   * (the upstream's error status, an error event in a 200 stream, a reset, a malformed frame, no
+   * sign of the model in time) is tried again on the same upstream by these rules (`withRetry`'s
+   * options: attempts, backoff, jitter, Retry-After, a budget), invisible to the reader; each
+   * attempt is admitted and counted by the breaker. Once content reached the reader nothing is
+   * retried. `true`: the defaults.
+   */
+  retry?: StreamRetryOptions | boolean | undefined;
 }
 
 /** What `stream` hands the call: a signal that aborts when the stream is given up (always there). */
@@ -707,17 +721,29 @@ export class CircuitBreaker {
    */
   stream(
     fn: (context: StreamContext) => Response | Promise<Response>,
-    options?: StreamOptions<Uint8Array>,
+    options?: BreakerStreamOptions<Uint8Array>,
   ): Promise<ReadableStream<Uint8Array>>;
   stream<T>(
     fn: (context: StreamContext) => ReadableStream<T> | AsyncIterable<T> | Promise<ReadableStream<T> | AsyncIterable<T>>,
-    options?: StreamOptions<T>,
+    options?: BreakerStreamOptions<T>,
   ): Promise<ReadableStream<T>>;
   stream<T>(
     fn: (context: StreamContext) => StreamSource<T> | Promise<StreamSource<T>>,
-    options?: StreamOptions<T>,
+    options?: BreakerStreamOptions<T>,
   ): Promise<ReadableStream<T>> {
     if (options?.signal?.aborted) return Promise.reject(options.signal.reason);
+    const { retry, ...o } = options ?? {};
+    if (retry !== undefined && retry !== false) {
+      return streamWithRetry(retry, o.signal, (signal) => this.#attempt(fn, { ...o, signal }));
+    }
+    return this.#attempt(fn, options);
+  }
+
+  /** One attempt of `stream`. */
+  #attempt<T>(
+    fn: (context: StreamContext) => StreamSource<T> | Promise<StreamSource<T>>,
+    options: StreamOptions<T> | undefined,
+  ): Promise<ReadableStream<T>> {
     if (this.#slots) return this.#slots.run(options?.signal, (c) => this.#rejected(c), (slot) => this.#stream(fn, options, slot));
     return this.#stream(fn, options);
   }

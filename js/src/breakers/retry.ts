@@ -3,7 +3,6 @@ import { Budget, BudgetOp, GiveUp, Jitter as JitterCode, Retry } from '../codes/
 import { checkKeys, fail, fn, num, obj } from '../helpers/options.js';
 import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from '../classify.js';
 import { guardCall } from '../guards/call.js';
-import type { CallContext, CircuitBreaker } from './breaker.js';
 
 /**
  * How a retry's wait is drawn from its exponential delay d: `'full'` (the default), uniform in
@@ -80,6 +79,17 @@ export interface RetryObserver {
   observeRetries(retries: number, delayMs: number): void;
 }
 
+/**
+ * What `withRetry`'s `breaker` option takes: a breaker's `execute` (a `CircuitBreaker`, a shared
+ * or store breaker).
+ */
+export interface RetryBreaker {
+  execute<T>(
+    fn: (context: { signal?: AbortSignal | undefined }) => T | Promise<T>,
+    options?: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined },
+  ): Promise<T>;
+}
+
 /** `withRetry`'s options, each optional. */
 export interface RetryOptions {
   /** Attempts in all, the first included (1–10 000). Default 4. */
@@ -107,7 +117,7 @@ export interface RetryOptions {
   /** Caps retries across all calls sharing it. */
   budget?: RetryBudget | undefined;
   /** Runs each attempt through this breaker (its rejections are waited out like a Retry-After). */
-  breaker?: CircuitBreaker | undefined;
+  breaker?: RetryBreaker | undefined;
   /** Told each call's retries and backoff waiting (see `breakwater/prometheus`, `breakwater/otel`). */
   metrics?: RetryObserver | undefined;
   /** Override: true = retry, false = do not, undefined = default rules. */
@@ -266,7 +276,7 @@ export async function withRetry<T>(
       if (signal?.aborted) throw signal.reason;
       // With attemptTimeoutMs each attempt runs under execute's guard (the breaker's, or the
       // same guard alone): its own signal, aborted by the caller's or with a TimeoutError.
-      const call = (c: CallContext) => fn(c.signal ? { attempt, signal: c.signal } : { attempt });
+      const call = (c: { signal?: AbortSignal | undefined }) => fn(c.signal ? { attempt, signal: c.signal } : { attempt });
       let error: unknown;
       let resolved = false;
       try {
@@ -319,6 +329,30 @@ export async function withRetry<T>(
     if (p !== 0) x.release(p);
     metrics?.observeRetries(retries, waited);
   }
+}
+
+/**
+ * `stream`'s `retry`: `withRetry`'s options, but not `breaker` (the stream's own breaker runs
+ * each attempt), `signal` (the stream's) or `attemptTimeoutMs` (the stream's limits bound an
+ * attempt: `firstChunkTimeoutMs`).
+ */
+export type StreamRetryOptions = Omit<RetryOptions, 'breaker' | 'signal' | 'attemptTimeoutMs'>;
+
+/**
+ * Runs `attempt` (one guarded stream) under `stream`'s `retry`: `true` for the defaults. An
+ * attempt rejects only before the first word reached the reader, so only then is it retried.
+ */
+export async function streamWithRetry<S>(
+  retry: StreamRetryOptions | true,
+  signal: AbortSignal | undefined,
+  attempt: (signal: AbortSignal | undefined) => Promise<S>,
+): Promise<S> {
+  const o = retry === true ? {} : obj('retry', retry) ?? {};
+  for (const key of ['breaker', 'signal', 'attemptTimeoutMs'] as const) {
+    const why = key === 'attemptTimeoutMs' ? "unset: the stream's firstChunkTimeoutMs bounds an attempt" : `unset: the stream's own ${key} is used`;
+    if (key in o) fail(`retry.${key}`, (o as Record<string, unknown>)[key], why, true);
+  }
+  return withRetry((c) => attempt(c.signal), { ...o, signal });
 }
 
 function fn_<F>(option: string, v: unknown): F | undefined {

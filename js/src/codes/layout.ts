@@ -292,6 +292,20 @@ export const enum Item {
   Sse = 0,
   Bytes = 1,
   Object = 2,
+  Split = 3,
+}
+
+/** A reading of one item (`read_item`, `watch_reading`): src/wasm/layout.rs `reading`. */
+export const enum Reading {
+  None = 0,
+  KeepAlive = 1,
+  Thinking = 2,
+  Output = 3,
+  ProgressMask = 3,
+  EndingShift = 2,
+  EndingMask = 7,
+  Malformed = 32,
+  Error = 64,
 }
 
 /** `watch_op`'s operations. */

@@ -1,49 +1,45 @@
-// The stream guard (see js/src/guards/stream.ts, which loads this module on the first `stream()` call):
-// one outcome per stream, decided by how the stream ends; the readers that tell content, errors
-// and endings apart in an event stream and in the official SDKs' stream events; the time limits.
+// The stream guard (see js/src/guards/stream.ts, which loads this module on the first `stream()`
+// call): one outcome per stream, decided by how the stream ends. What each chunk means and when
+// the stream began, stalled or ended are the core's (src/stream/: `Reading`, `SseSplitter`,
+// `Watch`, through the main module's `watch_*` exports); this module reads the source ahead of
+// the app into a bounded buffer, holds back what comes before the answer, runs the one timer
+// the core asks for, and acts on each step.
+import { wasm } from '../glue.js';
+import { Item, Reading as R, Sentinel, StreamStep as S, StreamStop as P, Watch as W, WatchOp as Op } from '../codes/layout.js';
 import { TimeoutError } from '../helpers/errors.js';
 import { checkKeys, fail, fn as optFn, num } from '../helpers/options.js';
-import { FAILURE, IGNORED, SUCCESS, endingOf, isResponse, statusOfCode, type Ending } from '../classify.js';
+import { FAILURE, IGNORED, SUCCESS, isResponse, type Ending } from '../classify.js';
 import { CHUNKS, StreamError, type Chunks, type Classify, type Settle, type SseEvent, type StreamOptions, type StreamSource } from './stream.js';
 
-// Events that are never content, whatever their data: Anthropic's markers and keep-alive.
-const NOT_CONTENT = new Set(['ping', 'message_start', 'message_stop', 'message_delta', 'content_block_stop', 'error']);
-// The option names, checked here (not in the main entry) since only a stream reads them.
-const KEYS = ['signal', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'onInterrupted', 'isContent', 'errorOf', 'endingOf', 'measure'];
+// The option names, checked here (not in the main entry) since only a stream reads them (a
+// breaker's `stream` takes `retry` off first: it runs the attempts).
+const KEYS = [
+  'signal',
+  'firstChunkTimeoutMs',
+  'idleTimeoutMs',
+  'totalTimeoutMs',
+  'firstOutputTimeoutMs',
+  'maxThinkingMs',
+  'onInterrupted',
+  'isContent',
+  'errorOf',
+  'endingOf',
+  'measure',
+];
+// The limits in the order of the core's `Watch` layout, with the option naming each.
+const LIMITS = ['firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'firstOutputTimeoutMs', 'maxThinkingMs'] as const;
+/** Indexed by `Ending`'s codes (`Reading`'s ending field is one more). */
+const ENDINGS: readonly Ending[] = ['complete', 'truncated', 'declined', 'failed', 'unknown'];
 
 /**
- * Splits a `text/event-stream` into events by the WHATWG rules that matter here (LF, CR or CRLF
- * line ends, `event:` and `data:` fields, comments, one optional space after the colon). Written
- * here rather than taken from eventsource-parser, which would add 1.6 KB gzip to every app's
- * bundle; only what a chunk means is read, the bytes pass through untouched.
+ * How far the guard reads ahead of a reader that is behind: up to this many bytes of a byte
+ * stream, or chunks of an object stream, beyond what the reader took (plus the chunk in hand).
+ * While the buffer is full the guard stops reading and the model's limits stand still: time the
+ * app takes is not the model's silence. Before the answer begins (nothing reaches the reader
+ * yet) at most READ_AHEAD_BYTES of what is not the answer is held; past it the attempt fails.
  */
-function sseSplitter(): (text: string, out: SseEvent[]) => void {
-  let rest = '';
-  let event: string | undefined;
-  let data: string[] = [];
-  return (text, out) => {
-    const lines = (rest + text).split(/\r\n|\n|\r(?!$)/);
-    // The last piece is an unfinished line (or a lone CR that a LF may follow).
-    rest = lines.pop()!;
-    // A line without end (a broken or hostile upstream) is not kept growing: past 1 MiB it is
-    // let go (the bytes still pass through; only their meaning is not read).
-    if (rest.length > 1 << 20) rest = '';
-    for (const line of lines) {
-      if (line === '') {
-        if (data.length > 0) out.push({ event, data: data.join('\n') });
-        event = undefined;
-        data = [];
-        continue;
-      }
-      const colon = line.indexOf(':');
-      if (colon === 0) continue;
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? '' : line.slice(line[colon + 1] === ' ' ? colon + 2 : colon + 1);
-      if (field === 'data') data.push(value);
-      else if (field === 'event') event = value;
-    }
-  };
-}
+export const READ_AHEAD_BYTES = 1 << 20;
+export const READ_AHEAD_CHUNKS = 1024;
 
 function parseJson(text: string): unknown {
   try {
@@ -53,113 +49,29 @@ function parseJson(text: string): unknown {
   }
 }
 
-// The three readers below look at JSON as it came (an event's data, an SDK's stream event), so
-// they read it loosely, with optional chaining.
+// Provider errors are read loosely, with optional chaining.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
-
-// An event's data, parsed once for the three readers (they ask about the same event in a row).
-let lastEvent: SseEvent | undefined;
-let lastData: unknown;
-function dataOf(e: SseEvent): Json {
-  if (e !== lastEvent) {
-    lastEvent = e;
-    const d = e.data.trim();
-    lastData = parseJson(d) ?? d;
-  }
-  return lastData;
-}
-
-function nonEmpty(chunk: unknown): boolean {
-  if (chunk === undefined || chunk === null) return false;
-  if (typeof chunk === 'string') return chunk !== '';
-  if (ArrayBuffer.isView(chunk)) return chunk.byteLength > 0;
-  return true;
-}
-
-/**
- * Whether an item is content, the same rule for an event's JSON and for an SDK's stream event:
- * Anthropic, a `content_block_delta` with text, thinking or tool input, or the start of a tool
- * call (its input may be empty); OpenAI Chat, a delta with anything but the role; Responses, a
- * non-empty `*.delta` (text, refusal, arguments, reasoning); Gemini, a part with text or a call.
- * Anything else that is not a known marker counts (for an event stream: a `type` ending in
- * `delta`, or JSON without a type, or text).
- */
-function contentOf(j: Json, sse: boolean): boolean {
-  if (typeof j !== 'object' || j === null || ArrayBuffer.isView(j)) return nonEmpty(j);
-  if (Array.isArray(j.choices)) {
-    return j.choices.some((c: Json) =>
-      Object.entries(c?.delta ?? {}).some(([k, v]) => k !== 'role' && (typeof v === 'string' ? v !== '' : v != null)),
-    );
-  }
-  if (Array.isArray(j.candidates)) return j.candidates.some((c: Json) => c?.content?.parts?.some((p: Json) => p?.text || p?.functionCall));
-  const t = j.type;
-  if (typeof t !== 'string') return true;
-  if (t === 'content_block_delta') return !!(j.delta?.text || j.delta?.thinking || j.delta?.partial_json);
-  if (t === 'content_block_start') return /tool_use$/.test(j.content_block?.type);
-  if (t.startsWith('response.')) return t.endsWith('.delta') && typeof j.delta === 'string' && j.delta !== '';
-  return !NOT_CONTENT.has(t) && (!sse || t.endsWith('delta'));
-}
-
-/**
- * The error an item carries: Anthropic's `error` event, an `error` object in OpenAI's or
- * Gemini's data (OpenRouter's comes in a chunk with `choices`), Responses' `error` and
- * `response.failed`; an `Error` one carries as it is.
- */
-function errorIn(j: Json, named = false): unknown {
-  if (typeof j !== 'object' || j === null) return undefined;
-  const t = j.type;
-  const e =
-    t === 'error' || named
-      ? typeof j.error === 'object' && j.error !== null ? j.error : j
-      : t === 'response.failed'
-        ? j.response?.error ?? {}
-        : j.error;
-  if (typeof e !== 'object' || e === null) return undefined;
-  return e instanceof Error ? e : providerError('event', e, j);
-}
 
 /**
  * A `StreamError` for a provider's error object `e` (Anthropic's `{ type }`, OpenAI's
  * `{ code, type }`, Gemini's `{ code: 429, status }`); `j` is what it came in (kept as `error`).
+ * The status is the core's reading when it made one.
  */
-function providerError(kind: 'status' | 'event', e: Json, j: unknown, status?: number, headers?: Headers, body?: string): StreamError {
+function providerError(kind: 'status' | 'event', e: Json, j: unknown, status: number, headers?: Headers, body?: string): StreamError {
   // OpenAI's `code` is the specific one (`rate_limit_exceeded` under type `requests`).
-  const type: string | undefined = [e.code, e.type, e.status].find((v) => typeof v === 'string' && v !== 'error');
-  status ??= statusOfCode(type) ?? statusOfCode(e.type) ?? (e.code >= 400 && e.code <= 599 ? e.code : 500);
-  const message = typeof e.message === 'string' ? `: ${e.message}` : '';
+  const type: string | undefined = [e?.code, e?.type, e?.status].find((v) => typeof v === 'string' && v !== 'error');
+  const message = typeof e?.message === 'string' ? `: ${e.message}` : '';
   const what = kind === 'status' ? `the upstream answered ${status}` : 'error event in the stream';
   return new StreamError(kind, `${what} (${type ?? status})${message}`, status, type, headers, body, j);
 }
 
-/**
- * The ending an item names: Anthropic's `message_delta` stop reason, OpenAI's and Gemini's
- * finish reason (or Gemini's blocked prompt), Responses' `response.completed` / `incomplete` /
- * `failed`, the AI SDK's `finish` part.
- */
-function endingIn(j: Json): Ending | undefined {
-  if (typeof j !== 'object' || j === null) return undefined;
-  const t = j.type;
-  if (t === 'response.incomplete') return endingOf(j.response?.incomplete_details?.reason);
-  const reason =
-    t === 'message_delta'
-      ? j.delta?.stop_reason
-      : t === 'response.completed' || t === 'response.failed'
-        ? t.slice(9)
-        : t === 'finish'
-          ? j.finishReason
-          : (j.choices ?? j.candidates)?.map?.((c: Json) => c?.finish_reason ?? c?.finishReason).find((r: unknown) => r != null) ??
-            j.promptFeedback?.blockReason;
-  return reason == null ? undefined : endingOf(reason);
+/** The error object inside an item: `error`, a failed response's, or the item itself. */
+function errorObject(j: Json): Json {
+  if (typeof j !== 'object' || j === null) return {};
+  if (j.type === 'response.failed') return j.response?.error ?? {};
+  return typeof j.error === 'object' && j.error !== null ? j.error : j;
 }
-
-const sseContent = (e: SseEvent): boolean => !NOT_CONTENT.has(e.event!) && dataOf(e) !== '[DONE]' && contentOf(dataOf(e), true);
-const sseError = (e: SseEvent): unknown => {
-  const j = dataOf(e);
-  if (typeof j !== 'string') return errorIn(j, e.event === 'error');
-  return e.event === 'error' ? new StreamError('event', `error event in the stream: ${j.slice(0, 200)}`, 500) : undefined;
-};
-const sseEnding = (e: SseEvent): Ending | undefined => endingIn(dataOf(e));
 
 interface Source {
   next(): Promise<{ done: boolean; value?: unknown }>;
@@ -201,9 +113,7 @@ function checkOptions<T>(options: StreamOptions<T> | undefined): StreamOptions<T
   if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
     fail('signal', signal, 'an AbortSignal');
   }
-  num('firstChunkTimeoutMs', options.firstChunkTimeoutMs, 0, 1);
-  num('idleTimeoutMs', options.idleTimeoutMs, 0, 1);
-  num('totalTimeoutMs', options.totalTimeoutMs, 0, 1);
+  for (const name of LIMITS) num(name, options[name], 0, 1);
   optFn('onInterrupted', options.onInterrupted);
   optFn('isContent', options.isContent);
   optFn('errorOf', options.errorOf);
@@ -215,6 +125,29 @@ function checkOptions<T>(options: StreamOptions<T> | undefined): StreamOptions<T
 }
 
 const encoder = /* @__PURE__ */ new TextEncoder();
+const decoder = /* @__PURE__ */ new TextDecoder();
+const NONE = Sentinel.None as number;
+
+/** Copies `bytes` into the core's byte buffer; returns their length. */
+function put(bytes: Uint8Array): number {
+  const x = wasm();
+  const at = x.bytes(bytes.byteLength);
+  new Uint8Array(x.memory.buffer, at, bytes.byteLength).set(bytes);
+  return bytes.byteLength;
+}
+
+/** Writes `text` as UTF-8 into the core's byte buffer; returns its length in bytes. */
+function putText(text: string): number {
+  const x = wasm();
+  const at = x.bytes(text.length * 3);
+  return encoder.encodeInto(text, new Uint8Array(x.memory.buffer, at, text.length * 3)).written;
+}
+
+/** The first `len` bytes of the core's byte buffer, as text. */
+function takeText(len: number): string {
+  const x = wasm();
+  return decoder.decode(new Uint8Array(x.memory.buffer, x.bytes(0), len));
+}
 
 /**
  * Where a guarded call is, in order (a later phase never goes back). The methods below are
@@ -224,39 +157,45 @@ const encoder = /* @__PURE__ */ new TextEncoder();
 const enum Phase {
   /** `fn` was called; waiting for its source (a Response's headers, an error status's body). */
   Opening,
-  /** Reading, holding back what is not content (a role chunk, `message_start`, keep-alives). */
+  /** Reading, holding back what is not yet the answer (a role chunk, `message_start`, pings). */
   Waiting,
-  /** The reader has the stream: an error is remembered and passed on; the ending decides. */
+  /** The reader has the stream. */
   Streaming,
   /** The outcome is reported; no timer or listener is left. */
   Settled,
 }
 
-type Timer = ReturnType<typeof setTimeout> | undefined;
+/** How a source's chunks are read: an event stream's bytes, other bytes, objects. */
+const enum Mode {
+  Sse,
+  Bytes,
+  Objects,
+}
 
 /** One guarded call, from `fn` to its one outcome. */
 class Guard<T> {
   #phase = Phase.Opening;
   readonly #start: number;
   readonly #inner = new AbortController();
+  /** The core's watch over this stream. */
+  readonly #h: number;
   #source: Source | undefined;
-  /** A byte stream: a string from `onInterrupted` is encoded. */
+  #mode = Mode.Objects;
+  /** A byte stream: a string from `onInterrupted` is encoded; the buffer is counted in bytes. */
   #bytes = false;
-  /** For an event stream: the bytes as text, split into events (`#events` holds one chunk's). */
-  #decoder: TextDecoder | undefined;
-  #split: ReturnType<typeof sseSplitter> | undefined;
-  readonly #events: SseEvent[] = [];
-  #isContent: (c: T | SseEvent) => boolean;
-  #errorOf: (c: T | SseEvent) => unknown;
-  #endingOf: (c: T | SseEvent) => Ending | undefined;
-  /** When the first content came (-1: not yet, or never: the stream began with its ending). */
-  #firstAt = -1;
-  /** The last error seen after the stream began, and the ending named after it. */
+  /** The user's own readers of an item, if any (then each item's reading is made here). */
+  readonly #custom: boolean;
+  /** Held back until the answer begins, and their size. */
+  readonly #held: unknown[] = [];
+  #heldBytes = 0;
+  /** The error object of the last item that carried one (for the step that names it). */
   #error: unknown;
-  #ending: Ending | undefined;
-  #first: Timer;
-  #idle: Timer;
-  #total: Timer;
+  /** The breaker's clock when the first sign of the model came (-1: not yet, or never). */
+  #firstAt = -1;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = NONE;
+  /** Wakes the read loop when the reader took from a full buffer. */
+  #wake: (() => void) | undefined;
   #out: ReadableStreamDefaultController<T> | undefined;
 
   readonly #o: StreamOptions<T>;
@@ -281,21 +220,22 @@ class Guard<T> {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#start = clock();
-    this.#isContent = o.isContent ?? ((c) => contentOf(c, false));
-    this.#errorOf = o.errorOf ?? errorIn;
-    this.#endingOf = o.endingOf ?? endingIn;
+    this.#custom = o.isContent !== undefined || o.errorOf !== undefined || o.endingOf !== undefined;
+    const x = wasm();
+    const at = x.io(W.Len) / 8;
+    const io = new Float64Array(x.memory.buffer);
+    LIMITS.forEach((name, i) => (io[at + i] = o[name] ?? 0));
+    this.#h = x.watch_new(Date.now());
   }
 
   // ----- opening -----
 
   open(fn: (context: { signal: AbortSignal }) => StreamSource<T> | Promise<StreamSource<T>>): void {
-    const { signal, firstChunkTimeoutMs: first, totalTimeoutMs: total } = this.#o;
+    const { signal } = this.#o;
     if (signal?.aborted) return this.#fail(signal.reason, IGNORED);
     signal?.addEventListener('abort', this.#onAbort, { once: true });
-    // Both limits count from the call: the first-chunk one to the first content (the headers
-    // included), the total one to the end.
-    if (first !== undefined) this.#first = setTimeout(() => this.#expire(new TimeoutError(first)), first);
-    if (total !== undefined) this.#total = setTimeout(() => this.#expire(new TimeoutError(total), true), total);
+    // The limits count from the call: the headers' wait is the model's too.
+    this.#arm();
     let opened: Promise<StreamSource<T>>;
     try {
       opened = Promise.resolve(fn({ signal: this.#inner.signal }));
@@ -324,37 +264,203 @@ class Guard<T> {
     }
     if (r !== undefined) {
       this.#bytes = true;
-      if (/text\/event-stream/i.test(r.headers.get('content-type') ?? '')) {
-        this.#decoder = new TextDecoder();
-        this.#split = sseSplitter();
-        this.#isContent = this.#o.isContent ?? (sseContent as (c: T | SseEvent) => boolean);
-        this.#errorOf = this.#o.errorOf ?? (sseError as (c: T | SseEvent) => unknown);
-        this.#endingOf = this.#o.endingOf ?? (sseEnding as (c: T | SseEvent) => Ending | undefined);
-      }
+      this.#mode = /text\/event-stream/i.test(r.headers.get('content-type') ?? '') ? Mode.Sse : Mode.Bytes;
     }
     this.#phase = Phase.Waiting;
-    return this.#wait(source);
+    return this.#read(source);
+  }
+
+  // ----- reading -----
+
+  /** Reads the source ahead of the reader until the stream settles. */
+  async #read(source: Source): Promise<void> {
+    for (;;) {
+      const out = this.#out;
+      if (out !== undefined && (out.desiredSize ?? 1) <= 0 && this.#phase === Phase.Streaming) {
+        // The reader is behind: stop reading; the model's limits stand still meanwhile.
+        this.#op(Op.Pause);
+        await new Promise<void>((wake) => (this.#wake = wake));
+        if (this.#phase !== Phase.Streaming) return;
+        this.#op(Op.Resume);
+      }
+      let r: { done: boolean; value?: unknown };
+      try {
+        r = await source.next();
+      } catch (e) {
+        if (this.#phase === Phase.Settled) return;
+        return this.#act(this.#op(Op.Broke), undefined, e);
+      }
+      if (this.#phase === Phase.Settled) return;
+      if (r.done) {
+        if (!this.#ended(source)) this.#act(this.#op(Op.End), undefined);
+        return;
+      }
+      this.#act(this.#item(r.value), r.value);
+      if ((this.#phase as Phase) === Phase.Settled) return;
+    }
+  }
+
+  /** What the core makes of one chunk: a `StreamStep` code. */
+  #item(chunk: unknown): number {
+    const x = wasm();
+    const now = Date.now();
+    if (chunk instanceof Uint8Array) this.#bytes = true;
+    if (this.#mode === Mode.Sse) {
+      const len = put(chunk as Uint8Array);
+      return this.#custom ? this.#events(len, now) : x.watch_item(this.#h, now, len, Item.Sse);
+    }
+    // A chunk of bytes or text is the answer when it is not empty; an object by the core's rules.
+    let reading: number;
+    if (typeof chunk === 'string' || ArrayBuffer.isView(chunk) || this.#mode === Mode.Bytes) {
+      const empty = typeof chunk === 'string' ? chunk === '' : (chunk as ArrayBufferView).byteLength === 0;
+      reading = empty ? R.None : R.Output;
+    } else {
+      let json: string | undefined;
+      try {
+        json = JSON.stringify(chunk);
+      } catch {
+        // Not JSON (a BigInt, a cycle): a chunk of a shape not known, the answer.
+      }
+      reading = json === undefined || json.length > READ_AHEAD_BYTES ? R.Output : x.read_item(putText(json), Item.Object);
+    }
+    if (reading & R.Error) this.#error = chunk;
+    return x.watch_reading(this.#h, now, this.#custom ? this.#own(chunk as T, reading) : reading);
+  }
+
+  /** An event stream's chunk with the user's own readers: each event read, then judged. */
+  #events(len: number, now: number): number {
+    const x = wasm();
+    const total = x.watch_item(this.#h, now, len, Item.Split);
+    // The records (see the core's `split`): reading, name length (a comment: 2^32 - 1), data
+    // length, then the bytes; copied, as the user's readers may grow the module's memory.
+    const bytes = new Uint8Array(x.memory.buffer, x.bytes(0), total).slice();
+    const view = new DataView(bytes.buffer);
+    let at = 0;
+    let began = false;
+    while (at + 12 <= total) {
+      const reading = view.getUint32(at, true);
+      const nameLen = view.getUint32(at + 4, true);
+      const dataLen = view.getUint32(at + 8, true);
+      at += 12;
+      let code = reading;
+      if (nameLen !== 0xffffffff) {
+        const name = decoder.decode(bytes.subarray(at, at + nameLen));
+        const data = decoder.decode(bytes.subarray(at + nameLen, at + nameLen + dataLen));
+        at += nameLen + dataLen;
+        const event: SseEvent = { event: name === '' ? undefined : name, data };
+        if (reading & R.Error) this.#error = event;
+        code = this.#own(event, reading);
+      }
+      const step = x.watch_reading(this.#h, now, code);
+      if (step === S.Begin) began = true;
+      else if (step !== S.Hold && step !== S.Pass) return step;
+    }
+    return began ? S.Begin : this.#phase === Phase.Streaming ? S.Pass : S.Hold;
+  }
+
+  /** A reading as the user's `isContent`, `errorOf` and `endingOf` make it (each where given). */
+  #own(item: T | SseEvent, reading: number): number {
+    const { isContent, errorOf, endingOf } = this.#o;
+    let code = reading;
+    if (isContent !== undefined && (code & R.ProgressMask) !== R.KeepAlive) {
+      code = (code & ~R.ProgressMask) | (isContent(item) ? R.Output : R.None);
+    }
+    if (errorOf !== undefined) {
+      const e = errorOf(item);
+      code &= R.ProgressMask | (R.EndingMask << R.EndingShift);
+      if (e !== undefined) {
+        this.#error = e;
+        const status = (e as { status?: unknown } | null)?.status;
+        code |= R.Error | ((typeof status === 'number' && status >= 400 && status <= 599 ? status : 500) << S.StatusShift);
+      }
+    }
+    if (endingOf !== undefined) {
+      const ending = endingOf(item);
+      code = (code & ~(R.EndingMask << R.EndingShift)) | ((ending === undefined ? 0 : ENDINGS.indexOf(ending) + 1) << R.EndingShift);
+    }
+    return code;
+  }
+
+  /** Acts on a step; `chunk` the item it came with (undefined: none), `thrown` a read's error. */
+  #act(step: number, chunk: unknown, thrown?: unknown): void {
+    if (step === S.None) return this.#arm();
+    const kind = step & S.StepMask;
+    const has = chunk !== undefined;
+    switch (kind) {
+      case S.Hold:
+        if (has) {
+          this.#held.push(chunk);
+          this.#heldBytes += this.#bytes ? (chunk as Uint8Array).byteLength ?? 1 : 1;
+          if (this.#heldBytes > (this.#bytes ? READ_AHEAD_BYTES : READ_AHEAD_CHUNKS)) {
+            return this.#fail(new StreamError('empty', `the stream sent ${this.#heldBytes} ${this.#bytes ? 'bytes' : 'chunks'} and no answer`));
+          }
+        }
+        return this.#arm();
+      case S.Begin:
+        if (has) this.#held.push(chunk);
+        if (this.#op(Op.FirstAt) !== NONE) this.#firstAt = this.#clock();
+        this.#phase = Phase.Streaming;
+        this.#resolve(this.#pump());
+        return this.#arm();
+      case S.Pass:
+        if (has) this.#out!.enqueue(chunk as T);
+        return this.#arm();
+      case S.Fail:
+        return this.#fail(this.#stopError(step, thrown));
+      case S.Cut:
+        if (has) this.#out!.enqueue(chunk as T);
+        return void this.#interrupt(this.#stopError(step, thrown), (step & S.Counted) === 0);
+      default:
+        if (has) this.#out?.enqueue(chunk as T);
+        // A stream that ended as it began (a refusal before any word) is read as it came.
+        if (this.#phase === Phase.Waiting) {
+          this.#phase = Phase.Streaming;
+          this.#resolve(this.#pump());
+        }
+        this.#report(kind === S.Success ? SUCCESS : IGNORED, undefined);
+        this.#out!.close();
+    }
+  }
+
+  /** The error a stopping step stands for. */
+  #stopError(step: number, thrown: unknown): unknown {
+    const stop = (step >> S.StopShift) & S.StopMask;
+    const status = (step >> S.StatusShift) & 1023;
+    switch (stop) {
+      case P.Timeout: {
+        const limit = LIMITS[(step >> S.LimitShift) & 7]!;
+        const e = new TimeoutError(this.#o[limit]!);
+        e.message = `the stream's ${limit} (${this.#o[limit]} ms) ran out`;
+        return e;
+      }
+      case P.Broken:
+        return thrown;
+      case P.Empty:
+        return new StreamError('empty', 'the stream ended without content');
+      case P.Malformed:
+        return new StreamError('malformed', 'a malformed frame in the stream', 502);
+      default:
+        return status === 0 ? new StreamError('event', 'the answer ended as failed') : this.#eventError(status);
+    }
+  }
+
+  /** The in-band error the core read (of status `status`), as an error to throw. */
+  #eventError(status: number): unknown {
+    let j: Json = this.#error;
+    if (this.#mode === Mode.Sse && !this.#custom) {
+      const text = takeText(wasm().watch_op(this.#h, Date.now(), Op.ErrorData)).trim();
+      j = parseJson(text) ?? text;
+      if (typeof j === 'string') return new StreamError('event', `error event in the stream: ${j.slice(0, 200)}`, status);
+    } else if (typeof j === 'object' && j !== null && 'data' in j && 'event' in j) {
+      // An event the user's `errorOf` did not take: its data.
+      j = parseJson((j as SseEvent).data) ?? j;
+    }
+    if (j instanceof Error || (this.#custom && this.#o.errorOf !== undefined)) return j;
+    const e = errorObject(j);
+    return e instanceof Error ? e : providerError('event', e, j, status);
   }
 
   // ----- waiting for content -----
-
-  async #wait(source: Source): Promise<void> {
-    const held: unknown[] = [];
-    for (;;) {
-      const r = await source.next();
-      if (this.#phase !== Phase.Waiting) return;
-      if (r.done) {
-        if (!this.#ended(source)) this.#fail(new StreamError('empty', 'the stream ended without content'));
-        return;
-      }
-      this.#bytes ||= r.value instanceof Uint8Array;
-      held.push(r.value);
-      const failure = this.#inspect(r.value);
-      if (failure !== undefined) return this.#fail(failure);
-      // `#inspect` moves the phase on when the stream began.
-      if ((this.#phase as Phase) === Phase.Streaming) return this.#resolve(this.#pump(held));
-    }
-  }
 
   /** Before the stream began: it fails the attempt (the caller's promise rejects). */
   #fail(e: unknown, outcome?: number): void {
@@ -365,116 +471,33 @@ class Guard<T> {
     this.#reject(e);
   }
 
-  // ----- what a chunk says -----
-
-  /** Reads one chunk (each of its events, for an event stream); a failure before the stream began. */
-  #inspect(chunk: unknown): unknown {
-    if (this.#split === undefined) return this.#item(chunk as T);
-    this.#events.length = 0;
-    this.#split(this.#decoder!.decode(chunk as Uint8Array, { stream: true }), this.#events);
-    for (const e of this.#events) {
-      const failure = this.#item(e);
-      if (failure !== undefined) return failure;
-    }
-    return undefined;
-  }
-
-  #item(x: T | SseEvent): unknown {
-    const waiting = this.#phase === Phase.Waiting;
-    const error = this.#errorOf(x);
-    if (error !== undefined) {
-      if (waiting) return error;
-      // After content an error does not end the answer (the AI SDK's providers send one for a
-      // chunk that failed validation, then stream on): what ends it decides.
-      this.#error = error;
-      this.#ending = undefined;
-      return undefined;
-    }
-    if (this.#isContent(x)) {
-      if (waiting) this.#begun((this.#firstAt = this.#clock()));
-      else this.#rearm();
-    }
-    const ending = this.#endingOf(x);
-    if (ending === undefined) return undefined;
-    this.#ending = ending;
-    if (!waiting) return undefined;
-    if (ending === 'failed') return new StreamError('event', 'the answer ended as failed');
-    // A refusal, or a budget spent before the first word: the app reads the stream as it came.
-    if (ending === 'declined' || ending === 'truncated') this.#begun(-1);
-    return undefined;
-  }
-
-  /** The stream began (with content at `at`, or with its ending: -1). */
-  #begun(at: number): void {
-    this.#phase = Phase.Streaming;
-    clearTimeout(this.#first);
-    if (at >= 0) this.#rearm();
-  }
-
-  /** The idle limit counts from the last content chunk. */
-  #rearm(): void {
-    const ms = this.#o.idleTimeoutMs;
-    if (ms === undefined) return;
-    clearTimeout(this.#idle);
-    this.#idle = setTimeout(() => this.#expire(new TimeoutError(ms)), ms);
-  }
-
   // ----- streaming -----
 
-  #pump(held: unknown[]): ReadableStream<T> {
+  #pump(): ReadableStream<T> {
+    const held = this.#held.splice(0);
     return new ReadableStream<T>(
       {
         start: (c) => {
           this.#out = c;
           for (const chunk of held) c.enqueue(chunk as T);
         },
-        pull: async (c) => {
-          if (this.#phase !== Phase.Streaming) return;
-          try {
-            const r = await this.#source!.next();
-            if (this.#phase !== Phase.Streaming) return;
-            if (r.done) {
-              if (!this.#ended(this.#source!)) await this.#end();
-              return;
-            }
-            c.enqueue(r.value as T);
-            this.#inspect(r.value);
-          } catch (e) {
-            return this.#cut(e);
-          }
+        pull: () => {
+          const wake = this.#wake;
+          this.#wake = undefined;
+          wake?.();
         },
         cancel: (reason) => {
           // The reader went away (a client disconnected): nothing learned about the upstream.
           this.#source!.cancel(reason);
           this.#inner.abort(reason);
           this.#report(IGNORED, reason);
+          this.#wake?.();
         },
       },
-      { highWaterMark: 0 },
+      this.#bytes
+        ? { highWaterMark: READ_AHEAD_BYTES, size: (c) => (c as Uint8Array)?.byteLength ?? 1 }
+        : { highWaterMark: READ_AHEAD_CHUNKS },
     );
-  }
-
-  /** The stream ended: its ending, or an error after the last ending, decides. */
-  #end(): Promise<void> | void {
-    const ending = this.#ending;
-    if (ending === 'failed' || (ending === undefined && this.#error !== undefined)) {
-      return this.#interrupt(this.#error ?? new StreamError('event', 'the answer ended as failed'));
-    }
-    // A stream that began with its ending (no content) is the app's to read, not counted.
-    this.#report(ending === 'declined' || this.#firstAt < 0 ? IGNORED : SUCCESS, undefined);
-    this.#out!.close();
-  }
-
-  /**
-   * Cut (the upstream's connection, a time-out): a failure, unless the answer had named its
-   * ending. `budget`: the app's limit for the whole answer ran out while it streamed, which says
-   * nothing about the upstream (not counted; the contingency still ends the answer).
-   */
-  #cut(e: unknown, budget = false): Promise<void> | void {
-    if (this.#phase !== Phase.Streaming) return;
-    this.#source!.cancel(e);
-    if (this.#ending !== undefined && this.#ending !== 'failed') return this.#end();
-    return this.#interrupt(e, budget);
   }
 
   /** A failure after the stream began: what was sent, then the contingency. */
@@ -497,9 +520,27 @@ class Guard<T> {
 
   // ----- events of any phase -----
 
-  #expire(e: TimeoutError, budget = false): void {
-    if (this.#phase === Phase.Streaming) void this.#cut(e, budget);
-    else this.#fail(e);
+  /** A `WatchOp` on the core's watch, now. */
+  #op(op: number): number {
+    return wasm().watch_op(this.#h, Date.now(), op);
+  }
+
+  /** Keeps one timer for the core's next deadline (a timer that fires early is set again). */
+  #arm(): void {
+    if (this.#phase === Phase.Settled) return;
+    const at = this.#op(Op.Deadline);
+    if (at === NONE || (this.#timer !== undefined && this.#timerAt <= at)) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = NONE;
+      if (this.#phase === Phase.Settled) return;
+      const step = this.#op(Op.Tick);
+      // A limit that stops the stream: the read in flight is given up.
+      if (step !== S.None) this.#source?.cancel(undefined);
+      this.#act(step, undefined);
+    }, Math.max(0, at - Date.now()));
   }
 
   #onAbort = (): void => this.#abort(this.#o.signal!);
@@ -532,14 +573,14 @@ class Guard<T> {
 
   // ----- settled -----
 
-  /** Reports the one outcome; every timer and the abort listener go with it. */
+  /** Reports the one outcome; the timer, the watch and the abort listener go with it. */
   #report(outcome: number, error: unknown): void {
     if (this.#phase === Phase.Settled) return;
     this.#phase = Phase.Settled;
-    clearTimeout(this.#first);
-    clearTimeout(this.#idle);
-    clearTimeout(this.#total);
+    clearTimeout(this.#timer);
+    wasm().release(this.#h);
     this.#o.signal?.removeEventListener('abort', this.#onAbort);
+    this.#wake?.();
     const at = this.#o.measure !== 'total' && this.#firstAt >= 0 ? this.#firstAt : this.#clock();
     this.#settle(outcome, error, at - this.#start);
   }
@@ -547,7 +588,7 @@ class Guard<T> {
 
 /**
  * Runs `fn` (already admitted) and guards what it streams; `settle` is called exactly once.
- * Resolves with the guarded stream once the first content chunk arrived.
+ * Resolves with the guarded stream once the answer began.
  */
 export function guardStream<T>(
   fn: (context: { signal: AbortSignal }) => StreamSource<T> | Promise<StreamSource<T>>,

@@ -24,21 +24,24 @@ export interface SseEvent {
   data: string;
 }
 
-/** `stream`'s options, each optional: an abort signal, time limits, the contingency after a cut, and how chunks are read. */
+/** The stream guard's options, each optional: an abort signal, time limits, the contingency after a cut, and how chunks are read. */
 export interface StreamOptions<T> {
   /** Aborting cancels the stream; a cancel says nothing about the upstream (ignored). */
   signal?: AbortSignal | undefined;
   /**
-   * Fail the attempt (a `TimeoutError`, retryable) when no content arrives within this many ms of
-   * the call. It counts the wait for the response's headers and everything before the first
-   * content chunk (a role chunk, `message_start`, keep-alives, a model thinking silently).
+   * Fail the attempt (a `TimeoutError`, retryable) when the model shows no sign of working
+   * within this many ms of the call: the wait for the response's headers and everything before
+   * the first text, thinking, tool input, server tool result or image. Keep-alives (Anthropic's
+   * `ping`, SSE comments) and markers (a role chunk, `message_start`) do not count: they prove
+   * the connection, not the model.
    */
   firstChunkTimeoutMs?: number | undefined;
   /**
-   * Cut the stream (a `TimeoutError`, the `onInterrupted` contingency) when no content chunk
-   * follows the last one within this many ms. Only content resets it: keep-alives (Anthropic's
-   * `ping`, SSE comments) and markers do not. Before the first content only `firstChunkTimeoutMs`
-   * counts.
+   * Cut the stream (a `TimeoutError`, the `onInterrupted` contingency) when the model shows no
+   * sign of working for this many ms after the last one (thinking counts; keep-alives and
+   * markers do not). Silence is measured at the provider: the guard reads ahead of the app, and
+   * while the app is behind (its buffer full) the limit stands still. Before the first sign
+   * only `firstChunkTimeoutMs` counts.
    */
   idleTimeoutMs?: number | undefined;
   /**
@@ -50,6 +53,17 @@ export interface StreamOptions<T> {
    */
   totalTimeoutMs?: number | undefined;
   /**
+   * Off by default. Cut the stream (counted) when no output (text, a tool call, an image: not
+   * thinking) came within this many ms of the call: a reasoning model that thinks for longer than
+   * the app can wait.
+   */
+  firstOutputTimeoutMs?: number | undefined;
+  /**
+   * Off by default. Cut the stream (counted) when the model has been thinking for this many ms
+   * with no output in between: a model looping in its thoughts. Output starts the count anew.
+   */
+  maxThinkingMs?: number | undefined;
+  /**
    * After the first content chunk a failure is never retried (the reader already has part of
    * the answer): the stream ends with what was sent plus this function's return value (a chunk,
    * or a string, encoded for byte streams) instead of erroring. Undefined ends it with nothing more.
@@ -57,22 +71,20 @@ export interface StreamOptions<T> {
    */
   onInterrupted?: ((error: unknown) => NoInfer<T> | string | undefined | Promise<NoInfer<T> | string | undefined>) | undefined;
   /**
-   * Whether a chunk is content (the answer began). Chunks before it (a role header, a ping) are
-   * held back and released with it. For a `text/event-stream` Response it gets each event.
-   * Default, the same rule for an event stream's events and for the official SDKs' stream
-   * objects: Anthropic, a `content_block_delta` with text, thinking or tool input, or a
-   * `content_block_start` of a tool call (its input may be empty); OpenAI Chat, a delta with text,
-   * a refusal or a tool call (not the role chunk); OpenAI Responses, a non-empty `*.delta` (text,
-   * refusal, function arguments, reasoning); Gemini, a part with text or a function call. Not
-   * content: `message_start`, `ping`, a text block's start, `response.created` and the other
-   * markers, `[DONE]`, errors. Other chunks: any non-empty one.
+   * Whether a chunk is content (the model at work). Chunks before it (a role header, a ping)
+   * are held back and released with it. For a `text/event-stream` Response it gets each event.
+   * Default: the core's rules for every provider (src/stream/read.rs), the same for an event
+   * stream's events and for the official SDKs' stream objects and the AI SDK's parts: text,
+   * thinking, tool input, a tool call, a server tool's result (web search, code execution), an
+   * image, a compaction block; never a field that is empty (`""`, `[]`), a role chunk, a block's
+   * start without words, `message_start`, `response.created` and the other markers, `[DONE]`.
    */
   isContent?: ((chunk: T | SseEvent) => boolean) | undefined;
   /**
    * An error carried inside the stream (an SSE `error` event in a 200 answer), or undefined.
-   * Before the first content it fails the attempt; after it the chunk goes on to the reader and
-   * the error is remembered: the stream fails if it ends with no ending named after the error.
-   * Default, for event streams and SDK stream objects: Anthropic's `error` event, an `error`
+   * Before the first content it fails the attempt (retried with `retry`); after it the chunk
+   * goes on to the reader and the error is remembered: the stream fails if it ends with no
+   * ending named after the error. Default, the core's: Anthropic's `error` event, an `error`
    * object in OpenAI's or Gemini's data, Responses' `error` and `response.failed`, as a
    * `StreamError` whose `status` follows the error's code or type (overloaded_error → 529...).
    * (The SDKs throw for some of these themselves; a thrown error is classified as it is.)
@@ -83,9 +95,10 @@ export interface StreamOptions<T> {
    * outcome: `complete`, `truncated` or `unknown` → a success; `declined` → not counted; `failed`
    * → a failure. With no content before it, `declined` and `truncated` (a refusal, a reasoning
    * budget spent) resolve with the stream as it came, not counted and never retried; `failed`
-   * rejects. Default: Anthropic's `message_delta` stop reason, OpenAI's and Gemini's finish
-   * reason, Responses' `response.completed` / `response.incomplete` (its reason) /
-   * `response.failed`, the AI SDK's `finish` part, read with `endingOf` (`breakwater`).
+   * rejects. Default, the core's: Anthropic's `message_delta` stop reason, OpenAI's and
+   * Gemini's finish reason, a refusal in words (Chat's `delta.refusal`, Responses'
+   * `response.refusal.delta`: declined), Responses' `response.completed` / `response.incomplete`
+   * (its reason) / `response.failed`, the AI SDK's `finish` part.
    */
   endingOf?: ((chunk: T | SseEvent) => Ending | undefined) | undefined;
   /** Which duration the slow-call rule sees: time to first content (default) or the whole stream. */
@@ -112,9 +125,10 @@ export class StreamError extends Error {
   declare readonly headers: Headers | undefined;
   /**
    * `'status'`: the response had an error status; `'event'`: an error event in the stream, or an
-   * ending that says the answer failed; `'empty'`: the stream ended without content.
+   * ending that says the answer failed; `'empty'`: the stream ended without content;
+   * `'malformed'`: a frame that was not what it began to be (JSON cut short; status 502).
    */
-  declare readonly kind: 'status' | 'event' | 'empty';
+  declare readonly kind: 'status' | 'event' | 'empty' | 'malformed';
   /** An error status's body as text (at most its first 64 KiB), so Gemini's `RetryInfo` is read. */
   declare readonly body: string | undefined;
   /** The provider's error as it came: the error body's JSON, or the error event's. */

@@ -5,7 +5,7 @@
 import {
   CircuitOpenError,
   isTimeoutError,
-  type StreamOptions,
+  type BreakerStreamOptions,
   type BreakerMode,
   type BreakerPermit,
   type BreakerState,
@@ -25,6 +25,7 @@ import {
   guardCall,
   guardStream,
   outcomeCode,
+  streamWithRetry,
   withTimeout,
   OUTCOMES,
   REASONS,
@@ -311,7 +312,7 @@ export interface SharedExecuteOptions<T> extends ExecuteOptions {
 }
 
 /** `stream`'s options: the guard's, plus where to hand the report and how to count. */
-export interface SharedStreamOptions<T> extends StreamOptions<T>, ExecuteOptions {}
+export interface SharedStreamOptions<T> extends BreakerStreamOptions<T>, ExecuteOptions {}
 
 /**
  * What `onEvent` listeners get: `state` (the state this client acts on changed), `local` (the
@@ -819,8 +820,11 @@ export class SharedCircuitBreaker {
     fn: (context: { signal: AbortSignal }) => StreamSource<T> | Promise<StreamSource<T>>,
     opts: SharedStreamOptions<T> = {},
   ): Promise<ReadableStream<T>> {
-    const { waitUntil = this.#waitUntil, classify = this.#classify, ...options } = opts ?? {};
+    const { waitUntil = this.#waitUntil, classify = this.#classify, retry, ...options } = opts ?? {};
     if (options.signal?.aborted) throw options.signal.reason;
+    if (retry !== undefined && retry !== false) {
+      return streamWithRetry(retry, options.signal, (signal) => this.stream(fn as (c: { signal: AbortSignal }) => ReadableStream<T>, { ...options, waitUntil, classify, signal }));
+    }
     const ticket = await this.#admit();
     return guardStream(
       fn,
