@@ -31,7 +31,8 @@ import {
   type CallContext,
   type CircuitBreakerOptions,
   type Ending,
-  type StreamOptions,
+  type BreakerStreamOptions,
+  type StreamRetryOptions,
   type TierEvent,
   type Unsubscribe,
 } from 'breakwater';
@@ -88,6 +89,25 @@ export interface GuardOptions {
    * long answer, as the SDK's `timeout.totalMs` is).
    */
   totalTimeoutMs?: number | undefined;
+  /**
+   * `streamText`, off by default: cut the answer (counted, with the contingency) when no output
+   * (text, a tool call, a file: not reasoning) came within this many ms of the call.
+   */
+  firstOutputTimeoutMs?: number | undefined;
+  /**
+   * `streamText`, off by default: cut the answer (counted, with the contingency) when the model
+   * has reasoned for this many ms with no output in between (a model looping in its thoughts).
+   */
+  maxThinkingMs?: number | undefined;
+  /**
+   * `streamText`: retry before the first word. An attempt whose stream fails before any part
+   * reached the reader (an `error` part such as an overloaded error in a 200 answer, a reset, a
+   * malformed frame, no sign of the model in time) is tried again on the same model by these
+   * rules (`withRetry`'s options; `true`: the defaults), invisible to the reader, each attempt
+   * counted by the breaker. The SDK does not retry these itself (vercel/ai #2453). After the first
+   * part nothing is retried. With `fallbackModel`, each tier is retried before the next is asked.
+   */
+  retry?: StreamRetryOptions | boolean | undefined;
   /**
    * `streamText`: the contingency for an answer that fails after its first words (a cut, a
    * time-out of breakwater's, an error part the stream's `finish` does not overcome); it is never
@@ -265,19 +285,8 @@ function isEmptyStream(err: unknown): boolean {
   return e.isStreamError === true && e.kind === 'empty';
 }
 
-// What counts as the answer having begun: a non-empty text, reasoning or tool-input delta, or a
-// whole part that is answer (a tool call or result, a file). Everything else (stream-start,
-// response metadata, block boundaries, providers' `custom` parts such as Anthropic's
-// message_start, sources, raw chunks) is held back until then, and released with it.
-const DELTAS = new Set(['text-delta', 'reasoning-delta', 'tool-input-delta']);
+// The parts that are a whole answer in a generated result (a tool call or result, a file).
 const WHOLE = new Set(['tool-call', 'tool-result', 'tool-approval-request', 'file', 'reasoning-file']);
-
-function isContentPart(part: unknown): boolean {
-  if (typeof part !== 'object' || part === null) return false;
-  const { type, delta } = part as { type?: unknown; delta?: unknown };
-  if (typeof type !== 'string') return false;
-  return DELTAS.has(type) ? typeof delta === 'string' && delta !== '' : WHOLE.has(type);
-}
 
 /** A generated result with an answer in it (text, reasoning, a tool call, a file). */
 function hasContent(result: unknown): boolean {
@@ -417,22 +426,20 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
       : reason,
   );
   const state: { result?: { stream: ReadableStream<unknown>; response?: { headers?: Record<string, string> } } } = {};
-  const options: StreamOptions<unknown> = {
+  const options: BreakerStreamOptions<unknown> = {
     signal: own.signal,
     firstChunkTimeoutMs: guard.firstChunkTimeoutMs,
     idleTimeoutMs: guard.idleTimeoutMs,
     totalTimeoutMs: guard.totalTimeoutMs,
+    firstOutputTimeoutMs: guard.firstOutputTimeoutMs,
+    maxThinkingMs: guard.maxThinkingMs,
+    retry: guard.retry,
     endingOf: (part) => {
       const ending = finishEnding(part);
       // @ai-sdk/openai ends with finishReason `error` (raw: none) after a rejected chunk, even
       // when the answer had finished: with no error of the provider's, the content decides.
       const raw = (part as { finishReason?: { raw?: unknown } }).finishReason?.raw;
       return ending === 'failed' && rejected && !providerFailed && raw === undefined ? 'unknown' : ending;
-    },
-    isContent: (part) => {
-      const content = isContentPart(part);
-      began ||= content;
-      return content;
     },
     errorOf: (part) => {
       const p = part as { type?: unknown; error?: unknown } | null;
@@ -504,16 +511,22 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
       }),
     ), release);
   };
-  return { options, state, call, shape, release };
+  /** The answer began (the guard resolved): a budget running out later is the app's. */
+  const begin = (stream: ReadableStream<unknown>): ReadableStream<unknown> => ((began = true), stream);
+  return { options, state, call, shape, release, begin };
 }
 
-const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'onInterrupted'] as const;
+const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'firstOutputTimeoutMs', 'maxThinkingMs', 'retry', 'onInterrupted'] as const;
 
 function checkGuardOptions(o: Record<string, unknown>): GuardOptions {
   num('timeoutMs', o.timeoutMs, 0, 0);
   num('firstChunkTimeoutMs', o.firstChunkTimeoutMs, 0, 1);
   num('idleTimeoutMs', o.idleTimeoutMs, 0, 1);
   num('totalTimeoutMs', o.totalTimeoutMs, 0, 1);
+  num('firstOutputTimeoutMs', o.firstOutputTimeoutMs, 0, 1);
+  num('maxThinkingMs', o.maxThinkingMs, 0, 1);
+  const r = o.retry;
+  if (r !== undefined && typeof r !== 'boolean' && (typeof r !== 'object' || r === null)) fail('retry', r, 'true, false or withRetry options', true);
   if (o.onInterrupted !== undefined && typeof o.onInterrupted !== 'function') fail('onInterrupted', o.onInterrupted, 'a function', true);
   return o as GuardOptions;
 }
@@ -581,7 +594,7 @@ export function breakerMiddleware(breaker: ChainBreaker, options: GuardOptions =
       const g = modelStreamOptions(params, guard);
       const guarded = await stream
         .call(breaker, g.call((signal) => model.doStream({ ...params, abortSignal: signal })), g.options)
-        .catch((e: unknown) => (g.release(), rethrow(e)));
+        .then(g.begin, (e: unknown) => (g.release(), rethrow(e)));
       return { ...g.state.result!, stream: g.shape(guarded) } as never;
     },
   };
@@ -677,7 +690,7 @@ export function fallbackModel<M extends LanguageModelLike>(
       const g = modelStreamOptions(params, guard);
       const c = chain((m) => g.call((signal) => m.doStream({ ...params, abortSignal: signal })));
       const { value } = await c.stream<unknown>(g.options).catch((e: unknown) => (g.release(), rethrow(e)));
-      return { ...g.state.result!, stream: g.shape(value) };
+      return { ...g.state.result!, stream: g.shape(g.begin(value)) };
     },
     onTier: (listener: (event: TierEvent) => void): Unsubscribe => events.subscribe(listener),
   };

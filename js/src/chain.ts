@@ -6,8 +6,8 @@ import { CircuitOpenError, isCircuitOpenError, isTimeoutError } from './helpers/
 import { Emitter, type Unsubscribe } from './helpers/events.js';
 import { checkKeys, fail, fn as optFn, obj } from './helpers/options.js';
 import { classifyError, isResponse, statusOf } from './classify.js';
-import { EXECUTE_KEYS, type CallContext, type ExecuteOptions, type FallbackReason } from './breakers/breaker.js';
-import type { StreamOptions, StreamSource } from './guards/stream.js';
+import { EXECUTE_KEYS, type BreakerStreamOptions, type CallContext, type ExecuteOptions, type FallbackReason } from './breakers/breaker.js';
+import type { StreamSource } from './guards/stream.js';
 
 /**
  * What a tier's breaker must offer: `CircuitBreaker`, `SharedCircuitBreaker` and `StoreCircuitBreaker` do.
@@ -132,14 +132,15 @@ export class FallbackChain<T = unknown> {
 
   /**
    * Streams from the first tier whose stream begins: a tier falls through only before its first
-   * content chunk (see `CircuitBreaker.stream`); once one begins, it is the answer.
+   * content chunk (see `CircuitBreaker.stream`); once one begins, it is the answer. With
+   * `retry`, each tier is retried before the first word before the next one is asked.
    */
-  stream<U = Uint8Array>(options?: StreamOptions<U>): Promise<ChainResult<ReadableStream<U>>> {
+  stream<U = Uint8Array>(options?: BreakerStreamOptions<U>): Promise<ChainResult<ReadableStream<U>>> {
     return this.#walk(options?.signal, (t) =>
       (
         t.breaker.stream as (
           fn: (c: CallContext) => StreamSource<U> | Promise<StreamSource<U>>,
-          o?: StreamOptions<U>,
+          o?: BreakerStreamOptions<U>,
         ) => Promise<ReadableStream<U>>
       )(t.call as unknown as (c: CallContext) => StreamSource<U>, options),
     );

@@ -736,7 +736,7 @@ export class CircuitBreaker {
     if (retry !== undefined && retry !== false) {
       return streamWithRetry(retry, o.signal, (signal) => this.#attempt(fn, { ...o, signal }));
     }
-    return this.#attempt(fn, options);
+    return this.#attempt(fn, o);
   }
 
   /** One attempt of `stream`. */
