@@ -6,6 +6,9 @@ export * from './index.js';
 export { setGlue, wasm, type Exports } from './glue.js';
 export {
   build as breakerConfig,
+  checkStreamDefaults,
+  withDefaults,
+  type StreamDefaults,
   type AdaptiveValue,
   type BreakerSettings,
   type ConsecutiveTrip,

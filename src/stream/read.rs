@@ -234,6 +234,9 @@ const PATHS: &[(&[&[u8]], Fact)] = &[
     (&[b"delta", b"type"], Fact::DeltaType),
     (&[b"delta", b"stop_reason"], Fact::Reason),
     (&[b"delta", REST], Fact::DeltaWords),
+    // The AI SDK's `fullStream` parts carry a delta's words as `text` (`textDelta` before 5).
+    (&[b"text"], Fact::DeltaWords),
+    (&[b"textDelta"], Fact::DeltaWords),
     (&[b"content_block", b"type"], Fact::BlockType),
     (&[b"content_block", REST], Fact::BlockWords),
     // OpenAI Chat (and the compatible APIs): the role is not content, reasoning is thinking,
@@ -526,4 +529,127 @@ fn number(n: &[u8]) -> Option<u16> {
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress(json: &str) -> Progress {
+        Reading::json(json.as_bytes(), Source::Objects).progress
+    }
+
+    #[test]
+    fn the_ai_sdks_parts_in_each_version() {
+        // LanguageModel stream parts (`delta`), fullStream parts (`text`), AI SDK 4 (`textDelta`).
+        assert_eq!(
+            progress(r#"{"type":"text-delta","id":"1","delta":"Hi"}"#),
+            Progress::Output
+        );
+        assert_eq!(
+            progress(r#"{"type":"text-delta","id":"1","text":"Hi"}"#),
+            Progress::Output
+        );
+        assert_eq!(
+            progress(r#"{"type":"text-delta","textDelta":"Hi"}"#),
+            Progress::Output
+        );
+        assert_eq!(
+            progress(r#"{"type":"reasoning-delta","id":"r","text":"hmm"}"#),
+            Progress::Thinking
+        );
+        assert_eq!(
+            progress(r#"{"type":"text-delta","id":"1","delta":""}"#),
+            Progress::None
+        );
+        assert_eq!(
+            progress(r#"{"type":"text-start","id":"1"}"#),
+            Progress::None
+        );
+        assert_eq!(
+            progress(r#"{"type":"tool-call","toolCallId":"c","toolName":"f","input":"{}"}"#),
+            Progress::Output
+        );
+        let finish = Reading::json(
+            br#"{"type":"finish","finishReason":{"unified":"other","raw":"refusal"}}"#,
+            Source::Objects,
+        );
+        assert_eq!(finish.ending, Some(Ending::Declined));
+        let error = Reading::json(br#"{"type":"error","error":{}}"#, Source::Objects);
+        assert_eq!(error.error.map(|e| e.status), Some(500));
+    }
+
+    #[test]
+    fn empty_fields_are_not_content() {
+        let role = r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"","tool_calls":[]},"finish_reason":null}]}"#;
+        assert_eq!(progress(role), Progress::None);
+        assert_eq!(
+            progress(r#"{"choices":[{"delta":{"reasoning_content":"so"}}]}"#),
+            Progress::Thinking
+        );
+        assert_eq!(
+            progress(
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":""}}]}}]}"#
+            ),
+            Progress::Output
+        );
+        assert_eq!(
+            progress(r#"{"candidates":[{"content":{"parts":[{"text":""}]}}]}"#),
+            Progress::None
+        );
+        assert_eq!(
+            progress(r#"{"candidates":[{"content":{"parts":[{"text":"hm","thought":true}]}}]}"#),
+            Progress::Thinking
+        );
+    }
+
+    #[test]
+    fn errors_carry_their_status() {
+        let gemini = Reading::json(
+            br#"{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}"#,
+            Source::Events,
+        );
+        assert_eq!(gemini.error.map(|e| e.status), Some(429));
+        let anthropic = Reading::event(
+            b"error",
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
+        assert_eq!(
+            anthropic.error,
+            Some(StreamFailure {
+                code: Some(Code::Overloaded),
+                status: 529
+            })
+        );
+        let spent = Reading::json(br#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low"}}"#, Source::Events);
+        assert_eq!(spent.error.and_then(|e| e.code), Some(Code::QuotaExhausted));
+        let not_json = Reading::event(b"error", b"upstream went away");
+        assert_eq!(not_json.error.map(|e| e.status), Some(500));
+        // `"error": null` is no error.
+        let created = Reading::json(
+            br#"{"type":"response.created","response":{"error":null}}"#,
+            Source::Events,
+        );
+        assert_eq!((created.error, created.progress), (None, Progress::None));
+    }
+
+    #[test]
+    fn broken_frames_and_plain_text() {
+        assert!(
+            Reading::json(
+                br#"{"type":"content_block_delta","delta":{"type":"text_de"#,
+                Source::Events
+            )
+            .malformed
+        );
+        assert!(!Reading::json(b"[DONE]", Source::Events).malformed);
+        assert_eq!(
+            Reading::json(b"plain words", Source::Events).progress,
+            Progress::Output
+        );
+        assert_eq!(
+            Reading::json(b"  ", Source::Events).progress,
+            Progress::None
+        );
+    }
 }

@@ -543,7 +543,11 @@ mod streams {
                 code(step)
             }
             item::BYTES => code(s.watch.item(now, &bytes_reading(data))),
-            _ => code(s.watch.item(now, &Reading::json(data, Source::Objects))),
+            _ => {
+                let r = Reading::json(data, Source::Objects);
+                let errored = if r.error.is_some() { st::ERRORED } else { 0 };
+                code(s.watch.item(now, &r)) | errored
+            }
         }
     }
 

@@ -333,6 +333,7 @@ layouts! {
         COUNTED = 512,
         STATUS_SHIFT = 10,
         CODE_SHIFT = 20,
+        ERRORED = 33554432,  // 1 << 25: the item carried an error (`watch_item`), whatever the step
     }
     /// A `Reading`, as `read_item` answers it and `watch_reading` takes it (a host's own
     /// callbacks may have changed it): `PROGRESS_MASK` a progress code, the ending + 1 at

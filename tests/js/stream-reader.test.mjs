@@ -212,3 +212,23 @@ test('the new limits are checked by name', async () => {
     await assert.rejects(breaker.stream(call, { [key]: 0 }), (e) => e instanceof RangeError && e.message.includes(key));
   }
 });
+
+// ----- a breaker's stream defaults -----
+
+test("a breaker's stream option sets its streams' defaults once; a call's own options win", async () => {
+  provider.cue({ transcript: anthropicOverloadedBeforeText }, { transcript: anthropicText });
+  const breaker = new CircuitBreaker('reasoning-model', { stream: { retry: RETRY, maxThinkingMs: 60_000 } });
+  const body = await new Response(await breaker.stream(call)).text();
+  assert.equal(textOf(body), WHOLE, 'retried by the default');
+  assert.equal(provider.requests.length, 2);
+  provider.reset();
+  provider.cue({ transcript: anthropicOverloadedBeforeText }, { transcript: anthropicText });
+  await assert.rejects(breaker.stream(call, { retry: false }), (e) => e.status === 529);
+  assert.equal(provider.requests.length, 1, 'the call turned retry off');
+});
+
+test("a breaker's stream option is checked by name when the breaker is made", () => {
+  assert.throws(() => new CircuitBreaker('bad', { stream: { idleTimeoutMs: -5 } }), /idleTimeoutMs/);
+  assert.throws(() => new CircuitBreaker('bad', { stream: { onInterrupted: () => '' } }), /onInterrupted/);
+  assert.throws(() => new CircuitBreaker('bad', { stream: 5 }), /stream/);
+});

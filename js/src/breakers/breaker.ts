@@ -62,6 +62,12 @@ export interface LimitOption {
  */
 export interface BreakerSettings {
   /**
+   * Defaults for every `stream()` call of this breaker (one breaker per model: a reasoning
+   * model's limits set once), each overridden by the call's own: the time limits, `retry`,
+   * `measure`. Default: none.
+   */
+  stream?: StreamDefaults | undefined;
+  /**
    * Shed a degraded upstream's excess smoothly while CLOSED, on top of the trip rule (which still
    * opens the breaker on a hard outage): `throttle()` or `throttle({ … })` from
    * `breakwater/adaptive`, whose module it brings. Default: off.
@@ -167,6 +173,7 @@ const KEYS = [
   'random',
   'adaptiveThrottle',
   'concurrency',
+  'stream',
 ] as const;
 
 /** @internal */
@@ -198,6 +205,31 @@ export interface ExecuteOptions<T> {
 export interface CallContext {
   /** Aborted when the caller's signal aborts or the timeout fires (only with those options). */
   signal?: AbortSignal | undefined;
+}
+
+/** The `stream` option of a breaker: its `stream()` calls' defaults. */
+export type StreamDefaults = Pick<
+  BreakerStreamOptions<unknown>,
+  'firstChunkTimeoutMs' | 'idleTimeoutMs' | 'totalTimeoutMs' | 'firstOutputTimeoutMs' | 'maxThinkingMs' | 'retry' | 'measure'
+>;
+
+const STREAM_DEFAULTS = ['firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'firstOutputTimeoutMs', 'maxThinkingMs', 'retry', 'measure'];
+
+/** Checks a breaker's `stream` option (the limits by name now, the rest when a stream runs). */
+export function checkStreamDefaults(v: unknown): StreamDefaults | undefined {
+  const o = obj('stream', v);
+  if (o === undefined) return undefined;
+  checkKeys('stream', o, STREAM_DEFAULTS);
+  for (const k of STREAM_DEFAULTS.slice(0, 5)) num(k, o[k], 0, 1);
+  return o as StreamDefaults;
+}
+
+/** A stream call's options over its breaker's defaults (an option left undefined keeps the default). */
+export function withDefaults<O extends object>(defaults: StreamDefaults | undefined, options: O | undefined): O | undefined {
+  if (defaults === undefined) return options;
+  const o: Record<string, unknown> = { ...defaults };
+  for (const [k, v] of Object.entries(options ?? {})) if (v !== undefined) o[k] = v;
+  return o as O;
 }
 
 /** `stream`'s options: the guard's (`StreamOptions`), and `retry`. */
@@ -428,6 +460,8 @@ export class CircuitBreaker {
   #cfg: Float64Array;
   #clock: () => number;
   #isFailure: ((error: unknown) => boolean | undefined) | undefined;
+  /** The `stream` option: its `stream()` calls' defaults. */
+  readonly #streamDefaults: StreamDefaults | undefined;
   #stateChange = new Emitter<StateChangeEvent>();
   #reject = new Emitter<RejectEvent>();
   #success = new Emitter<OutcomeEvent>();
@@ -441,6 +475,7 @@ export class CircuitBreaker {
     this.#cfg = build(options);
     this.#clock = options.clock ?? Date.now;
     this.#isFailure = options.isFailure;
+    this.#streamDefaults = checkStreamDefaults(options.stream);
     // breakwater/adaptive's values bring the module the breaker then lives in (checked by `build`).
     const adaptive = (options.concurrency ?? options.adaptiveThrottle) as AdaptiveValue | undefined;
     this.#x = adaptive?.x ?? wasm();
@@ -732,7 +767,7 @@ export class CircuitBreaker {
     options?: BreakerStreamOptions<T>,
   ): Promise<ReadableStream<T>> {
     if (options?.signal?.aborted) return Promise.reject(options.signal.reason);
-    const { retry, ...o } = options ?? {};
+    const { retry, ...o } = withDefaults(this.#streamDefaults, options) ?? {};
     if (retry !== undefined && retry !== false) {
       return streamWithRetry(retry, o.signal, (signal) => this.#attempt(fn, { ...o, signal }));
     }

@@ -337,6 +337,7 @@ export const enum StreamStep {
   Counted = 512,
   StatusShift = 10,
   CodeShift = 20,
+  Errored = 33554432,
 }
 
 /** A stop's kind and a limit (`stream_stop`). */

@@ -194,6 +194,8 @@ class Guard<T> {
   #firstAt = -1;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = NONE;
+  /** Some limit is set: the core may ask for a timer. */
+  readonly #timed: boolean;
   /** Wakes the read loop when the reader took from a full buffer. */
   #wake: (() => void) | undefined;
   #out: ReadableStreamDefaultController<T> | undefined;
@@ -225,6 +227,7 @@ class Guard<T> {
     const at = x.io(W.Len) / 8;
     const io = new Float64Array(x.memory.buffer);
     LIMITS.forEach((name, i) => (io[at + i] = o[name] ?? 0));
+    this.#timed = LIMITS.some((name) => o[name] !== undefined);
     this.#h = x.watch_new(Date.now());
   }
 
@@ -321,7 +324,13 @@ class Guard<T> {
       } catch {
         // Not JSON (a BigInt, a cycle): a chunk of a shape not known, the answer.
       }
-      reading = json === undefined || json.length > READ_AHEAD_BYTES ? R.Output : x.read_item(putText(json), Item.Object);
+      if (json === undefined || json.length > READ_AHEAD_BYTES) reading = R.Output;
+      else if (!this.#custom) {
+        // One call: the core reads and judges it; ERRORED says the chunk carried an error.
+        const step = x.watch_item(this.#h, now, putText(json), Item.Object);
+        if (step & S.Errored) this.#error = chunk;
+        return step & ~S.Errored;
+      } else reading = x.read_item(putText(json), Item.Object);
     }
     if (reading & R.Error) this.#error = chunk;
     return x.watch_reading(this.#h, now, this.#custom ? this.#own(chunk as T, reading) : reading);
@@ -527,7 +536,7 @@ class Guard<T> {
 
   /** Keeps one timer for the core's next deadline (a timer that fires early is set again). */
   #arm(): void {
-    if (this.#phase === Phase.Settled) return;
+    if (this.#phase === Phase.Settled || !this.#timed) return;
     const at = this.#op(Op.Deadline);
     if (at === NONE || (this.#timer !== undefined && this.#timerAt <= at)) return;
     clearTimeout(this.#timer);

@@ -26,6 +26,9 @@ import {
   guardStream,
   outcomeCode,
   streamWithRetry,
+  checkStreamDefaults,
+  withDefaults,
+  type StreamDefaults,
   withTimeout,
   OUTCOMES,
   REASONS,
@@ -581,6 +584,8 @@ export class SharedCircuitBreaker {
   #fallbacks = 0;
   #background = new Set<Promise<void>>();
   #waitUntil: ((promise: Promise<unknown>) => void) | undefined;
+  /** The breaker settings' `stream`: its `stream()` calls' defaults. */
+  readonly #streamDefaults: StreamDefaults | undefined;
   #tickets: number[] = [];
   #events = new Emitter<SharedEvent>();
   #stateChange = new Emitter<StateChangeEvent>();
@@ -616,6 +621,7 @@ export class SharedCircuitBreaker {
     this.#now = o.clock ?? Date.now;
     if (typeof this.#now !== 'function') throw new TypeError('breakwater: invalid option "clock" (expected a function)');
     const isFailure = o.breaker?.isFailure;
+    this.#streamDefaults = checkStreamDefaults(o.breaker?.stream);
     this.#classify =
       o.classify ??
       (isFailure === undefined
@@ -820,7 +826,7 @@ export class SharedCircuitBreaker {
     fn: (context: { signal: AbortSignal }) => StreamSource<T> | Promise<StreamSource<T>>,
     opts: SharedStreamOptions<T> = {},
   ): Promise<ReadableStream<T>> {
-    const { waitUntil = this.#waitUntil, classify = this.#classify, retry, ...options } = opts ?? {};
+    const { waitUntil = this.#waitUntil, classify = this.#classify, retry, ...options } = withDefaults(this.#streamDefaults, opts) ?? {};
     if (options.signal?.aborted) throw options.signal.reason;
     if (retry !== undefined && retry !== false) {
       return streamWithRetry(retry, options.signal, (signal) => this.stream(fn as (c: { signal: AbortSignal }) => ReadableStream<T>, { ...options, waitUntil, classify, signal }));
