@@ -161,40 +161,42 @@ fn find(corpus: &[Transcript], name: &str) -> Transcript {
         .clone()
 }
 
-/// The outcome a transcript's `expect` says the stream has, by the stream guard's rules: an
-/// error before the answer began, a malformed frame, an ending named `failed`, or a stream with
-/// no sign of the model working and no ending (empty) is a failure; so is an error after the
-/// answer began with no ending after it, and a cut connection; an ending named `declined` is
-/// ignored, and so is an answer that was only its ending (no sign of work before it); the rest
-/// is a success. An `outcome` field, if the corpus gives one, says it outright.
+/// The outcome a transcript's `expect` says the stream has (tests/fixtures/llm/index.mjs:
+/// `progress`, `ending`, `error`, `malformed`), by the stream guard's rules: a malformed frame,
+/// an error before the first progress, or an ending named `failed` is a failure; an ending named
+/// `declined` is ignored; with no progress at all, a stream is empty (a failure) unless its
+/// ending says the budget ran out first (`truncated`, ignored); an error after the first
+/// progress, or a cut connection, with no ending named is a failure; the rest is a success. An
+/// `outcome` field, if the corpus gives one, says it outright.
 fn expected_outcome(expect: &Value, cut: bool) -> Outcome {
-    let text = |key: &str| expect.get(key).and_then(Value::as_str);
+    let text = |key: &str| {
+        expect
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|v| *v != "none")
+    };
     match text("outcome") {
         Some("success") => return Outcome::Success,
         Some("failure") => return Outcome::Failure,
         Some("ignored") => return Outcome::Ignored,
         _ => {}
     }
-    let ending = text("ending").filter(|e| *e != "none");
-    let no_progress = text("progress") == Some("none");
-    let error = text("error");
-    if expect.get("malformed").and_then(Value::as_bool) == Some(true)
-        || error == Some("before")
-        || ending == Some("failed")
-    {
+    let (progress, ending, error) = (text("progress"), text("ending"), text("error"));
+    let malformed = expect.get("malformed").and_then(Value::as_bool) == Some(true);
+    if malformed || error == Some("before") || ending == Some("failed") {
         return Outcome::Failure;
     }
     if ending == Some("declined") {
         return Outcome::Ignored;
     }
-    if ending.is_none() && (no_progress || error.is_some() || cut) {
-        return Outcome::Failure;
+    if progress.is_none() {
+        return match ending {
+            Some("truncated") => Outcome::Ignored,
+            _ => Outcome::Failure,
+        };
     }
-    if cut {
+    if ending.is_none() && (error.is_some() || cut) {
         return Outcome::Failure;
-    }
-    if no_progress {
-        return Outcome::Ignored;
     }
     Outcome::Success
 }
