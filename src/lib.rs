@@ -84,6 +84,8 @@ pub use breaker::{
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock, Timestamp};
 pub use error::{ConfigError, SnapshotError};
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub use host::body::{BodyError, GuardedBody, StreamCut};
 pub use host::facade::{
     retry_async, retry_blocking, BuildError, CallGuard, CircuitBreaker, Error, OwnedCallGuard,
     Registry,

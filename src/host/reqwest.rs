@@ -4,13 +4,20 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
+//! use std::time::Duration;
 //! use breakwater::reqwest::{rejection, BreakerMiddleware};
+//! use breakwater::stream::StreamLimits;
 //! use breakwater::{BreakerConfig, CircuitBreaker, RetryPolicy, SystemClock};
 //!
 //! let breaker = Arc::new(CircuitBreaker::new("openai", BreakerConfig::new(), SystemClock)?);
 //! let middleware = BreakerMiddleware::new(Arc::clone(&breaker))
 //!     // The runtime's timer: the crate depends on none.
-//!     .with_retry(RetryPolicy::new(), |ms| tokio::time::sleep(std::time::Duration::from_millis(ms)))?;
+//!     .with_retry(RetryPolicy::new(), |ms| tokio::time::sleep(Duration::from_millis(ms)))?
+//!     // A streamed answer whose model falls silent for 30 s is cut, and counted.
+//!     .with_stream_limits(
+//!         StreamLimits { idle_ms: Some(30_000), ..StreamLimits::default() },
+//!         |ms| tokio::time::sleep(Duration::from_millis(ms)),
+//!     );
 //! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
 //!     .with(middleware)
 //!     .build();
@@ -28,6 +35,36 @@
 //!   body (read when `content-length` says it is at most [`Code::BODY_LIMIT`] bytes, and given
 //!   back to the caller unchanged). So a 529 or a 5xx is a failure, a 400 is ignored, and
 //!   OpenAI's 429 `insufficient_quota` is a failure that is not retried.
+//! - But a streamed answer (a 2xx `text/event-stream`) is counted by how its body ends, as the
+//!   caller reads it ([`GuardedBody`](crate::GuardedBody), by the core's
+//!   [stream rules](crate::stream)): a success when the answer ends well; a failure for an error
+//!   event inside the 200 (Anthropic's `overloaded_error`, OpenAI's `response.failed`), a
+//!   malformed frame, a stream with no sign of the model working, an answer cut mid-way (a
+//!   reset), or a limit of [`with_stream_limits`](BreakerMiddleware::with_stream_limits) that
+//!   ran out; ignored for a refusal, or a body dropped before its end. The bytes are the
+//!   provider's, unchanged; a failure or a cut the guard found ends the body with an error whose
+//!   chain holds a [`StreamCut`] (a reset ends it with its own error).
+//! - The head was returned before the stream could fail: an answer that fails before its first
+//!   word ([`StreamCut::began`] false: the reader was given nothing of it) is not retried by
+//!   [`with_retry`](BreakerMiddleware::with_retry). Sending it again, or serving the fallback, is
+//!   the caller's:
+//!
+//!   ```no_run
+//!   # async fn demo(client: reqwest_middleware::ClientWithMiddleware) -> Result<(), Box<dyn std::error::Error>> {
+//!   use breakwater::StreamCut;
+//!   let mut answer = client.post("https://api.anthropic.com/v1/messages").send().await?;
+//!   while let Some(bytes) = match answer.chunk().await {
+//!       Ok(chunk) => chunk,
+//!       Err(e) => match StreamCut::find(&e) {
+//!           Some(cut) if !cut.began => { /* nothing said yet: ask again, or the fallback */ None }
+//!           Some(_cut) => { /* the answer was cut: tell the reader */ None }
+//!           None => return Err(e.into()),
+//!       },
+//!   } {
+//!       let _ = bytes; // on to the reader, as the provider sent it
+//!   }
+//!   # Ok(()) }
+//!   ```
 //! - With [`with_retry`](BreakerMiddleware::with_retry), a retryable answer is tried again after
 //!   the policy's backoff or the server's `retry-after-ms` / `retry-after`, whichever is longer,
 //!   and not at all when the server asks for longer than `max_retry_after_ms`;
@@ -41,7 +78,6 @@ use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::fmt;
 use core::future::Future;
-use core::pin::Pin;
 use std::sync::{Mutex, PoisonError};
 
 use http::Extensions;
@@ -51,11 +87,13 @@ use reqwest_middleware::{Error, Middleware, Next, Result};
 use crate::breaker::{Outcome, Rejected};
 use crate::clock::Clock;
 use crate::error::ConfigError;
-use crate::host::facade::CircuitBreaker;
+#[cfg(doc)]
+use crate::host::body::StreamCut;
+use crate::host::body::{is_event_stream, sleep_with, GuardedBody, Limits, Sleep};
+use crate::host::facade::{CircuitBreaker, OwnedCallGuard};
 use crate::retry::{AttemptFailure, Classifier, Code, RetryDecision, RetryPolicy};
 use crate::rng::SplitMix64;
-
-type Sleep = Arc<dyn Fn(u64) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+use crate::stream::StreamLimits;
 
 struct Retry {
     policy: RetryPolicy,
@@ -68,6 +106,7 @@ pub struct BreakerMiddleware<C: Clock> {
     breaker: Arc<CircuitBreaker<C>>,
     classifier: Classifier,
     retry: Option<Retry>,
+    limits: Option<Limits>,
 }
 
 impl<C: Clock> fmt::Debug for BreakerMiddleware<C> {
@@ -94,6 +133,7 @@ impl<C: Clock> BreakerMiddleware<C> {
             breaker,
             classifier: Classifier::new(),
             retry: None,
+            limits: None,
         }
     }
 
@@ -117,17 +157,36 @@ impl<C: Clock> BreakerMiddleware<C> {
         policy.validate()?;
         self.retry = Some(Retry {
             policy,
-            sleep: Arc::new(move |ms| Box::pin(sleep(ms))),
+            sleep: sleep_with(sleep),
             rng: Mutex::new(SplitMix64::from_entropy()),
         });
         Ok(self)
+    }
+
+    /// Runs `limits` on every streamed answer, waiting with `sleep(ms)` (`tokio::time::sleep`,
+    /// say): past the first-chunk limit the attempt fails, past the idle one (the model's
+    /// silence between two signs of work, keep-alives aside) the answer is cut, each counted as a
+    /// failure and ending the body with a [`StreamCut`]. None by default: no timer runs.
+    pub fn with_stream_limits<F, W>(mut self, limits: StreamLimits, sleep: F) -> Self
+    where
+        F: Fn(u64) -> W + Send + Sync + 'static,
+        W: Future<Output = ()> + Send + 'static,
+    {
+        self.limits = Some(Limits {
+            limits,
+            sleep: sleep_with(sleep),
+        });
+        self
     }
 
     /// The breaker.
     pub fn breaker(&self) -> &Arc<CircuitBreaker<C>> {
         &self.breaker
     }
+}
 
+// The attempts: a guarded body is a `reqwest::Body`, `Send + Sync + 'static`.
+impl<C: Clock + Send + Sync + 'static> BreakerMiddleware<C> {
     /// Reads an error response's provider code from its body when it is short, and gives back a
     /// response with the same head and body.
     async fn read(&self, response: Response) -> Result<(Response, Option<Code>)> {
@@ -161,7 +220,9 @@ impl<C: Clock> BreakerMiddleware<C> {
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> Result<(Result<Response>, Option<AttemptFailure>)> {
-        let guard = self.breaker.admit().map_err(Error::middleware)?;
+        let guard = self.breaker.admit_owned().map_err(Error::middleware)?;
+        // The limits count from the call (the clock read only under limits).
+        let start = self.limits.as_ref().map_or(0, |_| self.breaker.now().0);
         let sent = match next.run(req, extensions).await {
             Ok(response) => self.read(response).await,
             Err(e) => Err(e),
@@ -177,6 +238,12 @@ impl<C: Clock> BreakerMiddleware<C> {
                     response.headers(),
                     now,
                 );
+                // A streamed answer's success is decided by how it ends.
+                if verdict.verdict.outcome == Outcome::Success
+                    && is_event_stream(status, response.headers())
+                {
+                    return Ok((Ok(self.guarded(response, guard, start)), None));
+                }
                 guard.settle(verdict.verdict.outcome);
                 let failure = verdict.is_error().then(|| verdict.failure());
                 (Ok(response), failure)
@@ -191,6 +258,18 @@ impl<C: Clock> BreakerMiddleware<C> {
                 (Err(e), Some(failure))
             }
         })
+    }
+
+    /// The response with its body guarded: the call settles by how the stream ends.
+    fn guarded(&self, response: Response, permit: OwnedCallGuard<C>, start: u64) -> Response {
+        let url = response.url().clone();
+        let (mut parts, body) = http::Response::<reqwest::Body>::from(response).into_parts();
+        // reqwest keeps a response's URL in an extension only its builder sets.
+        if let Ok(marker) = http::Response::builder().url(url).body(()) {
+            parts.extensions.extend(marker.into_parts().0.extensions);
+        }
+        let body = GuardedBody::guarded(body, permit, self.limits.as_ref(), start);
+        Response::from(http::Response::from_parts(parts, reqwest::Body::wrap(body)))
     }
 }
 

@@ -3,11 +3,19 @@
 //!
 //! ```
 //! use std::sync::Arc;
+//! use std::time::Duration;
+//! use breakwater::stream::StreamLimits;
 //! use breakwater::tower::BreakerLayer;
 //! use breakwater::{BreakerConfig, CircuitBreaker, SystemClock};
 //!
 //! let breaker = Arc::new(CircuitBreaker::new("anthropic", BreakerConfig::new(), SystemClock).unwrap());
-//! let layer = BreakerLayer::new(Arc::clone(&breaker));
+//! let layer = BreakerLayer::new(Arc::clone(&breaker))
+//!     // A streamed answer whose model falls silent for 30 s is cut, and counted. The runtime's
+//!     // timer: the crate depends on none.
+//!     .with_stream_limits(
+//!         StreamLimits { idle_ms: Some(30_000), ..StreamLimits::default() },
+//!         |ms| tokio::time::sleep(Duration::from_millis(ms)),
+//!     );
 //! // tower::ServiceBuilder::new().layer(layer).service(client), or `.layer(layer)` on an axum
 //! // Router whose handlers call the provider.
 //! # let _ = layer;
@@ -21,6 +29,18 @@
 //!   of the upstream's health and are ignored, the rest are successes. The body is not read (a
 //!   provider code such as OpenAI's `insufficient_quota` is in it; the reqwest middleware reads
 //!   it). Override with [`BreakerLayer::with_classifier`] or [`BreakerLayer::classify_with`].
+//! - But a streamed answer (a success by its head, whose content type is `text/event-stream`) is
+//!   counted by how its body ends, as the caller reads it, by the core's
+//!   [stream rules](crate::stream): a success when the answer ends well; a failure for an error
+//!   event inside the 200 (Anthropic's `overloaded_error`), a malformed frame, a stream with no
+//!   sign of the model working, an answer cut mid-way (the body's own error) or a limit of
+//!   [`BreakerLayer::with_stream_limits`] that ran out; ignored for a refusal, or a body dropped
+//!   before its end. The response's body is a [`GuardedBody`] (an `http_body::Body` with the
+//!   inner body's chunks, unchanged; any other response's body passes through it as it is),
+//!   whose error is the inner body's ([`BodyError::Inner`]) or the guard's
+//!   ([`BodyError::Cut`], with the [`StreamCut`]). The head was returned before the stream
+//!   could fail: an answer that fails before its first word ([`StreamCut::began`] false) is the
+//!   caller's to send again.
 //! - The inner service's own error (a refused connection, a time-out from `tower::timeout`) is a
 //!   failure.
 //! - Dropping the response future before it is ready (a client gone, a `select!` lost) settles
@@ -39,8 +59,12 @@ use tower_service::Service;
 
 use crate::breaker::{Outcome, Rejected};
 use crate::clock::Clock;
+use crate::host::body::{is_event_stream, sleep_with, GuardedBody, Limits};
+#[cfg(doc)]
+use crate::host::body::{BodyError, StreamCut};
 use crate::host::facade::{CircuitBreaker, Error, OwnedCallGuard};
 use crate::retry::Classifier;
+use crate::stream::StreamLimits;
 
 type Custom = Arc<dyn Fn(u16, &HeaderMap) -> Outcome + Send + Sync>;
 
@@ -69,17 +93,25 @@ impl Judge {
     }
 }
 
+/// How a service's calls are counted: each response by its head, a streamed answer's by how it
+/// ends, under these limits.
+#[derive(Clone)]
+struct Rules {
+    judge: Judge,
+    limits: Option<Limits>,
+}
+
 /// Wraps services in a [`BreakerService`] that shares one breaker.
 pub struct BreakerLayer<C: Clock> {
     breaker: Arc<CircuitBreaker<C>>,
-    judge: Judge,
+    rules: Rules,
 }
 
 impl<C: Clock> Clone for BreakerLayer<C> {
     fn clone(&self) -> Self {
         BreakerLayer {
             breaker: Arc::clone(&self.breaker),
-            judge: self.judge.clone(),
+            rules: self.rules.clone(),
         }
     }
 }
@@ -97,13 +129,16 @@ impl<C: Clock> BreakerLayer<C> {
     pub fn new(breaker: Arc<CircuitBreaker<C>>) -> Self {
         BreakerLayer {
             breaker,
-            judge: Judge::Rules(Classifier::new()),
+            rules: Rules {
+                judge: Judge::Rules(Classifier::new()),
+                limits: None,
+            },
         }
     }
 
     /// Counts responses by `classifier` (which statuses are failures).
     pub fn with_classifier(mut self, classifier: Classifier) -> Self {
-        self.judge = Judge::Rules(classifier);
+        self.rules.judge = Judge::Rules(classifier);
         self
     }
 
@@ -112,7 +147,23 @@ impl<C: Clock> BreakerLayer<C> {
         mut self,
         f: impl Fn(u16, &HeaderMap) -> Outcome + Send + Sync + 'static,
     ) -> Self {
-        self.judge = Judge::Custom(Arc::new(f));
+        self.rules.judge = Judge::Custom(Arc::new(f));
+        self
+    }
+
+    /// Runs `limits` on every streamed answer, waiting with `sleep(ms)` (`tokio::time::sleep`,
+    /// say): past the first-chunk limit the attempt fails, past the idle one (the model's
+    /// silence between two signs of work, keep-alives aside) the answer is cut, each counted as a
+    /// failure. None by default: no timer runs.
+    pub fn with_stream_limits<F, W>(mut self, limits: StreamLimits, sleep: F) -> Self
+    where
+        F: Fn(u64) -> W + Send + Sync + 'static,
+        W: Future<Output = ()> + Send + 'static,
+    {
+        self.rules.limits = Some(Limits {
+            limits,
+            sleep: sleep_with(sleep),
+        });
         self
     }
 
@@ -158,7 +209,7 @@ where
     C: Clock,
     B: Default,
 {
-    type Response = Response<B>;
+    type Response = Response<GuardedBody<B, C>>;
     type Error = S::Error;
     type Future = Answer503Future<ResponseFuture<S::Future, C>>;
 
@@ -221,7 +272,7 @@ impl<S, C: Clock> Layer<S> for BreakerLayer<C> {
         BreakerService {
             inner,
             breaker: Arc::clone(&self.breaker),
-            judge: self.judge.clone(),
+            rules: Arc::new(self.rules.clone()),
         }
     }
 }
@@ -230,7 +281,8 @@ impl<S, C: Clock> Layer<S> for BreakerLayer<C> {
 pub struct BreakerService<S, C: Clock> {
     inner: S,
     breaker: Arc<CircuitBreaker<C>>,
-    judge: Judge,
+    /// Shared by its calls.
+    rules: Arc<Rules>,
 }
 
 impl<S: Clone, C: Clock> Clone for BreakerService<S, C> {
@@ -238,7 +290,7 @@ impl<S: Clone, C: Clock> Clone for BreakerService<S, C> {
         BreakerService {
             inner: self.inner.clone(),
             breaker: Arc::clone(&self.breaker),
-            judge: self.judge.clone(),
+            rules: Arc::clone(&self.rules),
         }
     }
 }
@@ -256,7 +308,7 @@ where
     S: Service<Req, Response = Response<B>>,
     C: Clock,
 {
-    type Response = Response<B>;
+    type Response = Response<GuardedBody<B, C>>;
     type Error = Error<S::Error>;
     type Future = ResponseFuture<S::Future, C>;
 
@@ -267,9 +319,15 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         let state = match self.breaker.admit_owned() {
             Ok(guard) => State::Running {
+                // The limits count from the call (the clock read only under limits).
+                start: self
+                    .rules
+                    .limits
+                    .as_ref()
+                    .map_or(0, |_| self.breaker.now().0),
                 fut: Box::pin(self.inner.call(req)),
                 guard: Some(guard),
-                judge: self.judge.clone(),
+                rules: Arc::clone(&self.rules),
             },
             // The request is dropped unsent.
             Err(rejected) => State::Rejected(Some(rejected)),
@@ -288,7 +346,8 @@ enum State<F, C: Clock> {
     Running {
         fut: Pin<Box<F>>,
         guard: Option<OwnedCallGuard<C>>,
-        judge: Judge,
+        rules: Arc<Rules>,
+        start: u64,
     },
 }
 
@@ -306,7 +365,7 @@ where
     F: Future<Output = Result<Response<B>, E>>,
     C: Clock,
 {
-    type Output = Result<Response<B>, Error<E>>;
+    type Output = Result<Response<GuardedBody<B, C>>, Error<E>>;
 
     /// Polled again after it was ready, it stays pending (it does not panic).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -317,7 +376,12 @@ where
                 Some(r) => Poll::Ready(Err(Error::Rejected(r))),
                 None => Poll::Pending,
             },
-            State::Running { fut, guard, judge } => {
+            State::Running {
+                fut,
+                guard,
+                rules,
+                start,
+            } => {
                 let result = match fut.as_mut().poll(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(result) => result,
@@ -328,9 +392,21 @@ where
                 match result {
                     Ok(response) => {
                         let status = response.status().as_u16();
-                        let outcome = judge.outcome(guard.breaker(), status, response.headers());
+                        let outcome =
+                            rules
+                                .judge
+                                .outcome(guard.breaker(), status, response.headers());
+                        // A streamed answer's success is decided by how it ends.
+                        if outcome == Outcome::Success
+                            && is_event_stream(status, response.headers())
+                        {
+                            let (parts, body) = response.into_parts();
+                            let body =
+                                GuardedBody::guarded(body, guard, rules.limits.as_ref(), *start);
+                            return Poll::Ready(Ok(Response::from_parts(parts, body)));
+                        }
                         guard.settle(outcome);
-                        Poll::Ready(Ok(response))
+                        Poll::Ready(Ok(response.map(GuardedBody::plain)))
                     }
                     Err(e) => {
                         guard.settle(Outcome::Failure);
