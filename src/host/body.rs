@@ -20,9 +20,7 @@ use pin_project_lite::pin_project;
 use crate::breaker::Outcome;
 use crate::clock::Clock;
 use crate::host::facade::OwnedCallGuard;
-use crate::stream::{
-    Limit, Progress, Reading, Settled, SseItem, SseSplitter, Step, Stop, StreamLimits, Watch,
-};
+use crate::stream::{Limit, Reading, Settled, SseSplitter, Step, Stop, StreamLimits, Watch};
 
 /// The runtime's timer: `sleep(ms)`, passed in (the crate depends on no runtime).
 pub(crate) type Sleep = Arc<dyn Fn(u64) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
@@ -382,18 +380,7 @@ impl<C: Clock> StreamGuard<C> {
             if stopped.is_some() {
                 return;
             }
-            let reading = match item {
-                // Past `MAX_EVENT_BYTES`: a provider's large event is the answer itself (a
-                // partial image), not a broken frame.
-                SseItem::Event {
-                    truncated: true, ..
-                } => Reading {
-                    progress: Progress::Output,
-                    ..Reading::default()
-                },
-                SseItem::Event { name, data, .. } => Reading::event(name, data),
-                SseItem::Comment => Reading::KEEP_ALIVE,
-            };
+            let reading = Reading::item(&item);
             let step = watch.item(now, &reading);
             if !matches!(step, Step::Hold | Step::Begin | Step::Pass) {
                 stopped = Some(step);

@@ -3,7 +3,8 @@
 //! answer; a broken frame), an event stream's bytes split into events ([`SseSplitter`]), and the
 //! judgement of one stream over time ([`Watch`]: when the answer began, when the model went
 //! silent, how the stream counts). Sans-IO: bytes and times in, a [`Step`] out. The npm package's
-//! guard (`breaker.stream`) and the Rust one ([`crate::reqwest`], [`crate::tower`]) act on it.
+//! guard (`breaker.stream`) and the Rust services' one (`GuardedBody`, features `tower` and
+//! `reqwest-middleware`) act on it.
 //!
 //! Progress, content and keep-alives are three things. Any sign of the model working (text,
 //! thinking, tool input, a server tool's result, an image, a compaction block) is progress and

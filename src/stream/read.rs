@@ -2,6 +2,7 @@
 //! of an SDK's stream object (its JSON), read by one rule for every provider.
 
 use super::scan::{walk, Scalar, ITEM};
+use super::sse::SseItem;
 use crate::retry::{Code, Ending};
 
 /// What an item shows of the model at work.
@@ -89,6 +90,30 @@ impl Reading {
             _ => {}
         }
         Reading::json(data, Source::Events)
+    }
+
+    /// What an event stream's item says: a comment keeps the connection alive; an event longer
+    /// than [`MAX_EVENT_BYTES`](super::MAX_EVENT_BYTES), its JSON cut by the splitter, is a
+    /// provider's large event (a partial image in base64): the answer, not a broken frame.
+    pub fn item(item: &SseItem<'_>) -> Reading {
+        match *item {
+            SseItem::Comment => Reading::KEEP_ALIVE,
+            SseItem::Event {
+                name,
+                data,
+                truncated,
+            } => {
+                let r = Reading::event(name, data);
+                if truncated && r.malformed {
+                    Reading {
+                        progress: Progress::Output,
+                        ..Reading::default()
+                    }
+                } else {
+                    r
+                }
+            }
+        }
     }
 
     /// A chunk's JSON (an event's data, or an SDK's stream event serialised); text that is not
@@ -631,6 +656,26 @@ mod tests {
             Source::Events,
         );
         assert_eq!((created.error, created.progress), (None, Progress::None));
+    }
+
+    #[test]
+    fn an_events_reading_from_the_splitter() {
+        assert_eq!(Reading::item(&SseItem::Comment), Reading::KEEP_ALIVE);
+        let cut =
+            br#"{"type":"response.image_generation_call.partial_image","partial_image_b64":"iVBOR"#;
+        let big = SseItem::Event {
+            name: b"",
+            data: cut,
+            truncated: true,
+        };
+        assert_eq!(Reading::item(&big).progress, Progress::Output);
+        assert!(!Reading::item(&big).malformed);
+        let broken = SseItem::Event {
+            name: b"",
+            data: cut,
+            truncated: false,
+        };
+        assert!(Reading::item(&broken).malformed);
     }
 
     #[test]

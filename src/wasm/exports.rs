@@ -504,28 +504,13 @@ mod streams {
                     if answer.is_some() {
                         return;
                     }
-                    let r = match i {
-                        SseItem::Comment => Reading::KEEP_ALIVE,
-                        SseItem::Event {
-                            name,
-                            data,
-                            truncated,
-                        } => {
-                            let mut r = Reading::event(name, data);
-                            // A large event is an answer (a partial image): its JSON is cut.
-                            if truncated && r.malformed {
-                                r = Reading {
-                                    progress: Progress::Output,
-                                    ..Reading::default()
-                                };
-                            }
-                            if r.error.is_some() || r.malformed {
-                                error.clear();
-                                error.extend_from_slice(data.get(..ERROR_DATA).unwrap_or(data));
-                            }
-                            r
-                        }
-                    };
+                    let r = Reading::item(&i);
+                    if let (SseItem::Event { data, .. }, true) =
+                        (i, r.error.is_some() || r.malformed)
+                    {
+                        error.clear();
+                        error.extend_from_slice(data.get(..ERROR_DATA).unwrap_or(data));
+                    }
                     let step = watch.item(now, &r);
                     if !matches!(step, Step::Hold | Step::Begin | Step::Pass) {
                         answer = Some(step);
@@ -675,9 +660,10 @@ mod streams {
         let mut input = core::mem::take(bytes);
         input.truncate(len);
         sse.push(&input, &mut |i| {
-            let (name, data, r) = match i {
-                SseItem::Comment => (&b""[..], &b""[..], Reading::KEEP_ALIVE),
-                SseItem::Event { name, data, .. } => (name, data, Reading::event(name, data)),
+            let r = Reading::item(&i);
+            let (name, data) = match i {
+                SseItem::Comment => (&b""[..], &b""[..]),
+                SseItem::Event { name, data, .. } => (name, data),
             };
             let name_len = if matches!(i, SseItem::Comment) {
                 u32::MAX
