@@ -50,7 +50,15 @@
 // KB gzip (123.8 → 152.5 KB raw); a Worker with the object alone 86.1, with its clients 92.8,
 // with clients from breakwater/shared 123.8, breakwater/store 131.4 (node) and 92.5 (Vercel
 // Edge); their ceilings +5 %. breakwater/store's own JavaScript 2.2 (2,284 B: versions unique
-// across a key's lifetimes, the eviction policy's check), its ceiling 2.3.
+// across a key's lifetimes, the eviction policy's check), its ceiling 2.3. With the stream
+// guard's rules moved into the core (src/stream/: the reading of every provider's events, the
+// event-stream splitter and the watch, in the main module; +14 KB raw, +6.5 KB gzip of .wasm) and
+// `stream`'s retry and defaults (+0.45 KB of JavaScript): the main entry 27.0 (workerd and
+// edge-light: wasm 17.9, JS 9.1; 22.7 before) and 27.3 (browser), its JavaScript bundled whole
+// 11,868 B (11,419 before), the Node entries 38.7 (ESM) and 37.2 (CJS); the coordinator's hosts,
+// which load the main module too: breakwater/cloudflare alone 92.7, with its clients 101.9, with
+// clients from breakwater/shared 133.2, breakwater/store 140.5 (node) and 101.5 (Vercel Edge).
+// Those ceilings re-set to these +5 %, the edge JavaScript's to its size.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -135,7 +143,7 @@ async function app(specifier, names, conditions, external = []) {
 
 const MAIN = ['CircuitBreaker', 'withRetry'];
 const WASM = gz(['web/breakwater_bg.wasm']);
-const CEILING = 22.8 * 1024;
+const CEILING = 28.7 * 1024;
 const STREAM_CEILING = 3.9 * 1024;
 
 for (const [name, conditions] of Object.entries({
@@ -163,7 +171,7 @@ for (const [name, conditions] of Object.entries({
 // The JavaScript is esbuild's output of this repository's sources, the same on every machine, so
 // the ceiling is the size itself; the .wasm, which a toolchain update may move by a few bytes, is
 // held by the ceilings above.
-const MAIN_EDGE_JS_CEILING = 11_423;
+const MAIN_EDGE_JS_CEILING = 11_868;
 test(`the main entry's JavaScript, bundled whole for the edge, does not grow (at most ${MAIN_EDGE_JS_CEILING} B gzip)`, async (t) => {
   const dir = fs.mkdtempSync(path.join(root, '..', '.size-'));
   try {
@@ -203,16 +211,16 @@ test(`the main entry's JavaScript, bundled whole for the edge, does not grow (at
 // serverExternalPackages); base64 costs a third more than the .wasm, gzipped. They must read no
 // file at run time. What an entry loads: the files of the package it imports, statically or with
 // import(), up to the package's other subpaths.
-const NODE_CEILING = 31.7 * 1024;
+const NODE_CEILING = 40.6 * 1024;
 // breakwater/shared on top of the main entry, its lease client's module included.
 const SHARED_NODE_CEILING = 49.0 * 1024;
 const SHARED_WORKERD_CEILING = 38.0 * 1024;
 // The coordinator's hosts in total, every module included (TOTALS below).
-const COORDINATOR_WORKER_CEILING = 90.4 * 1024;
-const OBJECT_AND_CLIENT_CEILING = 97.4 * 1024;
-const OBJECT_AND_SHARED_CLIENT_CEILING = 130.0 * 1024;
-const STORE_NODE_CEILING = 138.0 * 1024;
-const STORE_BUNDLED_CEILING = 97.1 * 1024;
+const COORDINATOR_WORKER_CEILING = 97.3 * 1024;
+const OBJECT_AND_CLIENT_CEILING = 107.0 * 1024;
+const OBJECT_AND_SHARED_CLIENT_CEILING = 139.9 * 1024;
+const STORE_NODE_CEILING = 147.5 * 1024;
+const STORE_BUNDLED_CEILING = 106.6 * 1024;
 // breakwater/adaptive on top of the main entry: its module (the breaker with the throttle and the
 // concurrency limit) and the limit's JavaScript.
 const ADAPTIVE_CEILING = 13.4 * 1024;

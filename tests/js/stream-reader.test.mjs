@@ -232,3 +232,34 @@ test("a breaker's stream option is checked by name when the breaker is made", ()
   assert.throws(() => new CircuitBreaker('bad', { stream: { onInterrupted: () => '' } }), /onInterrupted/);
   assert.throws(() => new CircuitBreaker('bad', { stream: 5 }), /stream/);
 });
+
+// ----- js/README's example, run as written -----
+
+test("js/README's reasoning-model example works as written: an overloaded_error before the first word is retried", async () => {
+  const { transform } = await import('esbuild');
+  const fs = await import('node:fs/promises');
+  const path = await import('node:path');
+  const { fileURLToPath, pathToFileURL } = await import('node:url');
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const text = await fs.readFile(path.join(here, '../../js/README.md'), 'utf8');
+  const block = [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.startsWith('// lib/thinker.ts'));
+  assert.ok(block, 'js/README has the block');
+  const dir = await fs.mkdtemp(path.join(here, '.thinker-'));
+  try {
+    const file = path.join(dir, 'thinker.mjs');
+    await fs.writeFile(file, (await transform(block, { loader: 'ts', format: 'esm' })).code);
+    process.env.ANTHROPIC_BASE_URL = provider.url;
+    process.env.ANTHROPIC_API_KEY = 'test-key';
+    const { think, thinker } = await import(pathToFileURL(file).href);
+    provider.cue({ transcript: anthropicOverloadedBeforeText }, { transcript: anthropicText });
+    // The retry's backoff is the default (about a second at most, full jitter).
+    const events = await think('hi');
+    let answer = '';
+    for await (const e of events) if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') answer += e.delta.text;
+    assert.equal(answer, WHOLE);
+    assert.equal(provider.requests.length, 2);
+    assert.deepEqual([thinker.stats.failures, thinker.stats.successes], [1, 1]);
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
