@@ -45,6 +45,8 @@ import { breakerConfig, Emitter, checkKeys, fail, num, obj, type ChainBreaker } 
 interface ModelCallOptions {
   /** The call's abort signal (the SDK's `abortSignal` option). */
   abortSignal?: AbortSignal | undefined;
+  /** Whether the app asked for the provider's raw chunks (`streamText`'s `includeRawChunks`). */
+  includeRawChunks?: boolean | undefined;
 }
 
 /** A language model as both specifications shape it (`LanguageModelV3`, `LanguageModelV4`). */
@@ -477,13 +479,21 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
    * lost: "text part … not found").
    */
   const shape = (guarded: ReadableStream<unknown>): ReadableStream<unknown> => {
-    if (guard.onInterrupted === undefined) return releasing(guarded, release);
+    // The provider's raw chunks are asked for the guard (they say what the parts leave out: AI
+    // SDK 7 drops a refusal's words); the reader gets them only if it asked too.
+    const raw = params.includeRawChunks === true;
+    const rawPart = (part: unknown): boolean => !raw && (part as { type?: unknown } | null)?.type === 'raw';
+    if (guard.onInterrupted === undefined) {
+      if (raw) return releasing(guarded, release);
+      return releasing(guarded.pipeThrough(new TransformStream({ transform: (part, out) => void (rawPart(part) || out.enqueue(part)) })), release);
+    }
     const held: unknown[] = [];
     let finish: { usage?: unknown; providerMetadata?: unknown } | undefined;
     return releasing(guarded.pipeThrough(
       new TransformStream<unknown, unknown>({
         transform(part, out) {
           const type = (part as { type?: unknown } | null)?.type;
+          if (rawPart(part)) return;
           if (type === 'error') held.push(part);
           else if (type === 'finish') finish = part as typeof finish;
           else out.enqueue(part);
@@ -593,7 +603,7 @@ export function breakerMiddleware(breaker: ChainBreaker, options: GuardOptions =
     wrapStream: async ({ params, model }) => {
       const g = modelStreamOptions(params, guard);
       const guarded = await stream
-        .call(breaker, g.call((signal) => model.doStream({ ...params, abortSignal: signal })), g.options)
+        .call(breaker, g.call((signal) => model.doStream({ ...params, includeRawChunks: true, abortSignal: signal })), g.options)
         .then(g.begin, (e: unknown) => (g.release(), rethrow(e)));
       return { ...g.state.result!, stream: g.shape(guarded) } as never;
     },
@@ -688,7 +698,7 @@ export function fallbackModel<M extends LanguageModelLike>(
       // Tiers run one after another, so one guard serves them all: its result is the last
       // tier's that was called, which is the one that answered.
       const g = modelStreamOptions(params, guard);
-      const c = chain((m) => g.call((signal) => m.doStream({ ...params, abortSignal: signal })));
+      const c = chain((m) => g.call((signal) => m.doStream({ ...params, includeRawChunks: true, abortSignal: signal })));
       const { value } = await c.stream<unknown>(g.options).catch((e: unknown) => (g.release(), rethrow(e)));
       return { ...g.state.result!, stream: g.shape(g.begin(value)) };
     },

@@ -392,6 +392,12 @@ fn find<T: Copy>(table: &[(&[u8], T)], name: &[u8]) -> Option<T> {
 
 impl<'a> Facts<'a> {
     fn see(&mut self, keys: &[&'a [u8]], s: Scalar<'a>) {
+        // The AI SDK's `raw` part (`includeRawChunks`) is read as the provider's chunk it holds.
+        let keys = match keys.split_first() {
+            Some((&b"rawValue", inner)) => inner,
+            Some((&b"type", [])) if s == Scalar::Str(b"raw") => return,
+            _ => keys,
+        };
         let Some(&(_, fact)) = PATHS.iter().find(|(p, _)| matches(p, keys)) else {
             return;
         };
@@ -562,6 +568,20 @@ mod tests {
 
     fn progress(json: &str) -> Progress {
         Reading::json(json.as_bytes(), Source::Objects).progress
+    }
+
+    #[test]
+    fn the_ai_sdks_raw_parts_are_the_providers_chunks() {
+        let refusal = r#"{"type":"raw","rawValue":{"id":"c","choices":[{"index":0,"delta":{"refusal":"I can't"}}]}}"#;
+        let r = Reading::json(refusal.as_bytes(), Source::Objects);
+        assert_eq!(
+            (r.progress, r.ending),
+            (Progress::Output, Some(Ending::Declined))
+        );
+        let ping = r#"{"type":"raw","rawValue":{"type":"ping"}}"#;
+        assert_eq!(progress(ping), Progress::KeepAlive);
+        let role = r#"{"type":"raw","rawValue":{"choices":[{"delta":{"role":"assistant","content":""}}]}}"#;
+        assert_eq!(progress(role), Progress::None);
     }
 
     #[test]

@@ -812,11 +812,9 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
   for (const [api, transcripts] of Object.entries(llm.corpus)) {
     for (const [name, t] of Object.entries(transcripts)) {
       if (!t.expect) continue;
-      // AI SDK 7's OpenAI provider drops a refusal's words from the stream (no part, finish
-      // `stop`): the guard sees an empty answer, a failure. Known, not yet handled (the raw
-      // chunks would tell it).
-      const todo = label === 'ai@7' && /Refusal$/.test(name) && api.startsWith('openai') ? 'AI SDK 7 drops the refusal from the stream' : undefined;
-      test(`${label}: ${name} through streamText and breakerMiddleware: ${documented(t)}`, { todo }, async () => {
+      // AI SDK 7's OpenAI provider drops a refusal's words from the parts (finish `stop`): the
+      // middleware asks for the provider's raw chunks, which the core reads.
+      test(`${label}: ${name} through streamText and breakerMiddleware: ${documented(t)}`, async () => {
         const breaker = new CircuitBreaker(`corpus-${name}`);
         provider.cue({ transcript: t });
         await parts(streamText({ model: guarded(MODELS[api](), breaker), prompt: 'hi', maxRetries: 0 }));
@@ -851,6 +849,18 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     assert.match(got.text, /\[interrupted\]$/);
     assert.equal(provider.requests.length, 1);
     assert.equal(counts(breaker).failures, 1);
+  });
+
+  test(`${label}: the raw chunks the middleware asks for reach the reader only when the app asked`, async () => {
+    for (const includeRawChunks of [false, true]) {
+      provider.reset();
+      provider.cue({ transcript: llm.anthropicText });
+      const breaker = new CircuitBreaker(`raw-${includeRawChunks}`);
+      const got = await parts(streamText({ model: guarded(anthropic('claude-test'), breaker), prompt: 'hi', maxRetries: 0, includeRawChunks }));
+      assert.equal(got.seen.some((p) => p.type === 'raw'), includeRawChunks);
+      assert.equal(got.text, llm.ANTHROPIC_TEXT_DELTAS.join(''));
+      assert.equal(counts(breaker).successes, 1);
+    }
   });
 
   test(`${label}: breakerMiddleware refuses bad stream options by name`, () => {

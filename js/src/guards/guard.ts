@@ -383,10 +383,9 @@ class Guard<T> {
         code |= R.Error | ((typeof status === 'number' && status >= 400 && status <= 599 ? status : 500) << S.StatusShift);
       }
     }
-    if (endingOf !== undefined) {
-      const ending = endingOf(item);
-      code = (code & ~(R.EndingMask << R.EndingShift)) | ((ending === undefined ? 0 : ENDINGS.indexOf(ending) + 1) << R.EndingShift);
-    }
+    // An ending the user's reader does not name leaves the core's reading of the chunk.
+    const ending = endingOf?.(item);
+    if (ending !== undefined) code = (code & ~(R.EndingMask << R.EndingShift)) | ((ENDINGS.indexOf(ending) + 1) << R.EndingShift);
     return code;
   }
 

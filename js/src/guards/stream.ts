@@ -91,7 +91,8 @@ export interface StreamOptions<T> {
    */
   errorOf?: ((chunk: T | SseEvent) => unknown) | undefined;
   /**
-   * The answer's ending when this chunk names it, or undefined. How the stream ends decides its
+   * The answer's ending when this chunk names it, or undefined (then the core's reading of the
+   * chunk stands: the default below). How the stream ends decides its
    * outcome: `complete`, `truncated` or `unknown` → a success; `declined` → not counted; `failed`
    * → a failure. With no content before it, `declined` and `truncated` (a refusal, a reasoning
    * budget spent) resolve with the stream as it came, not counted and never retried; `failed`
