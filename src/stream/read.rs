@@ -188,6 +188,8 @@ struct Facts<'a> {
     item_tool: bool,
     /// The model's refusal in words (Chat Completions' `delta.refusal`).
     refused: bool,
+    /// An AI SDK `raw` part: a provider's chunk, or what did not parse (then nothing).
+    raw: bool,
     /// Choices or candidates: the shapes whose content has a known place.
     known_shape: bool,
     /// The ending's reason as named; the AI SDK's `raw` one, asked when the unified one says little.
@@ -216,6 +218,7 @@ impl Default for Facts<'_> {
             block_words: false,
             item_tool: false,
             refused: false,
+            raw: false,
             known_shape: false,
             reason: None,
             raw_reason: None,
@@ -243,6 +246,8 @@ enum Fact {
     /// Gemini's `parts[].<field>`: the field is the path's sixth key.
     PartField,
     Shape,
+    /// Chat Completions' `object`: a chunk of that shape even without choices (a usage chunk).
+    Object,
     ItemType,
     Error,
 }
@@ -269,6 +274,7 @@ const PATHS: &[(&[&[u8]], Fact)] = &[
     (&[b"choices", ITEM, b"delta", ANY, REST], Fact::ChatField),
     (&[b"choices", ITEM, b"finish_reason"], Fact::Reason),
     (&[b"choices", REST], Fact::Shape),
+    (&[b"object"], Fact::Object),
     // Gemini.
     (
         &[b"candidates", ITEM, b"content", b"parts", ITEM, ANY, REST],
@@ -395,7 +401,10 @@ impl<'a> Facts<'a> {
         // The AI SDK's `raw` part (`includeRawChunks`) is read as the provider's chunk it holds.
         let keys = match keys.split_first() {
             Some((&b"rawValue", inner)) => inner,
-            Some((&b"type", [])) if s == Scalar::Str(b"raw") => return,
+            Some((&b"type", [])) if s == Scalar::Str(b"raw") => {
+                self.raw = true;
+                return;
+            }
             _ => keys,
         };
         let Some(&(_, fact)) = PATHS.iter().find(|(p, _)| matches(p, keys)) else {
@@ -436,6 +445,7 @@ impl<'a> Facts<'a> {
                 }
             }
             Fact::Shape => self.known_shape = true,
+            Fact::Object => self.known_shape |= str == Some(b"chat.completion.chunk"),
             Fact::ItemType => self.item_tool = !matches!(str, Some(b"message" | b"reasoning")),
             Fact::Error => {
                 if s == Scalar::Null {
@@ -497,6 +507,9 @@ impl<'a> Facts<'a> {
             }
         } else if error {
             Kind::Error
+        } else if self.raw {
+            // A raw part of no provider's shape (a frame that did not parse): the parts say it.
+            Kind::Marker
         } else {
             // JSON of a shape not known, without a type: the answer.
             Kind::Output
@@ -582,6 +595,10 @@ mod tests {
         assert_eq!(progress(ping), Progress::KeepAlive);
         let role = r#"{"type":"raw","rawValue":{"choices":[{"delta":{"role":"assistant","content":""}}]}}"#;
         assert_eq!(progress(role), Progress::None);
+        let usage = r#"{"type":"raw","rawValue":{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"total_tokens":8}}}"#;
+        assert_eq!(progress(usage), Progress::None);
+        let unparsed = r#"{"type":"raw","rawValue":"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_de"}"#;
+        assert_eq!(progress(unparsed), Progress::None);
     }
 
     #[test]
@@ -626,6 +643,12 @@ mod tests {
 
     #[test]
     fn empty_fields_are_not_content() {
+        let usage = r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"total_tokens":8}}"#;
+        assert_eq!(progress(usage), Progress::None);
+        assert_eq!(
+            progress(r#"{"object":"chat.completion.chunk","usage":{"total_tokens":8}}"#),
+            Progress::None
+        );
         let role = r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"","tool_calls":[]},"finish_reason":null}]}"#;
         assert_eq!(progress(role), Progress::None);
         assert_eq!(

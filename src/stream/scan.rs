@@ -20,6 +20,8 @@ pub(crate) enum Scalar<'a> {
     Bool(bool),
     /// `null`.
     Null,
+    /// An empty object or array (`{}`, `[]`): visited so that its key is seen.
+    Empty,
 }
 
 /// The keys from the root to the value being read (array elements as [`ITEM`]).
@@ -146,6 +148,7 @@ impl<'a> Walker<'a> {
         self.ws();
         if self.peek()? == close {
             self.i += 1;
+            visit(path, Scalar::Empty);
             return Some(());
         }
         let depth = path.depth;
@@ -201,6 +204,7 @@ mod tests {
                 (alloc::vec!["a", "b", "[]"], Scalar::Str(b"x")),
                 (alloc::vec!["a", "b", "[]", "c"], Scalar::Null),
                 (alloc::vec!["d"], Scalar::Bool(true)),
+                (alloc::vec!["e"], Scalar::Empty),
             ]
         );
     }
