@@ -12,6 +12,7 @@ export {
   type BreakerStats,
   type BreakerStreamOptions,
   type CallContext,
+  type StreamDefaults,
   type CircuitBreakerOptions,
   type ExecuteOptions,
   type FallbackReason,

@@ -424,8 +424,8 @@ pub use streams::*;
 #[cfg(not(feature = "wasm-adaptive"))]
 mod streams {
     use super::super::layout::{
-        item, reading as rd, sentinel, stream_step as st, stream_stop as sp, watch as wc,
-        watch_op as wo,
+        item, reading as rd, reading_bits as rb, sentinel, step_bits as sb, stream_limit as sl,
+        stream_step as st, stream_stop as sp, watch as wc, watch_op as wo,
     };
     use super::*;
     use crate::stream::{
@@ -530,7 +530,7 @@ mod streams {
             item::BYTES => code(s.watch.item(now, &bytes_reading(data))),
             _ => {
                 let r = Reading::json(data, Source::Objects);
-                let errored = if r.error.is_some() { st::ERRORED } else { 0 };
+                let errored = if r.error.is_some() { sb::ERRORED } else { 0 };
                 code(s.watch.item(now, &r)) | errored
             }
         }
@@ -593,25 +593,25 @@ mod streams {
         let Some(Slot::Stream(s)) = table().slot(h) else {
             return st::NONE;
         };
-        let progress = match reading & rd::PROGRESS_MASK {
+        let progress = match reading & rb::PROGRESS_MASK {
             rd::KEEP_ALIVE => Progress::KeepAlive,
             rd::THINKING => Progress::Thinking,
             rd::OUTPUT => Progress::Output,
             _ => Progress::None,
         };
-        let ending = match (reading >> rd::ENDING_SHIFT) & rd::ENDING_MASK {
+        let ending = match (reading >> rb::ENDING_SHIFT) & rb::ENDING_MASK {
             0 => None,
             e => Some(ending_of(e - 1)),
         };
-        let error = (reading & rd::ERROR != 0).then(|| StreamFailure {
-            code: Code::from_index(reading >> st::CODE_SHIFT),
-            status: ((reading >> st::STATUS_SHIFT) & 1023) as u16,
+        let error = (reading & rb::ERROR != 0).then(|| StreamFailure {
+            code: Code::from_index(reading >> sb::CODE_SHIFT),
+            status: ((reading >> sb::STATUS_SHIFT) & 1023) as u16,
         });
         let r = Reading {
             progress,
             ending,
             error,
-            malformed: reading & rd::MALFORMED != 0,
+            malformed: reading & rb::MALFORMED != 0,
         };
         code(s.watch.item(ts(now).0, &r))
     }
@@ -644,13 +644,13 @@ mod streams {
             Progress::Thinking => rd::THINKING,
             Progress::Output => rd::OUTPUT,
         };
-        let ending = r.ending.map_or(0, |e| e as u32 + 1) << rd::ENDING_SHIFT;
+        let ending = r.ending.map_or(0, |e| e as u32 + 1) << rb::ENDING_SHIFT;
         let error = r.error.map_or(0, |f| {
-            rd::ERROR
-                | (f.status as u32) << st::STATUS_SHIFT
-                | f.code.map_or(0, Code::index) << st::CODE_SHIFT
+            rb::ERROR
+                | (f.status as u32) << sb::STATUS_SHIFT
+                | f.code.map_or(0, Code::index) << sb::CODE_SHIFT
         });
-        progress | ending | error | if r.malformed { rd::MALFORMED } else { 0 }
+        progress | ending | error | if r.malformed { rb::MALFORMED } else { 0 }
     }
 
     /// Splits the event stream's chunk in `bytes` and writes, in its place, one record an item:
@@ -691,10 +691,10 @@ mod streams {
             let (status, code) = failure.map_or((0, 0), |f| {
                 (f.status as u32, f.code.map_or(0, |c| c.index()))
             });
-            kind | what << st::STOP_SHIFT
-                | limit << st::LIMIT_SHIFT
-                | status << st::STATUS_SHIFT
-                | code << st::CODE_SHIFT
+            kind | what << sb::STOP_SHIFT
+                | limit << sb::LIMIT_SHIFT
+                | status << sb::STATUS_SHIFT
+                | code << sb::CODE_SHIFT
         };
         match step {
             Step::Hold => st::HOLD,
@@ -702,7 +702,7 @@ mod streams {
             Step::Pass => st::PASS,
             Step::Fail(stop) => stopped(st::FAIL, stop),
             Step::Cut { stop, counted } => {
-                stopped(st::CUT, stop) | if counted { st::COUNTED } else { 0 }
+                stopped(st::CUT, stop) | if counted { sb::COUNTED } else { 0 }
             }
             Step::End(Settled::Success) => st::SUCCESS,
             Step::End(Settled::Ignored) => st::IGNORED,
@@ -711,11 +711,11 @@ mod streams {
 
     fn limit(l: Limit) -> u32 {
         match l {
-            Limit::First => sp::FIRST,
-            Limit::Idle => sp::IDLE,
-            Limit::Total => sp::TOTAL,
-            Limit::FirstOutput => sp::FIRST_OUTPUT,
-            Limit::Thinking => sp::THINKING,
+            Limit::First => sl::FIRST,
+            Limit::Idle => sl::IDLE,
+            Limit::Total => sl::TOTAL,
+            Limit::FirstOutput => sl::FIRST_OUTPUT,
+            Limit::Thinking => sl::THINKING,
         }
     }
 }

@@ -314,9 +314,7 @@ layouts! {
         FIRST_AT = 6,
         ERROR_DATA = 7,
     }
-    /// A `Step`, as `watch_item` and `watch_op` answer it: `STEP_MASK` the step; a stop's kind at
-    /// `STOP_SHIFT`, the limit at `LIMIT_SHIFT`, `COUNTED` a cut the upstream is blamed for, the
-    /// in-band error's status at `STATUS_SHIFT` and `Code::index` at `CODE_SHIFT` (0: none).
+    /// A `Step`'s kind, as `watch_item` and `watch_op` answer it (under `step_bits::FIELD_MASK`).
     stream_step / "StreamStep": u32 {
         HOLD = 0,
         BEGIN = 1,
@@ -326,37 +324,48 @@ layouts! {
         SUCCESS = 5,
         IGNORED = 6,
         NONE = 7,            // a tick before any limit ran out
-        STEP_MASK = 7,
+    }
+    /// The rest of a step's code: a stop's kind at `STOP_SHIFT`, the limit at `LIMIT_SHIFT` (each
+    /// under `FIELD_MASK`), `COUNTED` a cut the upstream is blamed for, the in-band error's status
+    /// at `STATUS_SHIFT` and `Code::index` at `CODE_SHIFT` (0: none); `ERRORED`: the item carried
+    /// an error (`watch_item`), whatever the step. A reading's error (`reading_bits::ERROR`) sits
+    /// at the same shifts.
+    step_bits / "StepBits": u32 {
+        FIELD_MASK = 7,
         STOP_SHIFT = 3,
-        STOP_MASK = 7,
         LIMIT_SHIFT = 6,
         COUNTED = 512,
         STATUS_SHIFT = 10,
         CODE_SHIFT = 20,
-        ERRORED = 33554432,  // 1 << 25: the item carried an error (`watch_item`), whatever the step
+        ERRORED = 33554432,  // 1 << 25
     }
-    /// A `Reading`, as `read_item` answers it and `watch_reading` takes it (a host's own
-    /// callbacks may have changed it): `PROGRESS_MASK` a progress code, the ending + 1 at
-    /// `ENDING_SHIFT` (0: none), `MALFORMED`, `ERROR`, and the error's status and code at
-    /// `stream_step`'s `STATUS_SHIFT` and `CODE_SHIFT`.
+    /// A `Reading`'s progress, as `read_item` answers it and `watch_reading` takes it (a host's
+    /// own callbacks may have changed it), under `reading_bits::PROGRESS_MASK`.
     reading / "Reading": u32 {
         NONE = 0,
         KEEP_ALIVE = 1,
         THINKING = 2,
         OUTPUT = 3,
+    }
+    /// The rest of a reading's code: the ending + 1 at `ENDING_SHIFT` under `ENDING_MASK` (0:
+    /// none), `MALFORMED`, `ERROR` (its status and code at `step_bits`' shifts).
+    reading_bits / "ReadingBits": u32 {
         PROGRESS_MASK = 3,
         ENDING_SHIFT = 2,
         ENDING_MASK = 7,
         MALFORMED = 32,
         ERROR = 64,
     }
-    /// A `Stop`'s kind (`stream_step::STOP_SHIFT`) and a `Limit` (`stream_step::LIMIT_SHIFT`).
+    /// A `Stop`'s kind (`step_bits::STOP_SHIFT`).
     stream_stop / "StreamStop": u32 {
         TIMEOUT = 0,
         ERROR = 1,
         MALFORMED = 2,
         EMPTY = 3,
         BROKEN = 4,
+    }
+    /// Which limit ran out (`step_bits::LIMIT_SHIFT`): the order of `watch`'s limits.
+    stream_limit / "StreamLimit": u32 {
         FIRST = 0,
         IDLE = 1,
         TOTAL = 2,

@@ -202,6 +202,14 @@ const ROWS = {
     },
     shared: 'settings',
   },
+  stream: {
+    // A stream that never sends a word: the breaker's default first-chunk limit fails it.
+    value: { firstChunkTimeoutMs: 20 },
+    local: async (b) => {
+      await assert.rejects(b.stream(silent), (e) => e.name === 'TimeoutError' && /firstChunkTimeoutMs/.test(e.message));
+    },
+    shared: 'client',
+  },
   concurrency: {
     value: () => limit({ maxConcurrent: 1 }),
     local: async (b) => {
@@ -256,10 +264,23 @@ for (const [name, row] of Object.entries(ROWS)) {
   }
 }
 
-/** What the client itself does with an option (only `isFailure`): it counts as the option says. */
+/** A stream that never sends anything (until it is cancelled). */
+const silent = () => new ReadableStream({});
+
+/** What the client itself does with an option (`isFailure`, `stream`): it acts as the option says. */
 async function sharedCheck(name, kind, settings) {
-  assert.equal(name, 'isFailure');
+  assert.ok(name === 'isFailure' || name === 'stream', name);
   const now = T0;
+  if (name === 'stream') {
+    const co = coordinatorGlue().WasmCoordinator.create('contract', settingsJson({ failureThreshold: 5 }, 1000, 'x'), undefined, false);
+    const fetch = async (url, init) => new Response(co.exchange(Date.now(), init.body, url.includes('/v1/acquire')), { status: 200 });
+    const b =
+      kind === 'SharedCircuitBreaker'
+        ? new SharedCircuitBreaker('contract', { service: { url: 'https://x.example', token: 't', fetch }, breaker: settings })
+        : new StoreCircuitBreaker('contract-stream', { store: new MemoryStore(), breaker: settings });
+    await assert.rejects(b.stream(silent), (e) => e.name === 'TimeoutError' && /firstChunkTimeoutMs/.test(e.message), kind);
+    return;
+  }
   let view;
   if (kind === 'SharedCircuitBreaker') {
     const co = coordinatorGlue().WasmCoordinator.create('contract', settingsJson({ failureThreshold: 1 }, 1000, 'x'), undefined, false);

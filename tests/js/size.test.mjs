@@ -55,7 +55,7 @@
 // event-stream splitter and the watch, in the main module; +14 KB raw, +6.7 KB gzip of .wasm) and
 // `stream`'s retry and defaults (+0.45 KB of JavaScript): the main entry 27.2 (workerd and
 // edge-light: wasm 18.1, JS 9.1; 22.7 before) and 27.5 (browser), its JavaScript bundled whole
-// 11,862 B (11,419 before), the Node entries 39.0 (ESM) and 37.5 (CJS); the coordinator's hosts,
+// 11,863 B (11,419 before), the Node entries 39.0 (ESM) and 37.5 (CJS); the coordinator's hosts,
 // which load the main module too: breakwater/cloudflare alone 92.9, with its clients 102.0, with
 // clients from breakwater/shared 133.4, breakwater/store 140.7 (node) and 101.7 (Vercel Edge).
 // Those ceilings re-set to these +5 %, the edge JavaScript's to its size.
@@ -171,7 +171,7 @@ for (const [name, conditions] of Object.entries({
 // The JavaScript is esbuild's output of this repository's sources, the same on every machine, so
 // the ceiling is the size itself; the .wasm, which a toolchain update may move by a few bytes, is
 // held by the ceilings above.
-const MAIN_EDGE_JS_CEILING = 11_862;
+const MAIN_EDGE_JS_CEILING = 11_863;
 test(`the main entry's JavaScript, bundled whole for the edge, does not grow (at most ${MAIN_EDGE_JS_CEILING} B gzip)`, async (t) => {
   const dir = fs.mkdtempSync(path.join(root, '..', '.size-'));
   try {

@@ -84,6 +84,7 @@ export interface RetryObserver {
  * or store breaker).
  */
 export interface RetryBreaker {
+  /** Runs one attempt if the breaker admits it, and counts its outcome. */
   execute<T>(
     fn: (context: { signal?: AbortSignal | undefined }) => T | Promise<T>,
     options?: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined },

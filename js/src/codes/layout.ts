@@ -295,12 +295,16 @@ export const enum Item {
   Split = 3,
 }
 
-/** A reading of one item (`read_item`, `watch_reading`): src/wasm/layout.rs `reading`. */
+/** A reading's progress (`read_item`, `watch_reading`): src/wasm/layout.rs `reading`. */
 export const enum Reading {
   None = 0,
   KeepAlive = 1,
   Thinking = 2,
   Output = 3,
+}
+
+/** The rest of a reading's code (`reading_bits`). */
+export const enum ReadingBits {
   ProgressMask = 3,
   EndingShift = 2,
   EndingMask = 7,
@@ -320,7 +324,7 @@ export const enum WatchOp {
   ErrorData = 7,
 }
 
-/** A stream step as `watch_item` and `watch_op` answer it (src/wasm/layout.rs `stream_step`). */
+/** A step's kind as `watch_item` and `watch_op` answer it (src/wasm/layout.rs `stream_step`). */
 export const enum StreamStep {
   Hold = 0,
   Begin = 1,
@@ -330,9 +334,12 @@ export const enum StreamStep {
   Success = 5,
   Ignored = 6,
   None = 7,
-  StepMask = 7,
+}
+
+/** The rest of a step's code (`step_bits`). */
+export const enum StepBits {
+  FieldMask = 7,
   StopShift = 3,
-  StopMask = 7,
   LimitShift = 6,
   Counted = 512,
   StatusShift = 10,
@@ -340,13 +347,17 @@ export const enum StreamStep {
   Errored = 33554432,
 }
 
-/** A stop's kind and a limit (`stream_stop`). */
+/** A stop's kind (`stream_stop`). */
 export const enum StreamStop {
   Timeout = 0,
   Error = 1,
   Malformed = 2,
   Empty = 3,
   Broken = 4,
+}
+
+/** Which limit ran out (`stream_limit`), in the order of `Watch`'s limits. */
+export const enum StreamLimit {
   First = 0,
   Idle = 1,
   Total = 2,

@@ -5,7 +5,7 @@
 // the app into a bounded buffer, holds back what comes before the answer, runs the one timer
 // the core asks for, and acts on each step.
 import { wasm } from '../glue.js';
-import { Item, Reading as R, Sentinel, StreamStep as S, StreamStop as P, Watch as W, WatchOp as Op } from '../codes/layout.js';
+import { Item, Reading as R, ReadingBits as RB, Sentinel, StepBits as SB, StreamStep as S, StreamStop as P, Watch as W, WatchOp as Op } from '../codes/layout.js';
 import { TimeoutError } from '../helpers/errors.js';
 import { checkKeys, fail, fn as optFn, num } from '../helpers/options.js';
 import { FAILURE, IGNORED, SUCCESS, isResponse, type Ending } from '../classify.js';
@@ -328,11 +328,11 @@ class Guard<T> {
       else if (!this.#custom) {
         // One call: the core reads and judges it; ERRORED says the chunk carried an error.
         const step = x.watch_item(this.#h, now, putText(json), Item.Object);
-        if (step & S.Errored) this.#error = chunk;
-        return step & ~S.Errored;
+        if (step & SB.Errored) this.#error = chunk;
+        return step & ~SB.Errored;
       } else reading = x.read_item(putText(json), Item.Object);
     }
-    if (reading & R.Error) this.#error = chunk;
+    if (reading & RB.Error) this.#error = chunk;
     return x.watch_reading(this.#h, now, this.#custom ? this.#own(chunk as T, reading) : reading);
   }
 
@@ -357,7 +357,7 @@ class Guard<T> {
         const data = decoder.decode(bytes.subarray(at + nameLen, at + nameLen + dataLen));
         at += nameLen + dataLen;
         const event: SseEvent = { event: name === '' ? undefined : name, data };
-        if (reading & R.Error) this.#error = event;
+        if (reading & RB.Error) this.#error = event;
         code = this.#own(event, reading);
       }
       const step = x.watch_reading(this.#h, now, code);
@@ -371,28 +371,28 @@ class Guard<T> {
   #own(item: T | SseEvent, reading: number): number {
     const { isContent, errorOf, endingOf } = this.#o;
     let code = reading;
-    if (isContent !== undefined && (code & R.ProgressMask) !== R.KeepAlive) {
-      code = (code & ~R.ProgressMask) | (isContent(item) ? R.Output : R.None);
+    if (isContent !== undefined && (code & RB.ProgressMask) !== R.KeepAlive) {
+      code = (code & ~RB.ProgressMask) | (isContent(item) ? R.Output : R.None);
     }
     if (errorOf !== undefined) {
       const e = errorOf(item);
-      code &= R.ProgressMask | (R.EndingMask << R.EndingShift);
+      code &= RB.ProgressMask | (RB.EndingMask << RB.EndingShift);
       if (e !== undefined) {
         this.#error = e;
         const status = (e as { status?: unknown } | null)?.status;
-        code |= R.Error | ((typeof status === 'number' && status >= 400 && status <= 599 ? status : 500) << S.StatusShift);
+        code |= RB.Error | ((typeof status === 'number' && status >= 400 && status <= 599 ? status : 500) << SB.StatusShift);
       }
     }
     // An ending the user's reader does not name leaves the core's reading of the chunk.
     const ending = endingOf?.(item);
-    if (ending !== undefined) code = (code & ~(R.EndingMask << R.EndingShift)) | ((ENDINGS.indexOf(ending) + 1) << R.EndingShift);
+    if (ending !== undefined) code = (code & ~(RB.EndingMask << RB.EndingShift)) | ((ENDINGS.indexOf(ending) + 1) << RB.EndingShift);
     return code;
   }
 
   /** Acts on a step; `chunk` the item it came with (undefined: none), `thrown` a read's error. */
   #act(step: number, chunk: unknown, thrown?: unknown): void {
     if (step === S.None) return this.#arm();
-    const kind = step & S.StepMask;
+    const kind = step & SB.FieldMask;
     const has = chunk !== undefined;
     switch (kind) {
       case S.Hold:
@@ -417,7 +417,7 @@ class Guard<T> {
         return this.#fail(this.#stopError(step, thrown));
       case S.Cut:
         if (has) this.#out!.enqueue(chunk as T);
-        return void this.#interrupt(this.#stopError(step, thrown), (step & S.Counted) === 0);
+        return void this.#interrupt(this.#stopError(step, thrown), (step & SB.Counted) === 0);
       default:
         if (has) this.#out?.enqueue(chunk as T);
         // A stream that ended as it began (a refusal before any word) is read as it came.
@@ -432,11 +432,11 @@ class Guard<T> {
 
   /** The error a stopping step stands for. */
   #stopError(step: number, thrown: unknown): unknown {
-    const stop = (step >> S.StopShift) & S.StopMask;
-    const status = (step >> S.StatusShift) & 1023;
+    const stop = (step >> SB.StopShift) & SB.FieldMask;
+    const status = (step >> SB.StatusShift) & 1023;
     switch (stop) {
       case P.Timeout: {
-        const limit = LIMITS[(step >> S.LimitShift) & 7]!;
+        const limit = LIMITS[(step >> SB.LimitShift) & SB.FieldMask]!;
         const e = new TimeoutError(this.#o[limit]!);
         e.message = `the stream's ${limit} (${this.#o[limit]} ms) ran out`;
         return e;
