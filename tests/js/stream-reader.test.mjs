@@ -7,6 +7,7 @@ import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { CircuitBreaker } from 'breakwater';
+import { StoreCircuitBreaker, MemoryStore } from 'breakwater/store';
 import { startFakeProvider } from './fake-provider.mjs';
 import {
   anthropicText,
@@ -133,6 +134,17 @@ for (const [what, first] of [
     assert.deepEqual([breaker.stats.failures, breaker.stats.successes], [1, 1], 'each attempt counted once');
   });
 }
+
+test('a store breaker retries before the first word the same way, each attempt counted by the fleet', async () => {
+  provider.cue({ transcript: anthropicOverloadedBeforeText }, { transcript: anthropicText });
+  const breaker = new StoreCircuitBreaker('retry-store', { store: new MemoryStore(), breaker: { stream: { retry: RETRY } } });
+  const body = await new Response(await breaker.stream(call)).text();
+  assert.equal(textOf(body), WHOLE);
+  assert.equal(provider.requests.length, 2);
+  await breaker.flush();
+  const { counters } = await breaker.inspect();
+  assert.deepEqual([counters.failures, counters.successes], [1, 1]);
+});
 
 test('without retry the first attempt fails: the caller decides', async () => {
   provider.cue({ transcript: anthropicOverloadedBeforeText }, { transcript: anthropicText });

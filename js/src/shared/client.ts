@@ -829,7 +829,7 @@ export class SharedCircuitBreaker {
     const { waitUntil = this.#waitUntil, classify = this.#classify, retry, ...options } = withDefaults(this.#streamDefaults, opts) ?? {};
     if (options.signal?.aborted) throw options.signal.reason;
     if (retry !== undefined && retry !== false) {
-      return streamWithRetry(retry, options.signal, (signal) => this.stream(fn as (c: { signal: AbortSignal }) => ReadableStream<T>, { ...options, waitUntil, classify, signal }));
+      return streamWithRetry(retry, options.signal, (signal) => this.stream(fn as (c: { signal: AbortSignal }) => ReadableStream<T>, { ...options, waitUntil, classify, signal, retry: false }));
     }
     const ticket = await this.#admit();
     return guardStream(
