@@ -2,7 +2,7 @@
 //! ServiceBuilder, the reqwest middleware with a real client, all against a fake provider on
 //! 127.0.0.1 that answers on cue. The providers' error answers are the JSON transcripts of
 //! tests/fixtures/llm (each names its source: the providers' API references, the SDKs' and the
-//! AI SDK's recorded fixtures), read with Node.
+//! AI SDK's recorded fixtures), read with Node (tests/common/llm.rs).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -20,6 +20,9 @@ use breakwater::{
     RetryPolicy, SplitMix64, State, SystemClock, Timestamp, Transition, TripRule,
 };
 use tokio::net::TcpListener;
+
+#[path = "common/llm.rs"]
+mod llm;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 // --- The fake provider ---
@@ -706,27 +709,10 @@ async fn the_middleware_forgets_a_request_its_caller_dropped() {
 
 /// Every JSON error answer of tests/fixtures/llm (status, headers, body), by name.
 fn corpus() -> Vec<(String, Answer)> {
-    let script = "import { corpus } from './tests/fixtures/llm/index.mjs';\n\
-        const out = [];\n\
-        for (const m of Object.values(corpus)) for (const [name, t] of Object.entries(m))\n\
-          if ('body' in t) out.push({ name, status: t.status, headers: t.headers, body: t.body, source: t.source });\n\
-        console.log(JSON.stringify(out));";
-    let out = std::process::Command::new("node")
-        .args(["--input-type=module", "-e", script])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("node runs (the transcripts are ES modules)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    all.as_array()
-        .unwrap()
+    llm::corpus()
         .iter()
+        .filter(|t| t.get("body").is_some())
         .map(|t| {
-            assert!(t["source"].as_str().is_some_and(|s| !s.is_empty()));
             let headers = t["headers"]
                 .as_object()
                 .unwrap()

@@ -25,6 +25,9 @@ use bytes::Bytes;
 use http_body::Body as _;
 use serde_json::Value;
 use tokio::net::TcpListener;
+
+#[path = "common/llm.rs"]
+mod llm;
 use tower::{ServiceBuilder, ServiceExt};
 
 // --- The transcripts ---
@@ -68,8 +71,9 @@ struct Transcript {
     events: Vec<Item>,
     /// The connection is aborted after the last event.
     cut: bool,
-    /// What the transcript is (its `expect` field, when it has one).
-    expect: Option<Value>,
+    /// The outcome the corpus documents for it (tests/fixtures/llm/index.mjs `documented`),
+    /// when it has an `expect`.
+    documented: Option<Outcome>,
     /// After the events, this one again and again until the reader is gone.
     endless: Option<Item>,
 }
@@ -97,27 +101,10 @@ impl Transcript {
 
 /// Every stream transcript of tests/fixtures/llm.
 fn corpus() -> Vec<Transcript> {
-    let script = "import { corpus } from './tests/fixtures/llm/index.mjs';\n\
-        const out = [];\n\
-        for (const m of Object.values(corpus)) for (const [name, t] of Object.entries(m))\n\
-          if ('events' in t) out.push({ name, status: t.status, headers: t.headers, events: t.events, cut: !!t.cut, expect: t.expect ?? null, source: t.source });\n\
-        console.log(JSON.stringify(out));";
-    let out = std::process::Command::new("node")
-        .args(["--input-type=module", "-e", script])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("node runs (the transcripts are ES modules)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
-    all.as_array()
-        .unwrap()
+    llm::corpus()
         .iter()
+        .filter(|t| t.get("events").is_some())
         .map(|t| {
-            assert!(t["source"].as_str().is_some_and(|s| !s.is_empty()));
             let events = t["events"]
                 .as_array()
                 .unwrap()
@@ -145,8 +132,13 @@ fn corpus() -> Vec<Transcript> {
                     .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
                     .collect(),
                 events,
-                cut: t["cut"].as_bool().unwrap(),
-                expect: Some(t["expect"].clone()).filter(|e| !e.is_null()),
+                cut: t["cut"].as_bool() == Some(true),
+                documented: match t["documented"].as_str() {
+                    Some("fail" | "cut") => Some(Outcome::Failure),
+                    Some("ignored") => Some(Outcome::Ignored),
+                    Some("success") => Some(Outcome::Success),
+                    _ => None,
+                },
                 endless: None,
             }
         })
@@ -159,46 +151,6 @@ fn find(corpus: &[Transcript], name: &str) -> Transcript {
         .find(|t| t.name == name)
         .unwrap_or_else(|| panic!("{name} is in the corpus"))
         .clone()
-}
-
-/// The outcome a transcript's `expect` says the stream has (tests/fixtures/llm/index.mjs:
-/// `progress`, `ending`, `error`, `malformed`), by the stream guard's rules: a malformed frame,
-/// an error before the first progress, or an ending named `failed` is a failure; an ending named
-/// `declined` is ignored; with no progress at all, a stream is empty (a failure) unless its
-/// ending says the budget ran out first (`truncated`, ignored); an error after the first
-/// progress, or a cut connection, with no ending named is a failure; the rest is a success. An
-/// `outcome` field, if the corpus gives one, says it outright.
-fn expected_outcome(expect: &Value, cut: bool) -> Outcome {
-    let text = |key: &str| {
-        expect
-            .get(key)
-            .and_then(Value::as_str)
-            .filter(|v| *v != "none")
-    };
-    match text("outcome") {
-        Some("success") => return Outcome::Success,
-        Some("failure") => return Outcome::Failure,
-        Some("ignored") => return Outcome::Ignored,
-        _ => {}
-    }
-    let (progress, ending, error) = (text("progress"), text("ending"), text("error"));
-    let malformed = expect.get("malformed").and_then(Value::as_bool) == Some(true);
-    if malformed || error == Some("before") || ending == Some("failed") {
-        return Outcome::Failure;
-    }
-    if ending == Some("declined") {
-        return Outcome::Ignored;
-    }
-    if progress.is_none() {
-        return match ending {
-            Some("truncated") => Outcome::Ignored,
-            _ => Outcome::Failure,
-        };
-    }
-    if ending.is_none() && (error.is_some() || cut) {
-        return Outcome::Failure;
-    }
-    Outcome::Success
 }
 
 // --- The fake provider ---
@@ -507,11 +459,7 @@ async fn the_corpus_streams_are_counted_by_how_they_end() {
     let mut checked = 0;
     for t in &corpus {
         let listed = table.iter().find(|e| e.0 == t.name);
-        let expected = listed.map(|e| e.1).or_else(|| {
-            t.expect
-                .as_ref()
-                .map(|expect| expected_outcome(expect, t.cut))
-        });
+        let expected = listed.map(|e| e.1).or(t.documented);
         for via in BOTH {
             let read = replay_through(via, &provider, &url, t, None, &eager).await;
             let sent = t.bytes();

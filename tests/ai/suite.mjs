@@ -788,15 +788,7 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
   // provider package and breakerMiddleware: each reaches the outcome the corpus documents, as
   // through raw fetch and the official SDKs (tests/js/stream-corpus.test.mjs), the core
   // (tests/stream_corpus.rs) and the Rust services (tests/stream_guard.rs).
-  const documented = (t) => {
-    const { progress, ending, error, malformed } = t.expect;
-    if (malformed || error === 'before') return 'fail';
-    if (ending === 'declined' || (progress === 'none' && ending === 'truncated')) return 'ignored';
-    if (progress === 'none') return 'fail';
-    if (ending === 'failed') return 'cut';
-    if (ending === 'none' && (t.cut || error === 'after')) return 'cut';
-    return 'success';
-  };
+  const { documented } = llm;
   const MODELS = {
     anthropic: () => anthropic('claude-test'),
     'openai-chat': () => openai.chat('gpt-test'),

@@ -9,22 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CircuitBreaker } from 'breakwater';
-import { corpus } from '../fixtures/llm/index.mjs';
+import { corpus, documented } from '../fixtures/llm/index.mjs';
 import { useSdkClients, ASK, CHAT } from './sdk-clients.mjs';
 
 let provider, anthropic, openai, gemini;
 useSdkClients((c) => ({ provider, anthropic, openai, gemini } = c));
-
-/** The documented outcome of a transcript with `expect` (tests/stream_corpus.rs `documented`). */
-function documented(t) {
-  const { progress, ending, error, malformed } = t.expect;
-  if (malformed || error === 'before') return 'fail';
-  if (ending === 'declined' || (progress === 'none' && ending === 'truncated')) return 'ignored';
-  if (progress === 'none') return 'fail';
-  if (ending === 'failed') return 'cut';
-  if (ending === 'none' && (t.cut || error === 'after')) return 'cut';
-  return 'success';
-}
 
 const PATHS = {
   anthropic: '/v1/messages',
