@@ -105,11 +105,8 @@ fn info_says_what_the_closed_fast_path_may_skip() {
     slow[c::WINDOW_KIND] = window_kind::MILLIS as f64;
     slow[c::WINDOW_SIZE] = 60_000.0;
     for (b, bits) in [
-        (consecutive, fast::ADMIT | fast::SUCCESS),
-        (
-            new_breaker(&window),
-            fast::ADMIT | fast::SUCCESS | fast::SUCCESS_AFTER_FAILURE,
-        ),
+        (consecutive, fast::ADMIT),
+        (new_breaker(&window), fast::ADMIT),
         (new_breaker(&rate), fast::ADMIT),
         (new_breaker(&slow), fast::ADMIT | fast::TIMED),
     ] {

@@ -153,8 +153,6 @@ fn the_codes_are_the_cores() {
     }
     for (bits, code) in [
         (FastPath::ADMIT, fast::ADMIT),
-        (FastPath::SUCCESS, fast::SUCCESS),
-        (FastPath::SUCCESS_AFTER_FAILURE, fast::SUCCESS_AFTER_FAILURE),
         (FastPath::TIMED, fast::TIMED),
     ] {
         assert_eq!(bits.bits(), code, "{bits:?}");

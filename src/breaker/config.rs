@@ -160,37 +160,14 @@ pub enum TripRule {
 }
 
 impl TripRule {
-    /// Whether a CLOSED breaker under this rule needs the time to admit a call (`outcome`
-    /// `None`) or to count one that ended so. Only [`TripRule::ConsecutiveFailures`] can do
-    /// without: its admissions and its successes and ignored calls read no time, and only a
-    /// failure may trip (the open period starts then). Rate rules can trip on a success (the one
-    /// that brings the window to its minimum), and time windows and slow calls need the time of
-    /// every call. A host whose clock is costly may pass the last time the breaker saw
-    /// ([`Breaker::latest`](super::Breaker::latest)) where this says `false`; the Rust facade
-    /// does.
-    pub const fn needs_time_while_closed(&self, outcome: Option<super::Outcome>) -> bool {
-        match *self {
-            TripRule::ConsecutiveFailures { .. } => {
-                matches!(outcome, Some(super::Outcome::Failure))
-            }
-            _ => true,
-        }
-    }
-
     /// What a CLOSED, automatic breaker under this rule lets its host skip: every rule admits
-    /// a call with nothing but a counter ([`FastPath::ADMIT`]); the consecutive rule counts a
-    /// success with nothing but a counter while no failure is in the run, the failures-in-window
-    /// rule always ([`FastPath::SUCCESS`], [`FastPath::SUCCESS_AFTER_FAILURE`]); the rate rules
-    /// count every success in their window; the slow-call rule needs the time each call was
-    /// admitted ([`FastPath::TIMED`]).
+    /// a call with nothing but a counter ([`FastPath::ADMIT`]); the slow-call rule needs the
+    /// time each call was admitted ([`FastPath::TIMED`]). Which successes it may count alone is
+    /// the breaker's answer of the moment ([`Breaker::quiet`](super::Breaker::quiet)).
     pub const fn fast_path(&self) -> FastPath {
         match *self {
-            TripRule::ConsecutiveFailures { .. } => FastPath::ADMIT.with(FastPath::SUCCESS),
-            TripRule::FailuresInWindow { .. } => FastPath::ADMIT
-                .with(FastPath::SUCCESS)
-                .with(FastPath::SUCCESS_AFTER_FAILURE),
-            TripRule::FailureRate { .. } => FastPath::ADMIT,
             TripRule::SlowCallRate { .. } => FastPath::ADMIT.with(FastPath::TIMED),
+            _ => FastPath::ADMIT,
         }
     }
 
@@ -206,7 +183,9 @@ impl TripRule {
 /// What a host may skip while a breaker is CLOSED and in automatic mode, as bits: the facts a
 /// host's cache of the CLOSED state rests on ([`TripRule::fast_path`],
 /// [`BreakerConfig::fast_path`]). A host that skips a call to the core counts what it skipped
-/// itself (admissions, successes) and drops its cache on every transition, override and restore.
+/// itself and hands it over ([`Breaker::record_quiet`](super::Breaker::record_quiet)) before
+/// anything else reaches the core, and drops its cache on every transition, override and
+/// restore. The successes it may count alone are [`Breaker::quiet`](super::Breaker::quiet)'s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct FastPath(u32);
 
@@ -216,13 +195,8 @@ impl FastPath {
     /// Admitting a call changes nothing but the admitted count: a permit of the current
     /// generation may be reused for every call until a transition.
     pub const ADMIT: FastPath = FastPath(1);
-    /// A success changes nothing but the success count, as long as no failure was counted since
-    /// the last success the core saw (or since the breaker closed).
-    pub const SUCCESS: FastPath = FastPath(2);
-    /// A success changes nothing but the success count after a failure too.
-    pub const SUCCESS_AFTER_FAILURE: FastPath = FastPath(4);
     /// A report needs the time its call was admitted (not only the time it ended).
-    pub const TIMED: FastPath = FastPath(8);
+    pub const TIMED: FastPath = FastPath(2);
 
     /// These bits and `other`'s.
     pub const fn with(self, other: FastPath) -> FastPath {
@@ -353,25 +327,12 @@ impl BreakerConfig {
         self
     }
 
-    /// Whether a CLOSED breaker under this configuration needs the time to admit a call
-    /// (`outcome` `None`) or to count one that ended so: the trip rule's answer
-    /// ([`TripRule::needs_time_while_closed`]), and always under a throttle (its window is
-    /// counted in time).
-    pub const fn needs_time_while_closed(&self, outcome: Option<super::Outcome>) -> bool {
-        self.throttle_rule().is_some() || self.trip.needs_time_while_closed(outcome)
-    }
-
     /// What a CLOSED, automatic breaker under this configuration lets its host skip: the trip
-    /// rule's [`FastPath`], with neither admissions nor successes under a throttle (it decides
-    /// every call and counts every outcome in its window).
+    /// rule's [`FastPath`], without admissions under a throttle (it decides every call).
     pub const fn fast_path(&self) -> FastPath {
         let rule = self.trip.fast_path();
         if self.throttle_rule().is_some() {
-            rule.without(
-                FastPath::ADMIT
-                    .with(FastPath::SUCCESS)
-                    .with(FastPath::SUCCESS_AFTER_FAILURE),
-            )
+            rule.without(FastPath::ADMIT)
         } else {
             rule
         }

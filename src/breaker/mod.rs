@@ -191,6 +191,51 @@ pub enum Outcome {
     Ignored,
 }
 
+/// What a host may count alone for now ([`Breaker::quiet`]): while the breaker is CLOSED and
+/// automatic, the next `successes` successes (neither failed nor, under a slow-call rule, slow)
+/// reported before `until` change nothing but counts. The host counts them and hands them over
+/// at once ([`Breaker::record_quiet`]) before anything else reaches the breaker: a failure, an
+/// ignored call, any read of its state or counts, or the first call at or after `until`.
+///
+/// An answer that every success is quiet, at any time ([`Quiet::FREE`]: the consecutive and
+/// failures-in-a-window rules, and a call window past its minimum) holds until the breaker leaves
+/// CLOSED or automatic mode: a host need not ask again after a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quiet {
+    /// How many successes; 0 when every report must reach the breaker.
+    pub successes: u32,
+    /// Until when (exclusive): `Timestamp(u64::MAX)` when time does not matter.
+    pub until: Timestamp,
+    /// The slow-call rule's threshold: a success longer than this (from its permit's
+    /// `issued_at`) is not quiet. `u64::MAX` under the other rules.
+    pub slow_call_ms: u64,
+}
+
+impl Quiet {
+    /// Nothing may be counted alone.
+    pub const NONE: Quiet = Quiet {
+        successes: 0,
+        until: Timestamp(0),
+        slow_call_ms: 0,
+    };
+
+    /// Every success is quiet, whenever it ends.
+    pub const FREE: Quiet = Quiet {
+        successes: u32::MAX,
+        until: Timestamp(u64::MAX),
+        slow_call_ms: u64::MAX,
+    };
+
+    /// Whether a success admitted at `issued_at` and ended at `now` is quiet (given that fewer
+    /// than `successes` were counted alone since this answer).
+    #[inline]
+    pub const fn admits(&self, issued_at: Timestamp, now: Timestamp) -> bool {
+        self.successes > 0
+            && now.0 < self.until.0
+            && now.0.saturating_sub(issued_at.0) <= self.slow_call_ms
+    }
+}
+
 /// Running totals since the breaker was built (or restored). Saturating.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -584,6 +629,64 @@ impl Breaker {
             }
             State::Open => None,
         }
+    }
+
+    /// What the host may count alone from now on ([`Quiet`]): [`Quiet::NONE`] unless CLOSED,
+    /// automatic and without a throttle (which decides every call). The trip rule answers:
+    /// successes never open the consecutive and failures-in-a-window rules; a rate rule's
+    /// success may when it brings its window to the minimum of calls, and a time window's
+    /// successes are quiet until its current bucket ends (none before a call entered it).
+    #[inline(never)]
+    pub fn quiet(&self) -> Quiet {
+        if self.state != State::Closed
+            || self.mode != Mode::Automatic
+            || self.config.throttle_rule().is_some()
+        {
+            return Quiet::NONE;
+        }
+        let (successes, until) = self.counter.quiet(&self.bucket_cache, self.last_now);
+        Quiet {
+            successes,
+            until: Timestamp(until),
+            slow_call_ms: self.config.trip.slow_call_ms().unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Hands over what the host counted alone under [`quiet`](Self::quiet): `admitted`
+    /// admissions of a CLOSED permit (counted in the statistics only) and `successes` quiet
+    /// successes, recorded in the bucket the answer was for (at `now`, or at the last
+    /// millisecond before its `until` if `now` is past it). `now`: the latest time of the calls
+    /// handed over, or any later one. Equivalent to as many calls of
+    /// [`acquire`](Self::acquire) and [`report`](Self::report). Successes handed over when the
+    /// breaker is no longer CLOSED count as stale.
+    pub fn record_quiet(
+        &mut self,
+        now: Timestamp,
+        admitted: u64,
+        successes: u64,
+    ) -> Option<Transition> {
+        self.stats.admitted = self.stats.admitted.saturating_add(admitted);
+        let quiet = self.quiet();
+        let latest = self.observe(now);
+        if successes == 0 {
+            return None;
+        }
+        if quiet == Quiet::NONE {
+            self.count_stale(u32::try_from(successes).unwrap_or(u32::MAX), 0, 0);
+            return None;
+        }
+        // In the bucket the answer was for, even when handed over after it ended.
+        let now = latest.min(quiet.until.0.saturating_sub(1));
+        let first = successes.min(self.counter.one_by_one(&self.config.trip));
+        self.stats.successes = self.stats.successes.saturating_add(successes);
+        for _ in 0..first {
+            if let Some(t) = self.record_closed(now, Outcome::Success, false) {
+                return Some(t);
+            }
+        }
+        self.counter
+            .add_successes(successes - first, &self.bucket_cache)
+            .then(|| self.trip(now))
     }
 
     /// Counts outcomes that arrive too late to matter (their generation has passed) in one step:

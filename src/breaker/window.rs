@@ -248,6 +248,117 @@ impl Counter {
         }
     }
 
+    /// How many successes in a row (neither failed nor slow), at times from `now` up to the
+    /// returned time (exclusive), cannot make the rule call for opening: `(successes, until)`.
+    /// A rate rule can open on a success only when it brings its window to the minimum of
+    /// calls (or when the window moved on and what remains already reaches the rate: the
+    /// first call of a time bucket is evaluated in full). So: any number under the consecutive
+    /// and failures-in-a-window rules; under a rate rule, those that keep the window below its
+    /// minimum, or any number once it is there, until the current time bucket ends. None
+    /// before the window's cache is derived (after a clear or a restore, or in a time bucket no
+    /// call entered yet): the next call evaluates the rule in full, and derives it.
+    pub(crate) fn quiet(&self, cache: &WindowCache, now: u64) -> (u32, u64) {
+        let bad_of = |t: Tally| {
+            if cache.bad_bit == SLOW_BIT {
+                t.slow
+            } else {
+                t.failures
+            }
+        };
+        let (calls, bad, until) = match self {
+            Counter::Consecutive { .. } | Counter::FailureTimes { .. } => {
+                return (u32::MAX, u64::MAX)
+            }
+            Counter::Calls {
+                ring,
+                failures,
+                slow,
+                ..
+            } if cache.cap > 0 => (
+                ring.len() as u32,
+                bad_of(Tally {
+                    calls: 0,
+                    failures: *failures,
+                    slow: *slow,
+                }),
+                u64::MAX,
+            ),
+            Counter::Buckets { buckets } if now.wrapping_sub(cache.start) < cache.width => {
+                let Some(b) = buckets.get(cache.slot) else {
+                    return (0, now);
+                };
+                let t = cache.others.add(Tally::of(b));
+                (t.calls, bad_of(t), cache.start.saturating_add(cache.width))
+            }
+            _ => return (0, now),
+        };
+        // Below the minimum, the successes that keep the window there; the one that brings it to
+        // the minimum is reported (it may open). At or past the minimum a success lowers the
+        // rate, which is below the threshold after every call the rule evaluated: any number
+        // (past a time window's or a restored window's first call, which is evaluated in full).
+        let successes = if calls < cache.needed {
+            cache.needed - calls - 1
+        } else {
+            let size = calls.saturating_add(1);
+            let size = if cache.cap > 0 {
+                size.min(cache.cap)
+            } else {
+                size
+            };
+            if rate_reached(size, bad, cache.needed, cache.threshold_percent) {
+                0
+            } else {
+                u32::MAX
+            }
+        };
+        (successes, until)
+    }
+
+    /// After [`record`](Self::record) counted a success, counts `n` more at the same time
+    /// where only their number matters: a time window's current bucket (true if one of them
+    /// brings the window to its minimum at the rate), a full call window's ring of successes
+    /// (they only move its head). The caller records one by one what else could change.
+    pub(crate) fn add_successes(&mut self, n: u64, cache: &WindowCache) -> bool {
+        match self {
+            Counter::Buckets { buckets } => {
+                let Some(b) = buckets.get_mut(cache.slot) else {
+                    return false;
+                };
+                let before = cache.others.calls.saturating_add(b.calls);
+                b.calls = b.calls.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+                let after = cache.others.calls.saturating_add(b.calls);
+                before < cache.needed
+                    && after >= cache.needed
+                    && cache.rate_reached(cache.needed, b)
+            }
+            Counter::Calls { head, .. } if cache.cap > 0 => {
+                *head = ((u64::from(*head) + n) % u64::from(cache.cap)) as u32;
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// How many successes in a row [`record`](Self::record) must count one by one before
+    /// [`add_successes`](Self::add_successes) may count the rest: a call window's size (after
+    /// which its ring holds nothing else), or 1.
+    pub(crate) fn one_by_one(&self, rule: &TripRule) -> u64 {
+        match (self, *rule) {
+            (
+                Counter::Calls { .. },
+                TripRule::FailureRate {
+                    window: Window::Calls(n),
+                    ..
+                }
+                | TripRule::SlowCallRate {
+                    window: Window::Calls(n),
+                    ..
+                },
+            ) => n.into(),
+            _ => 1,
+        }
+    }
+
     /// Checks that this memory can serve `rule` and is internally consistent.
     pub(crate) fn check(&self, rule: &TripRule) -> Result<(), crate::SnapshotError> {
         use crate::error::terse;

@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::*;
 #[cfg(feature = "wasm-adaptive")]
 use super::layout::queue as qu;
 use super::layout::{cfg, info, refusal, reject, transition as tr};
-use super::{new_breaker, ts, Held};
+use super::{int, new_breaker, transition_code, ts, Held};
 #[cfg(not(feature = "wasm-adaptive"))]
 use crate::{Classifier, RetryBudget, RetryPolicy};
 
@@ -162,6 +162,16 @@ pub fn report(h: u32, now: f64, issued_at: f64, permit: f64, outcome: u32) -> u3
     table()
         .breaker(h)
         .map_or(tr::NONE, |b| b.report(now, issued_at, permit, outcome))
+}
+
+// Hands over what the host counted alone under `info::QUIET*` (`Breaker::record_quiet`):
+// `admitted` admissions of its cached CLOSED permit and `successes` quiet successes. Returns the
+// transition code.
+#[wasm_bindgen]
+pub fn record_quiet(h: u32, now: f64, admitted: f64, successes: f64) -> u32 {
+    table().breaker(h).map_or(tr::NONE, |b| {
+        transition_code(b.inner.record_quiet(ts(now), int(admitted), int(successes)))
+    })
 }
 
 // ----- a breaker's concurrency limit ([`layout::bulkhead`]) -----

@@ -70,14 +70,10 @@ layouts! {
         IN_FLIGHT = 16,      // calls holding a slot of it
         QUEUED = 17,         // calls waiting for one
         FAST = 18,           // the `fast` bits of the breaker's configuration (they never change)
-        LEN = 19,
-    }
-    /// The positions of a snapshot's numbers that the TypeScript layer touches (it adds what its
-    /// CLOSED fast path counted without the core). The whole layout is `encode_snapshot`'s.
-    snap / "Snap": usize {
-        STATE = 1,
-        ADMITTED = 12,
-        SUCCESSES = 14,
+        QUIET = 19,          // `Breaker::quiet`: successes the host may count alone (≤ 2^32 - 1)
+        QUIET_UNTIL = 20,    // until when (ms; 2^64 - 1: time does not matter)
+        QUIET_SLOW = 21,     // the longest quiet success (ms; 2^64 - 1: any)
+        LEN = 22,
     }
     /// A retry policy and its classifier; the retryable statuses follow when `USE_RETRYABLE` is 1.
     retry / "Retry": usize {
@@ -404,14 +400,11 @@ layouts! {
     }
     /// What a CLOSED, automatic breaker lets its host skip (`info::FAST`, the bits of
     /// `FastPath`): `ADMIT` admitting a call changes nothing but a counter (the host may reuse
-    /// the permit); `SUCCESS` neither does a success while no failure was counted since the
-    /// last success the core saw; `SUCCESS_AFTER_FAILURE` nor one after a failure; `TIMED` a
-    /// report needs the time the call was admitted.
+    /// the permit); `TIMED` a report needs the time the call was admitted. The successes it may
+    /// count alone are `info::QUIET_*` (`Breaker::quiet`), handed over by `record_quiet`.
     fast / "Fast": u32 {
         ADMIT = 1,
-        SUCCESS = 2,
-        SUCCESS_AFTER_FAILURE = 4,
-        TIMED = 8,
+        TIMED = 2,
     }
     /// One transition of the coordinator's `transitions` (`state` codes, ms).
     step / "Step": usize {

@@ -294,6 +294,7 @@ impl Held {
         let b = &self.inner;
         let s = b.stats();
         let (full, in_flight, queued) = self.limit_info();
+        let quiet = b.quiet();
         [
             state_num(b.state_at(ts(now))) as f64,
             mode_num(b.mode()) as f64,
@@ -314,6 +315,9 @@ impl Held {
             in_flight,
             queued,
             f64::from(self.fast),
+            f64::from(quiet.successes),
+            quiet.until.0 as f64,
+            quiet.slow_call_ms as f64,
         ]
     }
 
