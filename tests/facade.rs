@@ -419,7 +419,9 @@ fn a_closed_breaker_reads_the_clock_only_where_the_rule_needs_the_time() {
     assert_eq!(b.call(|| Ok::<_, ()>(1)), Ok(1), "the probe");
     assert_eq!(b.state(), State::Closed);
 
-    // A rate rule can trip on a success: every call reads the clock.
+    // A rate rule can trip on a success, the one that brings its window to the minimum at the
+    // rate: the core says which ([`Breaker::quiet`]), and only reports that can open read the
+    // clock (a count window's admissions and quiet successes need no time).
     let clock = CountingClock::default();
     clock.now.store(1_000_000, SeqCst);
     let rate = BreakerConfig::new()
@@ -441,7 +443,24 @@ fn a_closed_breaker_reads_the_clock_only_where_the_rule_needs_the_time() {
         Some(Timestamp(3_005_000)),
         "opened at the real time"
     );
-    assert_eq!(clock.reads.load(SeqCst), 8 + 1);
+    // 3 failures, the success that opens, `state()`.
+    assert_eq!(clock.reads.load(SeqCst), 3 + 1 + 1);
+
+    // A time window: each success reads the clock (it is quiet until its bucket ends); an
+    // admission does not.
+    let clock = CountingClock::default();
+    clock.now.store(1_000_000, SeqCst);
+    let timed = BreakerConfig::new().with_trip(TripRule::FailureRate {
+        threshold_percent: 50.0,
+        minimum_calls: 4,
+        window: breakwater::Window::Millis(10_000),
+    });
+    let b = CircuitBreaker::new("llm", timed, clock.clone()).unwrap();
+    for _ in 0..10 {
+        b.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    assert_eq!(clock.reads.load(SeqCst), 10);
+    assert_eq!(b.stats().successes, 10);
 }
 
 // Under tokio, natively (tokio is not a dev-dependency for wasm32, where `wasm-pack test` builds
@@ -515,5 +534,62 @@ mod panicking_listener {
             refusals_after_the_panic(&clock, &b).await,
             (0, State::Closed)
         );
+    }
+}
+
+/// The lock-free CLOSED path loses no count under contention: threads whose calls mostly succeed
+/// (counted alone) and sometimes fail (through the core, which takes the counts first), under a
+/// rule that stays CLOSED and under one that opens and recovers, end with every admitted call
+/// counted once, as a success or a failure.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn the_lock_free_path_counts_every_call_once_under_contention() {
+    use breakwater::SystemClock;
+    let rules = [
+        TripRule::ConsecutiveFailures { threshold: 1_000 },
+        TripRule::FailureRate {
+            threshold_percent: 20.0,
+            minimum_calls: 50,
+            window: breakwater::Window::Calls(100),
+        },
+        // The run lasts a few milliseconds, one or two buckets: a rate of the whole run.
+        TripRule::FailureRate {
+            threshold_percent: 2.0,
+            minimum_calls: 50,
+            window: breakwater::Window::Millis(1_000),
+        },
+    ];
+    for rule in rules {
+        let config = BreakerConfig::new()
+            .with_trip(rule)
+            .with_open_duration_ms(1)
+            .with_half_open_success_threshold(1);
+        let b = Arc::new(CircuitBreaker::new("llm", config, SystemClock).unwrap());
+        let threads: Vec<_> = (0..4u32)
+            .map(|t| {
+                let b = Arc::clone(&b);
+                std::thread::spawn(move || {
+                    let mut ran = 0u64;
+                    for i in 0..20_000u32 {
+                        // Bursts of failures now and then, enough to open the rate rules.
+                        let fail = (i / 500 + t) % 7 == 0 && i % 3 == 0;
+                        if b.call(|| if fail { Err(()) } else { Ok(()) }).is_ok() || fail {
+                            ran += 1;
+                        }
+                    }
+                    ran
+                })
+            })
+            .collect();
+        let ran: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        let s = b.stats();
+        assert_eq!(s.admitted, s.successes + s.failures, "{rule:?}: {s:?}");
+        assert_eq!(s.admitted + s.rejected, 80_000, "{rule:?}: {s:?}");
+        assert!(ran >= s.admitted, "{rule:?}: {s:?}");
+        if let TripRule::ConsecutiveFailures { .. } = rule {
+            assert_eq!((s.opened, s.rejected), (0, 0), "{rule:?}: {s:?}");
+        } else {
+            assert!(s.opened > 0, "{rule:?} opened on the bursts: {s:?}");
+        }
     }
 }

@@ -9,10 +9,10 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::future::Future;
 
-use crate::breaker::{
-    Breaker, BreakerConfig, Mode, Outcome, Permit, PermitKind, Rejected, State, Stats, Transition,
-};
-use crate::clock::Clock;
+use super::quick::{Granted, Quick};
+use crate::breaker::FastPath;
+use crate::breaker::{Breaker, BreakerConfig, Outcome, Permit, Rejected, State, Stats, Transition};
+use crate::clock::{Clock, Timestamp};
 use crate::error::ConfigError;
 use crate::name::{validate_name, InvalidName};
 use crate::retry::{AttemptFailure, RetryDecision, RetryPolicy};
@@ -46,11 +46,16 @@ type Listener = Box<dyn Fn(&str, Transition) + Send + Sync>;
 /// counted. See [`CallGuard`].
 pub struct CircuitBreaker<C: Clock> {
     name: String,
-    core: Lock<Breaker>,
+    /// The core, and the successes its last quiet answer let `quick` count alone.
+    core: Lock<(Breaker, Granted)>,
+    /// The CLOSED fast path: admissions and quiet successes without the lock.
+    quick: Quick,
     clock: C,
     listener: Option<Listener>,
-    /// The configuration, for [`BreakerConfig::needs_time_while_closed`].
-    settings: BreakerConfig,
+    /// Whether a report needs its call's admission time ([`FastPath::TIMED`]).
+    timed: bool,
+    /// The slow-call rule's threshold, or `u64::MAX`.
+    slow_call_ms: u64,
 }
 
 impl<C: Clock> fmt::Debug for CircuitBreaker<C> {
@@ -67,12 +72,16 @@ impl<C: Clock> CircuitBreaker<C> {
     pub fn new(name: &str, config: BreakerConfig, clock: C) -> Result<Self, BuildError> {
         validate_name(name).map_err(BuildError::Name)?;
         let core = Breaker::new(config).map_err(BuildError::Config)?;
+        let quick = Quick::default();
+        let granted = quick.publish(&core);
         Ok(CircuitBreaker {
             name: name.to_string(),
-            core: Lock::new(core),
+            core: Lock::new((core, granted)),
+            quick,
             clock,
             listener: None,
-            settings: config,
+            timed: config.fast_path().contains(FastPath::TIMED),
+            slow_call_ms: config.trip.slow_call_ms().unwrap_or(u64::MAX),
         })
     }
 
@@ -84,22 +93,22 @@ impl<C: Clock> CircuitBreaker<C> {
     /// The state a call now would find.
     pub fn state(&self) -> State {
         let now = self.clock.now();
-        self.core.with(|core| core.state_at(now))
+        self.with_core(Some(now), |core| core.state_at(now))
     }
 
     /// A copy of the state machine as it is now (for snapshots and inspection).
     pub fn core(&self) -> Breaker {
-        self.core.with(|core| core.clone())
+        self.with_core(None, |core| core.clone())
     }
 
     /// The running totals.
     pub fn stats(&self) -> Stats {
-        self.core.with(|core| *core.stats())
+        self.with_core(None, |core| *core.stats())
     }
 
     /// The configuration.
     pub fn config(&self) -> BreakerConfig {
-        self.core.with(|core| *core.config())
+        self.core.with(|(core, _)| *core.config())
     }
 
     /// Calls `listener(name, transition)` after every state change, outside the critical
@@ -183,27 +192,27 @@ impl<C: Clock> CircuitBreaker<C> {
     /// [`Breaker::peek`].
     pub fn peek(&self) -> Result<(), Rejected> {
         let now = self.clock.now();
-        self.core.with(|core| core.peek(now))
+        self.core.with(|(core, _)| core.peek(now))
     }
 
     /// Forces OPEN until [`reset`](Self::reset).
     pub fn isolate(&self) {
         let now = self.clock.now();
-        let t = self.core.with(|core| core.isolate(now));
+        let t = self.with_core(Some(now), |core| core.isolate(now));
         self.emit(t);
     }
 
     /// Back to CLOSED with clean counters.
     pub fn reset(&self) {
         let now = self.clock.now();
-        let t = self.core.with(|core| core.reset(now));
+        let t = self.with_core(Some(now), |core| core.reset(now));
         self.emit(t);
     }
 
     /// Admit everything (true) or resume (false).
     pub fn set_disabled(&self, disabled: bool) {
         let now = self.clock.now();
-        self.core.with(|core| core.set_disabled(now, disabled));
+        self.with_core(Some(now), |core| core.set_disabled(now, disabled));
     }
 
     /// The time on the breaker's clock.
@@ -211,40 +220,50 @@ impl<C: Clock> CircuitBreaker<C> {
         self.clock.now()
     }
 
+    /// Runs `f` on the core under the lock, after handing it what the fast path counted alone,
+    /// and opens the fast path again as far as the core then allows. `now`: the time, when
+    /// the caller read it. A transition the hand-over caused (none while the host keeps to the
+    /// quiet answer) is emitted once the lock is released.
+    fn with_core<R>(&self, now: Option<Timestamp>, f: impl FnOnce(&mut Breaker) -> R) -> R {
+        let (r, t) = self.core.with(|(core, granted)| {
+            let (admitted, successes) = self.quick.take(*granted);
+            let t = (admitted | successes != 0)
+                .then(|| core.record_quiet(now.unwrap_or(core.latest()), admitted, successes))
+                .flatten();
+            let r = f(core);
+            *granted = self.quick.publish(core);
+            (r, t)
+        });
+        self.emit(t);
+        r
+    }
+
     /// Admits a call, and returns the transition admitting it made, for the caller to emit once
-    /// a guard holds the permit. While CLOSED under a rule that needs no time for it, without
-    /// reading the clock (the clock is most of a call's cost: `SystemTime::now` is some 35 ns
-    /// here).
+    /// a guard holds the permit. While the fast path is open, without the lock, and without
+    /// reading the clock unless a report will need the admission time (the clock is most of
+    /// a call's cost: `SystemTime::now` is some 35 ns here).
     fn acquire(&self) -> (Result<Permit, Rejected>, Option<Transition>) {
-        let timeless = !self.settings.needs_time_while_closed(None);
-        let fast = timeless
-            .then(|| {
-                self.core.with(|core| {
-                    let closed = core.state() == State::Closed && core.mode() == Mode::Automatic;
-                    closed.then(|| core.acquire(core.latest()))
-                })
-            })
-            .flatten();
-        let admission = match fast {
-            Some(admission) => admission,
-            None => {
-                let now = self.clock.now();
-                self.core.with(|core| core.acquire(now))
-            }
-        };
+        if let Some(permit) = self.quick.admit(self.timed, || self.clock.now()) {
+            return (Ok(permit), None);
+        }
+        let now = self.clock.now();
+        let admission = self.with_core(Some(now), |core| core.acquire(now));
         (admission.result, admission.transition)
     }
 
-    /// Reports an admitted call. A CLOSED call's end that needs no time (a success under
-    /// consecutive failures) is counted at the last time the breaker saw; a probe's or a
-    /// failure's reads the clock.
+    /// Reports an admitted call: a quiet success is counted alone (reading the clock only when
+    /// the core's answer depends on time); anything else reaches the core with the time.
     fn settle(&self, permit: Permit, outcome: Outcome) {
-        let timeless = permit.kind == PermitKind::Normal
-            && !self.settings.needs_time_while_closed(Some(outcome));
-        let now = (!timeless).then(|| self.clock.now());
-        let t = self
-            .core
-            .with(|core| core.report(now.unwrap_or(core.latest()), permit, outcome));
+        let mut read = None;
+        if outcome == Outcome::Success
+            && self.quick.succeed(&permit, self.slow_call_ms, || {
+                *read.insert(self.clock.now())
+            })
+        {
+            return;
+        }
+        let now = read.unwrap_or_else(|| self.clock.now());
+        let t = self.with_core(Some(now), |core| core.report(now, permit, outcome));
         self.emit(t);
     }
 

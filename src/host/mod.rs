@@ -10,6 +10,7 @@ pub(crate) mod body;
 pub(crate) mod facade;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod http;
+mod quick;
 #[cfg(feature = "reqwest-middleware")]
 pub mod reqwest;
 #[cfg(feature = "tower")]
