@@ -18,6 +18,8 @@ export interface Exports {
   peek(h: number, now: number): number;
   /** `permit` `Sentinel.None`: an outcome without a permit (recordSuccess / recordFailure). Returns a `Transition` code. */
   report(h: number, now: number, issuedAt: number, permit: number, outcome: number): number;
+  /** Hands over what this layer counted alone under `Info.Quiet*` (`Breaker::record_quiet`); a `Transition` code. */
+  record_quiet(h: number, now: number, admitted: number, successes: number): number;
   /** The address of `Info`. */
   info(h: number, now: number): number;
   /** A `Control` operation; returns a `Transition` code. */

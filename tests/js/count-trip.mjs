@@ -19,5 +19,21 @@ export async function countTrip() {
   const openFor = w.openUntil - t;
   t += 1_000;
   const still = await w.execute(async () => 'probe?').catch((e) => e);
-  return { state: w.state, openFor, refused: isCircuitOpenError(still) };
+
+  // Past its minimum a count window's successes are counted without the core (its quiet
+  // answer) and handed over before the next failure: the fifth failure after 100 successes
+  // makes 5 of the last 10 calls, and opens.
+  const b = new CircuitBreaker('count-trip-batched', {
+    failureRate: { threshold: 50, minimumCalls: 4, windowCalls: 10 },
+    resetTimeout: 30_000,
+    clock: () => t,
+  });
+  for (let i = 0; i < 100; i++) await b.execute(async () => 'ok');
+  let failuresToOpen = 0;
+  while (b.state === 'CLOSED' && failuresToOpen < 20) {
+    failuresToOpen++;
+    await b.execute(boom).catch(() => {});
+  }
+  const { successes, failures } = b.stats;
+  return { state: w.state, openFor, refused: isCircuitOpenError(still), failuresToOpen, successes, failures };
 }

@@ -92,7 +92,7 @@ test('the edge-light entry runs a route handler in the edge runtime', async () =
   assert.deepEqual(await streamed(''), { text: 'Hello', successes: 1, failures: 0 });
   assert.deepEqual(await streamed('?cut'), { text: 'Hello [interrupted]', successes: 1, failures: 1 });
   const trip = await (await runtime.dispatchFetch('http://edge.test/api/count-trip')).json();
-  assert.deepEqual(trip, { state: 'OPEN', openFor: 30_000, refused: true });
+  assert.deepEqual(trip, { state: 'OPEN', openFor: 30_000, refused: true, failuresToOpen: 5, successes: 100, failures: 5 });
   // breakwater/adaptive: its module imported with `?module`, beside the main one.
   checkAdaptive(await (await runtime.dispatchFetch('http://edge.test/api/adaptive')).json(), assert);
   // Seed 000's synchronous pattern on a store-backed shared breaker, in the edge runtime.

@@ -58,7 +58,13 @@
 // 11,863 B (11,419 before), the Node entries 39.0 (ESM) and 37.5 (CJS); the coordinator's hosts,
 // which load the main module too: breakwater/cloudflare alone 92.9, with its clients 102.0, with
 // clients from breakwater/shared 133.4, breakwater/store 140.7 (node) and 101.7 (Vercel Edge).
-// Those ceilings re-set to these +5 %, the edge JavaScript's to its size.
+// Those ceilings re-set to these +5 %, the edge JavaScript's to its size. With the successes a
+// CLOSED breaker may count without the core decided by the core (`Breaker::quiet`, handed over
+// with `record_quiet`: +0.6 KB gzip of .wasm) instead of by the JS layer's own rule, and the JS
+// layer counting them down and handing them over (+198 B of JavaScript): the main entry 28.0
+// (workerd and edge-light: wasm 18.7, JS 9.3) and 28.3 (browser), its JavaScript bundled whole
+// 12,061 B, the Node entries 40.0 (ESM) and 38.5 (CJS). The ceilings above hold; the edge
+// JavaScript's re-set to its size.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -171,7 +177,7 @@ for (const [name, conditions] of Object.entries({
 // The JavaScript is esbuild's output of this repository's sources, the same on every machine, so
 // the ceiling is the size itself; the .wasm, which a toolchain update may move by a few bytes, is
 // held by the ceilings above.
-const MAIN_EDGE_JS_CEILING = 11_863;
+const MAIN_EDGE_JS_CEILING = 12_061;
 test(`the main entry's JavaScript, bundled whole for the edge, does not grow (at most ${MAIN_EDGE_JS_CEILING} B gzip)`, async (t) => {
   const dir = fs.mkdtempSync(path.join(root, '..', '.size-'));
   try {

@@ -1,5 +1,5 @@
-import { create, read, readAt, wasm, type Exports } from '../glue.js';
-import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Snap, Transition, Trip, WindowKind } from '../codes/layout.js';
+import { create, memory, read, readAt, wasm, type Exports } from '../glue.js';
+import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Transition, Trip, WindowKind } from '../codes/layout.js';
 import type { Slots } from './slots.js';
 import { CircuitOpenError, isTimeoutError } from '../helpers/errors.js';
 import { Emitter, type Unsubscribe } from '../helpers/events.js';
@@ -439,18 +439,24 @@ export class CircuitBreaker {
   /** The core's exports, and this breaker's handle there. */
   #x: Exports;
   #h: number;
-  // The CLOSED fast path, as far as the core's `FastPath` for this configuration allows
-  // (`#fast`, its `Fast` bits, read once): while CLOSED (automatic mode), admitting a call
-  // changes nothing in the core but a counter (`Fast.Admit`; not under `adaptiveThrottle`, which
-  // decides every call), and neither does a success under some rules (`Fast.Success`), some even
-  // after a failure (`Fast.SuccessAfterFailure`). So: `#closed` caches the permit handle of the
-  // current CLOSED generation (-1 when unknown); `#clean` (a `Fast` bit, or 0) says a success
-  // would be a no-op; `#admitted` / `#succeeded` count what the core has not seen yet (added to
-  // `stats` and `toJSON()`). Every transition, control and restore drops the cache. Failures,
-  // ignored outcomes and every other state always go to the core. `Fast.Timed`: a report needs
-  // the call's start time.
+  // The CLOSED fast path, as far as the core allows (`#fast`: its `FastPath` bits for this
+  // configuration, read once; `#room`/`#until`/`#slowMs`: its `Breaker::quiet` answer, read
+  // after every call into it). While CLOSED (automatic mode), admitting a call changes nothing
+  // in the core but a counter (`Fast.Admit`; not under `adaptiveThrottle`, which decides every
+  // call): `#closed` caches the permit handle of the current CLOSED generation (-1 when
+  // unknown). The next `#room` successes reported before `#until` (and, under the slow-call
+  // rule, no longer than `#slowMs`) change nothing but counts either. `#admitted` / `#succeeded`
+  // count what the core has not seen yet, handed over (`#flush`) before anything else reaches
+  // the core or a count is read. Every transition, control and restore drops the cache.
   #closed = -1;
-  #clean: number;
+  #room = 0;
+  #until = 0;
+  #slowMs = 0;
+  /**
+   * Every success is quiet, whenever it ends (the core's `Quiet::FREE`), and none is listened
+   * to: nothing to count down, compare or emit.
+   */
+  #free = false;
   #fast: number;
   /** `maxConcurrent`: every call takes a slot of the core's limit first. */
   #slots: Slots | undefined;
@@ -483,7 +489,6 @@ export class CircuitBreaker {
     finalizer?.register(this, [this.#x, this.#h], this);
     this.#slots = (options.concurrency as AdaptiveValue | undefined)?.slots?.(this.#x, () => this.#h, () => this.#now());
     this.#fast = this.#info(Info.Fast);
-    this.#clean = this.#fast & Fast.Success;
   }
 
   /** Rebuilds a breaker from `toJSON()` output, under (possibly new) options. */
@@ -541,11 +546,12 @@ export class CircuitBreaker {
 
   /** Running totals since the breaker was built (or restored). */
   get stats(): BreakerStats {
+    this.#flush(this.#now(), true);
     const s = read(this.#x.info(this.#h, 0), Info.Len, this.#x);
     return {
-      admitted: s[Info.Admitted]! + this.#admitted,
+      admitted: s[Info.Admitted]!,
       rejected: s[Info.Rejected]!,
-      successes: s[Info.Successes]! + this.#succeeded,
+      successes: s[Info.Successes]!,
       failures: s[Info.Failures]!,
       ignored: s[Info.Ignored]!,
       stale: s[Info.Stale]!,
@@ -621,7 +627,7 @@ export class CircuitBreaker {
 
   /** Reports a success of a call let through by `isHealthy()`. */
   recordSuccess(): void {
-    if (this.#closed >= 0 && this.#clean && this.#success.size === 0) this.#succeeded++;
+    if (this.#free) this.#succeeded++;
     else this.#settle(0, Sentinel.None, SUCCESS, undefined);
   }
 
@@ -648,11 +654,16 @@ export class CircuitBreaker {
       this.#admitted++;
       return this.#closed;
     }
-    const h = this.#x.acquire(this.#h, now || this.#now());
+    now ||= this.#now();
+    this.#flush(now);
+    const h = this.#x.acquire(this.#h, now);
     if (h >= 0) {
       const kind = h % Permit.Kind;
       if (kind === Permit.Normal) {
-        if (this.#fast & Fast.Admit) this.#closed = h;
+        if (this.#fast & Fast.Admit) {
+          this.#closed = h;
+          this.#quiet();
+        }
       }
       else if (kind >= Permit.Probe) this.#emitTransition(this.#info(Info.Transition));
     }
@@ -675,24 +686,33 @@ export class CircuitBreaker {
     return this.#runGuarded(fn, options);
   }
 
-  /** `slot`: the one of `maxConcurrent` the call holds until it settles (-1: none). */
-  async #run<T>(fn: (context: CallContext) => T | Promise<T>, fallback: ExecuteOptions<T>['fallback'], slot = -1): Promise<T> {
+  /**
+   * `slot`: the one of `maxConcurrent` the call holds until it settles (-1: none). A `then` on
+   * the call's promise, not an `async` function: one promise fewer per call.
+   */
+  #run<T>(fn: (context: CallContext) => T | Promise<T>, fallback: ExecuteOptions<T>['fallback'], slot = -1): Promise<T> {
     // Read the clock only when the core needs the start (slow-call rule, or not CLOSED); the
     // report reads it again only when it goes to the core.
     const now = this.#closed >= 0 && !(this.#fast & Fast.Timed) ? 0 : this.#now();
     const h = this.#acquire(now);
     if (h < 0) return this.#rejected(-h, fallback, slot);
-    let v: unknown;
-    let threw = false;
+    let p: T | Promise<T>;
     try {
-      v = await fn(NO_CONTEXT);
+      p = fn(NO_CONTEXT);
     } catch (e) {
-      v = e;
-      threw = true;
+      p = Promise.reject(e);
     }
-    const outcome = this.#outcome(v, !threw);
-    this.#settle(now, h, outcome, threw ? v : undefined, slot);
-    return this.#answer(outcome, fallback, v, threw);
+    return Promise.resolve(p).then(
+      (v) => this.#ended(now, h, slot, fallback, v, true),
+      (e) => this.#ended(now, h, slot, fallback, e, false),
+    );
+  }
+
+  /** Counts how a call of `#run` ended (`v`: its value, or its error) and answers it. */
+  #ended<T>(now: number, h: number, slot: number, fallback: ExecuteOptions<T>['fallback'], v: unknown, resolved: boolean): T | Promise<T> {
+    const outcome = this.#outcome(v, resolved);
+    this.#settle(now, h, outcome, resolved ? undefined : v, slot);
+    return this.#answer(outcome, fallback, v, !resolved);
   }
 
   /**
@@ -829,26 +849,26 @@ export class CircuitBreaker {
   }
 
 
-  /** Reports an outcome; `h` -1 for one without a permit (recordSuccess / recordFailure). */
-  /** Reports a call's outcome, and gives its `slot` of `maxConcurrent` back (-1: none). */
+  /**
+   * Reports a call's outcome (`h`: its permit, or `Sentinel.None` for one without, the
+   * `recordSuccess()` pattern; `issuedAt`: when it was admitted, 0 when not read), and gives
+   * its `slot` of `maxConcurrent` back (-1: none). A quiet success (`#room`) is counted here.
+   */
   #settle(issuedAt: number, h: number, outcome: number, error: unknown, slot = -1): void {
-    const closed = this.#closed >= 0 && (h === this.#closed || h === Sentinel.None);
-    if (outcome === SUCCESS && closed && this.#clean) {
+    let now = 0;
+    if (outcome === SUCCESS && (h === this.#closed || h === Sentinel.None) && this.#room > 0 &&
+      (this.#free || ((now = this.#now()) < this.#until && now - (issuedAt || now) <= this.#slowMs && this.#room--))) {
       this.#succeeded++;
     } else {
-      // Every report the core sees carries the time: under a rate rule a success can open the
-      // breaker too (the one that brings the window to its minimum of calls), and the open
-      // period must start then (the core's `TripRule::needs_time_while_closed`).
-      const now = this.#now();
+      // Every report the core sees carries the time: it may open the breaker (a failure, or
+      // the success that brings a rate rule's window to its minimum), and the open period
+      // must start then.
+      now ||= this.#now();
+      this.#flush(now);
       const t = this.#x.report(this.#h, now, issuedAt || now, h, outcome);
-      if (t !== Transition.None) {
-        this.#closed = -1;
-        this.#emitTransition(t);
-      } else if (closed && outcome !== IGNORED) {
-        // Whether the next success is a no-op: after a success the core counted (it reset what
-        // a failure started: the consecutive rule's run), or after a failure, as its bits say.
-        this.#clean = this.#fast & (outcome === SUCCESS ? Fast.Success : Fast.SuccessAfterFailure);
-      }
+      if (t !== Transition.None) this.#transition(t);
+      // A free answer holds until a transition (the core's `Quiet`).
+      else if (this.#closed >= 0 && !this.#free) this.#quiet();
     }
     this.#slots?.leave(slot);
     if (outcome === SUCCESS) {
@@ -856,6 +876,36 @@ export class CircuitBreaker {
     } else if (outcome === FAILURE && this.#failure.size) {
       this.#failure.emit({ breaker: this.name, error });
     }
+  }
+
+  /** Reads the core's `quiet` answer (after every call into the core while CLOSED). */
+  #quiet(): void {
+    const m = memory(this.#x);
+    const at = this.#x.info(this.#h, 0) / 8;
+    // At most 2^30, a small integer to the engine; counted down again after a hand-over.
+    this.#room = Math.min(m[at + Info.Quiet]!, 2 ** 30);
+    this.#until = m[at + Info.QuietUntil]!;
+    this.#slowMs = m[at + Info.QuietSlow]!;
+    this.#free = this.#room === 2 ** 30 && this.#until >= 2 ** 64 && this.#slowMs >= 2 ** 64 && !this.#success.size;
+  }
+
+  /**
+   * Hands over to the core the successes counted without it (and, with `all` for a read, the
+   * admissions) at `now`. The next call into the core reads its answer again.
+   */
+  #flush(now: number, all = false): void {
+    if (this.#succeeded === 0 && !(all && this.#admitted)) return;
+    const t = this.#x.record_quiet(this.#h, now, this.#admitted, this.#succeeded);
+    this.#admitted = this.#succeeded = 0;
+    if (t !== Transition.None) this.#transition(t);
+  }
+
+  /** The core moved to another state: the cache is dropped, listeners hear of it. */
+  #transition(t: number): void {
+    this.#closed = -1;
+    this.#room = 0;
+    this.#free = false;
+    this.#emitTransition(t);
   }
 
   #emitTransition(code: number): void {
@@ -890,8 +940,9 @@ export class CircuitBreaker {
   }
 
   #control(op: Control): void {
-    this.#closed = -1;
-    this.#emitTransition(this.#x.control(this.#h, this.#now(), op));
+    const now = this.#now();
+    this.#flush(now);
+    this.#transition(this.#x.control(this.#h, now, op));
   }
 
   /** Calls `listener` on every state change. */
@@ -904,6 +955,8 @@ export class CircuitBreaker {
   }
   /** Calls `listener` for every call counted as a success. */
   onSuccess(listener: (event: OutcomeEvent) => void): Unsubscribe {
+    // `recordSuccess()`'s shortest path emits nothing: off while anyone listens.
+    this.#free = false;
     return this.#success.subscribe(listener);
   }
   /** Calls `listener` for every call counted as an upstream failure. */
@@ -922,12 +975,9 @@ export class CircuitBreaker {
   }
 
   #data(): number[] {
+    this.#flush(this.#now(), true);
     const n = this.#x.snapshot(this.#h);
-    const data = Array.from(read(this.#x.io(n), n, this.#x));
-    // Stats the core has not seen (the CLOSED fast path).
-    data[Snap.Admitted]! += this.#admitted;
-    data[Snap.Successes]! += this.#succeeded;
-    return data;
+    return Array.from(read(this.#x.io(n), n, this.#x));
   }
 
   /** Replaces this breaker's state with a snapshot taken by `toJSON()` (of any breaker). */
@@ -949,7 +999,8 @@ export class CircuitBreaker {
     finalizer?.register(this, [this.#x, h], this);
     this.#x.release(old);
     this.#closed = -1;
-    this.#clean = this.#fast & Fast.SuccessAfterFailure;
+    this.#room = 0;
+    this.#free = false;
     this.#admitted = this.#succeeded = this.#fallbacks = 0;
   }
 }

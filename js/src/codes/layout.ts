@@ -52,14 +52,10 @@ export const enum Info {
   InFlight = 16,
   Queued = 17,
   Fast = 18,
-  Len = 19,
-}
-
-/** The positions of a snapshot's numbers that this layer touches. */
-export const enum Snap {
-  State = 1,
-  Admitted = 12,
-  Successes = 14,
+  Quiet = 19,
+  QuietUntil = 20,
+  QuietSlow = 21,
+  Len = 22,
 }
 
 /** A retry policy and its classifier; the retryable statuses follow when `UseRetryable` is 1. */
@@ -402,9 +398,7 @@ export const enum Verb {
 /** What a CLOSED, automatic breaker lets this layer skip (`Info.Fast`, the core's `FastPath`). */
 export const enum Fast {
   Admit = 1,
-  Success = 2,
-  SuccessAfterFailure = 4,
-  Timed = 8,
+  Timed = 2,
 }
 
 /** One transition of the coordinator's `transitions`. */
