@@ -40,7 +40,7 @@ export function printTable(result, title) {
     }
     lines.push(
       '',
-      "ns: execute() overhead over a bare await (p50 of the row minus p50 of its group's bare await). " +
+      "ns: execute() overhead over a bare await, per call (p50 of the row minus p50 of its group's bare await; each sample is 32 calls in a row, divided by 32). " +
         'floor: a minimal async guard around the minimal pure-JS breaker (no rate window, in every group).',
     );
     if (result.execute.some((r) => !(r.bw > 0 && r.ck > 0 && r.op > 0 && r.floor > 0))) {
