@@ -31,7 +31,7 @@ use breakwater::shared::{
     session_key, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch, Record,
     SharedSpec, Ticket,
 };
-use breakwater::{BreakerConfig, Outcome, State, Timestamp, TripRule, Window};
+use breakwater::{BreakerConfig, Outcome, State, Timestamp, TripRule, Window, CLOCK_STEP_MS};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -153,6 +153,8 @@ struct World {
     specs: [SharedSpec; 2],
     /// The coordinator's clock, off the world's by this much.
     co_offset: i64,
+    /// The latest time the coordinator's breaker had seen at the last check.
+    co_latest: u64,
     /// Sessions whose batches were renumbered after a gap refusal (a number may then stand
     /// for another content, of a batch that was never applied).
     renumbered: std::collections::BTreeSet<String>,
@@ -189,6 +191,7 @@ impl World {
             spec,
             specs: [spec, other],
             co_offset: 0,
+            co_latest: 0,
             renumbered: Default::default(),
             now: 1_800_000_000_000,
             upstream_ok: true,
@@ -320,6 +323,8 @@ impl World {
     fn restart_as(&mut self, spec: SharedSpec, policy: OnMismatch) {
         self.co =
             Coordinator::load_json("upstream", spec, self.persisted.as_deref(), policy).unwrap();
+        // A restart is not a clock step: the record's time is where the check starts again.
+        self.co_latest = self.co.breaker().latest().0;
     }
 
     /// `fate` applied to one request from node `i`.
@@ -605,6 +610,24 @@ impl World {
 
     fn check(&mut self) -> Result<(), TestCaseError> {
         let timeout = self.co.spec().breaker.probe_timeout_ms;
+        // A coordinator that saw its clock stepped back (by more than `CLOCK_STEP_MS`) moved its
+        // leases back with it, so that they keep the length they had left (`observe_time`): on
+        // its clock, the leases it granted before end that much earlier. Stepped forward again,
+        // the clock then ends them while their holders still count them, and a second probe
+        // may be granted before the first reports: what a clock stepped back and forth costs,
+        // since a step forward reads as time passing.
+        let latest = self.co.breaker().latest().0;
+        if latest.saturating_add(CLOCK_STEP_MS) < self.co_latest {
+            let back = self.co_latest - latest;
+            for (_, granted) in self.nodes.iter_mut().flat_map(|n| n.held.iter_mut()) {
+                if let Some((_, co, _)) = granted {
+                    if *co != 0 {
+                        *co = co.saturating_sub(back);
+                    }
+                }
+            }
+        }
+        self.co_latest = latest;
         // A lease the coordinator's clock has ended stays ended (its slot was let go): forget
         // its coordinator time, so that a clock stepped back later does not count it again.
         let co_now = self.co_now().0;
