@@ -463,6 +463,54 @@ fn a_closed_breaker_reads_the_clock_only_where_the_rule_needs_the_time() {
     assert_eq!(b.stats().successes, 10);
 }
 
+/// The count-window defect, on the lock-free path: the success that brings the window to its
+/// minimum at the rate opens the breaker when it ends (not when something next reads the
+/// breaker), and successes counted alone past the minimum are in the window before the next
+/// failure; after the open period the breaker recovers by itself.
+#[test]
+fn a_count_window_opens_on_the_success_that_reaches_it_and_counts_quiet_successes() {
+    let rule = || {
+        BreakerConfig::new()
+            .with_trip(TripRule::FailureRate {
+                threshold_percent: 50.0,
+                minimum_calls: 4,
+                window: breakwater::Window::Calls(10),
+            })
+            .with_open_duration_ms(30_000)
+    };
+    let clock = ManualClock::new(Timestamp(1_700_000_000_000));
+    let b = CircuitBreaker::new("llm", rule(), clock.clone()).unwrap();
+    for _ in 0..3 {
+        let _ = b.call(|| Err::<(), _>(()));
+    }
+    b.call(|| Ok::<_, ()>(())).unwrap();
+    clock.advance(4_000);
+    assert_eq!(b.state(), State::Open, "3 failures in 4 calls");
+    assert_eq!(
+        b.core().open_until(),
+        Some(Timestamp(1_700_000_030_000)),
+        "open from the success, not from the read 4 s later"
+    );
+    assert!(b.call(|| Ok::<_, ()>(())).is_err(), "refused while OPEN");
+    clock.advance(30_000);
+    for _ in 0..3 {
+        b.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    assert_eq!(b.state(), State::Closed, "recovers by itself");
+
+    let b = CircuitBreaker::new("llm", rule(), clock.clone()).unwrap();
+    for _ in 0..100 {
+        b.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    let mut failures = 0;
+    while b.state() == State::Closed && failures < 20 {
+        failures += 1;
+        let _ = b.call(|| Err::<(), _>(()));
+    }
+    assert_eq!(failures, 5, "5 failures in the last 10 calls");
+    assert_eq!(b.core().stats().successes, 100);
+}
+
 // Under tokio, natively (tokio is not a dev-dependency for wasm32, where `wasm-pack test` builds
 // these tests too).
 #[cfg(not(target_arch = "wasm32"))]

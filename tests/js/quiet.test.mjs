@@ -70,6 +70,15 @@ test('a count window: the success that brings it to its minimum at the rate open
   assert.equal(b.state, 'OPEN', '3 of 6 is 50 %');
   assert.equal(b.openUntil, clock.t + 30_000);
   assert.deepEqual([b.stats.successes, b.stats.failures, b.stats.opened], [3, 3, 1]);
+
+  // Liveness: after the open period a healthy upstream closes it again, and the fast path
+  // counts the successes that follow (the same trip arithmetic as before the outage).
+  clock.t += 30_000;
+  for (let i = 0; i < 3; i++) await b.execute(ok);
+  assert.equal(b.state, 'CLOSED', 'recovered by itself');
+  for (let i = 0; i < 50; i++) await b.execute(ok);
+  assert.equal(b.stats.successes, 56);
+  assert.equal(b.state, 'CLOSED');
 });
 
 test('the consecutive rule: a failure after successes counted alone starts a new run', async () => {
