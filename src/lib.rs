@@ -55,6 +55,7 @@ pub mod bulkhead;
 mod clock;
 mod error;
 mod float;
+mod hedge;
 mod host;
 mod metrics;
 mod name;
@@ -84,6 +85,9 @@ pub use breaker::{
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock, Timestamp};
 pub use error::{ConfigError, SnapshotError};
+pub use hedge::{
+    Hedge, HedgeAfter, HedgeConfig, HedgeStats, HEDGE_BURST, HEDGE_MIN_SAMPLES, MAX_HEDGE_TIERS,
+};
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub use host::body::{BodyError, GuardedBody, StreamCut};
 pub use host::facade::{

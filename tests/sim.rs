@@ -1074,3 +1074,52 @@ fn a_capacity_belongs_to_an_overloaded_phase_only() {
     );
     assert!(Scenario::parse(&ok, Format::Toml).is_ok());
 }
+
+/// The heavy-tailed provider: 3 % of first tokens take about 30 s. A hedge on a second provider
+/// like it, within a 10 % budget, must at least halve the 99th percentile for at most 12 % extra
+/// requests, and never spend more than the budget; without a heavy tail it hedges nearly nothing.
+#[test]
+fn hedging_halves_the_heavy_tail_within_its_budget() {
+    let s = sim::builtin("heavy-tail").unwrap();
+    let h = sim::run(&s).unwrap().hedging.unwrap();
+    assert_eq!(h.requests, sim::run(&s).unwrap().requests);
+    assert!(h.plain_p99_ms >= 20_000, "{h:?}");
+    assert!(h.hedged_p99_ms * 2 <= h.plain_p99_ms, "{h:?}");
+    assert!(h.extra_share() <= 0.12, "{h:?}");
+    assert!(h.extra_requests as f64 <= 0.1 * h.requests as f64, "{h:?}");
+    assert!(h.hedged_p50_ms <= h.plain_p50_ms, "{h:?}");
+    // A partial outage where every call is slow: the budget, not the tail, limits the hedges.
+    let mut all_slow = s.clone();
+    all_slow.upstream.slow_share = 1.0;
+    let h = sim::run(&all_slow).unwrap().hedging.unwrap();
+    assert!(h.extra_requests as f64 <= 0.1 * h.requests as f64, "{h:?}");
+    assert!(h.extra_requests * 100 >= h.requests * 9, "{h:?}");
+    // No tail: the auto delay sits at the top of the jitter and almost no call passes it.
+    let mut calm = s.clone();
+    calm.upstream.slow_share = 0.0;
+    let h = sim::run(&calm).unwrap().hedging.unwrap();
+    assert!(h.extra_share() <= 0.06, "{h:?}");
+    assert!(sim::run(&calm).unwrap().to_string().contains("with hedge"));
+}
+
+#[test]
+fn a_hedge_and_a_heavy_tail_are_checked_by_name() {
+    assert_names(&toml_error("[hedge]\nbudget = 0.0\n"), "hedge.budget");
+    assert_names(
+        &toml_error("[hedge]\nafter = { millis = 0 }\n"),
+        "hedge.after.millis",
+    );
+    assert_names(
+        &toml_error("[upstream]\nslow_share = 1.5\n"),
+        "upstream.slow_share",
+    );
+    let e =
+        Scenario::parse(&format!("{MINIMAL}[hedge]\nbugdet = 0.1\n"), Format::Toml).unwrap_err();
+    assert!(e.to_string().contains("bugdet"), "{e}");
+    let ok = Scenario::parse(
+        &format!("{MINIMAL}[hedge]\nafter = {{ millis = 900 }}\nbudget = 0.05\n"),
+        Format::Toml,
+    )
+    .unwrap();
+    assert_eq!(ok.hedge.unwrap().after, breakwater::HedgeAfter::Millis(900));
+}

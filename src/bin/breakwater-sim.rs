@@ -277,6 +277,7 @@ fn recording(v: &Value) -> Result<Report, String> {
         requests_per_instance: Vec::new(),
         affected_latency_ms: 0,
         strategies,
+        hedging: None,
     })
 }
 

@@ -12,7 +12,7 @@ use crate::retry::{
 use crate::rng::{Random, SplitMix64};
 
 use super::report::{StrategyReport, Timeline};
-use super::scenario::{Arrival, Composition, Phase, PhaseKind, Scenario, Strategy};
+use super::scenario::{Arrival, Composition, Phase, PhaseKind, Scenario, Strategy, Upstream};
 use super::SimError;
 
 /// Width of a timeline bucket.
@@ -418,14 +418,7 @@ impl Sim<'_> {
                 continue;
             }
             self.busy += 1;
-            let u = &self.s.upstream;
-            let base = u.latency_ms as f64;
-            let spread = if u.latency_jitter > 0.0 {
-                1.0 + u.latency_jitter * (2.0 * self.upstream_rng.next_unit() - 1.0)
-            } else {
-                1.0
-            };
-            let service = (base * spread).max(0.0) as u64;
+            let service = first_token(&self.s.upstream, &mut self.upstream_rng);
             self.push(now.saturating_add(service), Ev::Served(c));
         }
     }
@@ -672,7 +665,21 @@ impl Sim<'_> {
 }
 
 /// Nearest-rank percentile of sorted values; 0 for none.
-fn percentile(sorted: &[u64], p: f64) -> u64 {
+/// One call's service time (in these scenarios the time to the first token): `latency_ms`, or
+/// `slow_ms` for the heavy tail's share of calls, each spread by `latency_jitter`. The tail's draw
+/// is made only when it has a share, so that scenarios without one replay as before.
+pub(crate) fn first_token(u: &Upstream, rng: &mut SplitMix64) -> u64 {
+    let slow = u.slow_share > 0.0 && rng.next_unit() < u.slow_share;
+    let base = if slow { u.slow_ms } else { u.latency_ms } as f64;
+    let spread = if u.latency_jitter > 0.0 {
+        1.0 + u.latency_jitter * (2.0 * rng.next_unit() - 1.0)
+    } else {
+        1.0
+    };
+    (base * spread).max(0.0) as u64
+}
+
+pub(crate) fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
     }

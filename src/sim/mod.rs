@@ -58,6 +58,13 @@
 //!   affected request. So queued backlog, retry storms and a breaker still open after the recovery
 //!   all show up in it.
 //!
+//! - **Hedging.** With a `[hedge]` section (the core's [`HedgeConfig`](crate::HedgeConfig)),
+//!   the report adds a table: each request's time to first token from the upstream (its
+//!   `latency_ms`, or `slow_ms` for the heavy tail's `slow_share` of calls) and from a second,
+//!   independent provider drawn the same way, without and with a hedge on it. The core's
+//!   [`Hedge`](crate::Hedge) sets the delay and spends the budget; phases and capacity are left
+//!   out of that table (the upstream is up, only slow).
+//!
 //! Amplification is what makes the comparison interesting: retries multiply the calls an ailing
 //! upstream receives; with finite `concurrency`, calls that time out while queued still take
 //! capacity, so after a stall the backlog (and the retries it provokes) can keep every call
@@ -65,6 +72,7 @@
 //! shedding load (a breaker, a budget, or the users leaving) ends.
 
 mod engine;
+mod hedge;
 mod report;
 mod scenario;
 mod svg;
@@ -73,6 +81,7 @@ use std::fmt;
 use std::string::String;
 use std::vec::Vec;
 
+pub use hedge::HedgingReport;
 pub use report::{duration, Report, StrategyReport, Timeline};
 pub use scenario::{
     Arrival, BudgetSpec, Composition, FieldError, Format, Load, Phase, PhaseKind, Scenario,
@@ -122,7 +131,7 @@ impl std::error::Error for SimError {
 }
 
 /// The built-in scenarios: name and TOML source (the files in `scenarios/`).
-pub const BUILTINS: [(&str, &str); 5] = [
+pub const BUILTINS: [(&str, &str); 6] = [
     ("seed000", include_str!("../../scenarios/seed000.toml")),
     ("seed003", include_str!("../../scenarios/seed003.toml")),
     (
@@ -133,6 +142,10 @@ pub const BUILTINS: [(&str, &str); 5] = [
     (
         "overloaded",
         include_str!("../../scenarios/overloaded.toml"),
+    ),
+    (
+        "heavy-tail",
+        include_str!("../../scenarios/heavy-tail.toml"),
     ),
 ];
 
@@ -160,6 +173,10 @@ pub fn run(scenario: &Scenario) -> Result<Report, SimError> {
     for strategy in &scenario.strategies {
         strategies.push(engine::run_strategy(scenario, *strategy, &arrivals)?);
     }
+    let hedging = match &scenario.hedge {
+        Some(config) => Some(hedge::run(scenario, config, &arrivals)?),
+        None => None,
+    };
     Ok(Report {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
@@ -171,5 +188,6 @@ pub fn run(scenario: &Scenario) -> Result<Report, SimError> {
         requests_per_instance,
         affected_latency_ms: scenario.affected_latency(),
         strategies,
+        hedging,
     })
 }

@@ -173,6 +173,9 @@ pub struct Report {
     pub affected_latency_ms: u64,
     /// One entry per strategy, in the scenario's order.
     pub strategies: Vec<StrategyReport>,
+    /// With a `hedge` policy: time to first token without and with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hedging: Option<super::HedgingReport>,
 }
 
 impl Report {
@@ -356,6 +359,33 @@ impl fmt::Display for Report {
                 )?,
                 (None, _) => {}
             }
+        }
+        if let Some(h) = &self.hedging {
+            writeln!(f)?;
+            writeln!(
+                f,
+                "hedging: {} requests, a second provider like the upstream asked after {}, budget {} % of calls",
+                h.requests,
+                h.after,
+                h.budget * 100.0
+            )?;
+            writeln!(f, "              first token p50  p99     extra requests")?;
+            writeln!(
+                f,
+                "without hedge  {:>15}  {:<7} 0",
+                duration(h.plain_p50_ms),
+                duration(h.plain_p99_ms)
+            )?;
+            writeln!(
+                f,
+                "with hedge     {:>15}  {:<7} {} ({:.1} %; {} won the race, {} refused by the budget)",
+                duration(h.hedged_p50_ms),
+                duration(h.hedged_p99_ms),
+                h.extra_requests,
+                h.extra_share() * 100.0,
+                h.hedges_won,
+                h.hedges_refused
+            )?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::breaker::BreakerConfig;
 use crate::error::ConfigError;
+use crate::hedge::HedgeConfig;
 use crate::retry::{Classifier, RetryBudget, RetryPolicy};
 
 /// The most user requests a scenario may generate (to keep a run instant).
@@ -71,6 +72,11 @@ pub struct Scenario {
     /// An optional retry budget, one per instance.
     #[serde(default)]
     pub budget: Option<BudgetSpec>,
+    /// With a hedging policy, the report adds a table: each request's time to first token
+    /// without and with a hedge on a second, independent provider like the upstream (see
+    /// [`crate::sim`]).
+    #[serde(default)]
+    pub hedge: Option<HedgeConfig>,
 }
 
 fn one() -> u32 {
@@ -214,6 +220,11 @@ pub struct Upstream {
     pub drop_abandoned: bool,
     /// The failure trace, in order. After the last phase the upstream is healthy.
     pub phases: Vec<Phase>,
+    /// A heavy-tailed first token: the share of calls, in [0, 1], that take `slow_ms` (with the
+    /// same jitter) instead of `latency_ms`. Default: 0.
+    pub slow_share: f64,
+    /// How long those calls take, ms. Default: 30 000.
+    pub slow_ms: u64,
 }
 
 impl Default for Upstream {
@@ -226,6 +237,8 @@ impl Default for Upstream {
             queue_limit: None,
             drop_abandoned: false,
             phases: Vec::new(),
+            slow_share: 0.0,
+            slow_ms: 30_000,
         }
     }
 }
@@ -584,6 +597,9 @@ impl Scenario {
         if let Some(Err(e)) = self.budget.as_ref().map(BudgetSpec::budget) {
             errors.push(FieldError::from_config("", e));
         }
+        if let Some(Err(e)) = self.hedge.as_ref().map(HedgeConfig::validate) {
+            errors.push(FieldError::from_config("hedge", e));
+        }
         if errors.is_empty() {
             Ok(())
         } else {
@@ -731,6 +747,14 @@ impl Scenario {
             ));
         }
         check_time(errors, "upstream.error_latency_ms", u.error_latency_ms, 0);
+        if !(0.0..=1.0).contains(&u.slow_share) {
+            errors.push(FieldError::invalid(
+                "upstream.slow_share",
+                u.slow_share,
+                "a share in [0, 1]",
+            ));
+        }
+        check_time(errors, "upstream.slow_ms", u.slow_ms, 0);
         if u.concurrency == Some(0) {
             errors.push(FieldError::invalid("upstream.concurrency", 0, "at least 1"));
         }
