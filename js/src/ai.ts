@@ -34,6 +34,7 @@ import {
   type BreakerStreamOptions,
   type StreamRetryOptions,
   type TierEvent,
+  type HedgeOption,
   type Unsubscribe,
 } from 'breakwater';
 import { breakerConfig, Emitter, checkKeys, fail, num, obj, type ChainBreaker } from 'breakwater/internal';
@@ -47,6 +48,8 @@ interface ModelCallOptions {
   abortSignal?: AbortSignal | undefined;
   /** Whether the app asked for the provider's raw chunks (`streamText`'s `includeRawChunks`). */
   includeRawChunks?: boolean | undefined;
+  /** The prompt: `hedge` estimates a lost race's input tokens from its text. */
+  prompt?: unknown;
 }
 
 /** A language model as both specifications shape it (`LanguageModelV3`, `LanguageModelV4`). */
@@ -177,6 +180,14 @@ export interface FallbackModelOptions extends GuardOptions {
   registry?: BreakerRegistry | undefined;
   /** Options of the breakers the registry creates for tiers without one (when it creates them). */
   breakerOptions?: CircuitBreakerOptions | undefined;
+  /**
+   * Hedged calls, `hedge()` from `breakwater/adaptive` (see `FallbackChainOptions.hedge`): when
+   * the tier asked shows no progress (`streamText`: no text, reasoning or tool delta;
+   * `generateText`: no answer) after the policy's delay, the next tier is asked too; the first
+   * to answer wins and the other's request is aborted. A lost race's cost is estimated from the
+   * prompt (its characters / 4, in `onTier`'s `lost` events and the value's `stats`).
+   */
+  hedge?: HedgeOption | undefined;
 }
 
 /** The model `fallbackModel` returns: the tiers' specification, plus `onTier`. */
@@ -427,7 +438,9 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
       ? new DOMException(`the answer's time limit ran out after its first words (the app's budget, not counted): ${messageOf(reason)}`, 'AbortError')
       : reason,
   );
-  const state: { result?: { stream: ReadableStream<unknown>; response?: { headers?: Record<string, string> } } } = {};
+  type Result = { stream: ReadableStream<unknown>; response?: { headers?: Record<string, string> } };
+  // `result`: the last answer a tier gave; `results`: each tier's (a hedged call runs two at once).
+  const state: { result?: Result | undefined; results: Array<Result | undefined> } = { results: [] };
   const options: BreakerStreamOptions<unknown> = {
     signal: own.signal,
     firstChunkTimeoutMs: guard.firstChunkTimeoutMs,
@@ -466,9 +479,9 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
       return undefined;
     },
   };
-  const call = (stream: Stream) => async (ctx?: CallContext) => {
+  const call = (stream: Stream, tier = 0) => async (ctx?: CallContext) => {
     const result = await stream(ctx?.signal ?? own.signal);
-    state.result = result;
+    state.result = state.results[tier] = result;
     return result.stream;
   };
   /**
@@ -610,6 +623,28 @@ export function breakerMiddleware(breaker: ChainBreaker, options: GuardOptions =
   };
 }
 
+/**
+ * A prompt's input tokens, estimated: its text's characters / 4 (OpenAI's rule of thumb for
+ * English), what a tier aborted by a hedge was likely billed at least. Files and images are not
+ * counted.
+ */
+function promptTokens(params: { prompt?: unknown }): number {
+  let chars = 0;
+  const walk = (v: unknown, depth: number): void => {
+    if (depth > 6) return;
+    if (typeof v === 'string') chars += v.length;
+    else if (Array.isArray(v)) for (const x of v) walk(x, depth + 1);
+    else if (typeof v === 'object' && v !== null) {
+      const p = v as { type?: unknown; text?: unknown; content?: unknown; input?: unknown };
+      if (typeof p.text === 'string') chars += p.text.length;
+      if (p.content !== undefined) walk(p.content, depth + 1);
+      if (p.type === 'tool-call' && p.input !== undefined) chars += JSON.stringify(p.input)?.length ?? 0;
+    }
+  };
+  walk(params.prompt, 0);
+  return Math.ceil(chars / 4);
+}
+
 /** Per media type, the URL patterns every tier supports (same source and flags). */
 async function commonUrls(models: readonly LanguageModelLike[]): Promise<Record<string, RegExp[]>> {
   const all = await Promise.all(models.map((m) => m.supportedUrls));
@@ -638,7 +673,7 @@ export function fallbackModel<M extends LanguageModelLike>(
 ): FallbackModel<M> {
   if (!Array.isArray(tiers) || tiers.length === 0) fail('tiers', tiers, 'a non-empty array of { model, breaker? }', true);
   const o = obj('fallbackModel options', options) ?? {};
-  checkKeys('fallbackModel options', o, [...GUARD_KEYS, 'name', 'fallThrough', 'registry', 'breakerOptions']);
+  checkKeys('fallbackModel options', o, [...GUARD_KEYS, 'name', 'fallThrough', 'registry', 'breakerOptions', 'hedge']);
   const guard = checkGuardOptions(o);
   if (o.registry !== undefined && typeof (o.registry as BreakerRegistry | null)?.get !== 'function') {
     fail('registry', o.registry, 'a BreakerRegistry', true);
@@ -667,12 +702,13 @@ export function fallbackModel<M extends LanguageModelLike>(
   const chainOptions = {
     name: (o.name as string | undefined) ?? 'fallback-model',
     ...(o.fallThrough === undefined ? {} : { fallThrough: o.fallThrough as (e: unknown) => boolean }),
+    ...(o.hedge === undefined ? {} : { hedge: o.hedge as HedgeOption }),
   };
   const events = new Emitter<TierEvent>();
   /** A chain for one call: each tier's `call` closes over this call's options. */
-  const chain = <T>(call: (model: M) => (ctx?: CallContext) => T | Promise<T>): FallbackChain<T> => {
+  const chain = <T>(call: (model: M, tier: number) => (ctx?: CallContext) => T | Promise<T>): FallbackChain<T> => {
     const c = new FallbackChain<T>(
-      defs.map((d) => ({ breaker: d.breaker, call: call(d.model), ...(d.name === undefined ? {} : { name: d.name }) })),
+      defs.map((d, i) => ({ breaker: d.breaker, call: call(d.model, i), ...(d.name === undefined ? {} : { name: d.name }) })),
       chainOptions,
     );
     if (events.size) c.onTier((e) => events.emit(e));
@@ -680,6 +716,7 @@ export function fallbackModel<M extends LanguageModelLike>(
   };
   // Fail now, not on the first call, if the chain's own options are wrong.
   chain(() => () => undefined);
+  const hedging = o.hedge !== undefined;
   const primary = defs[0]!.model;
   let urls: Promise<Record<string, RegExp[]>> | undefined;
   const model = {
@@ -692,14 +729,16 @@ export function fallbackModel<M extends LanguageModelLike>(
     async doGenerate(params: ModelCallOptions) {
       const g = generateGuard(params);
       const c = chain((m) => g.call((signal) => m.doGenerate({ ...params, abortSignal: signal })));
-      return g.run(c.execute({ signal: g.signal, timeoutMs: guard.timeoutMs }).then((r) => r.value)).catch(rethrowCall);
+      const input = hedging ? { inputTokens: promptTokens(params) } : {};
+      return g.run(c.execute({ signal: g.signal, timeoutMs: guard.timeoutMs, ...input }).then((r) => r.value)).catch(rethrowCall);
     },
     async doStream(params: ModelCallOptions) {
-      // Tiers run one after another, so one guard serves them all: its result is the last
-      // tier's that was called, which is the one that answered.
+      // One guard serves every tier; its result is the answering tier's (a hedge runs two).
       const g = modelStreamOptions(params, guard);
-      const c = chain((m) => g.call((signal) => m.doStream({ ...params, includeRawChunks: true, abortSignal: signal })));
-      const { value } = await c.stream<unknown>(g.options).catch((e: unknown) => (g.release(), rethrow(e)));
+      const c = chain((m, i) => g.call((signal) => m.doStream({ ...params, includeRawChunks: true, abortSignal: signal }), i));
+      const options = hedging ? { ...g.options, inputTokens: promptTokens(params) } : g.options;
+      const { value, tier } = await c.stream<unknown>(options).catch((e: unknown) => (g.release(), rethrow(e)));
+      g.state.result = g.state.results[tier] ?? g.state.result;
       return { ...g.state.result!, stream: g.shape(g.begin(value)) };
     },
     onTier: (listener: (event: TierEvent) => void): Unsubscribe => events.subscribe(listener),

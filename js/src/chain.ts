@@ -6,7 +6,16 @@ import { CircuitOpenError, isCircuitOpenError, isTimeoutError } from './helpers/
 import { Emitter, type Unsubscribe } from './helpers/events.js';
 import { checkKeys, fail, fn as optFn, obj } from './helpers/options.js';
 import { classifyError, isResponse, statusOf } from './classify.js';
-import { EXECUTE_KEYS, type BreakerStreamOptions, type CallContext, type ExecuteOptions, type FallbackReason } from './breakers/breaker.js';
+import {
+  EXECUTE_KEYS,
+  type BreakerState,
+  type BreakerStreamOptions,
+  type CallContext,
+  type ExecuteOptions,
+  type FallbackReason,
+  type HedgeOption,
+  type HedgeValue,
+} from './breakers/breaker.js';
 import type { StreamSource } from './guards/stream.js';
 
 /**
@@ -20,6 +29,10 @@ export interface ChainBreaker {
   execute(fn: () => Promise<never>, options?: never): Promise<unknown>;
   /** Runs a streaming call if the breaker admits it (`CircuitBreaker.stream`). */
   stream(fn: () => Promise<never>, options?: never): Promise<ReadableStream<unknown>>;
+  /** Its state: `hedge` asks a tier only while it and the tier before it are CLOSED. */
+  readonly state?: BreakerState | undefined;
+  /** Its throttle's refusal probability: `hedge` asks no tier that sheds, nor past one. */
+  readonly throttleProbability?: number | undefined;
 }
 
 /** One tier of a `FallbackChain`: a call and the breaker in front of it. */
@@ -42,6 +55,28 @@ export interface FallbackChainOptions {
    * no for a request error that would fail everywhere (400, 413, 422) and for a cancelled call.
    */
   fallThrough?: ((error: unknown) => boolean) | undefined;
+  /**
+   * Hedged calls, `hedge()` from `breakwater/adaptive`: when the tier asked has shown no
+   * progress (`execute`: no answer; `stream`: no first content) after the policy's delay, the
+   * next tier is asked as well, and the first to answer wins. The other is aborted (its call's
+   * `signal` fires: pass it to `fetch`, so that the connection closes), is not counted by its
+   * breaker, and is reported as `lost` (`onTier`) with the call's `inputTokens`. At most one
+   * hedge per call, within the policy's budget, and none while either tier is not CLOSED or
+   * its throttle sheds. Its state is per tier index: give each chain its own value.
+   */
+  hedge?: HedgeOption | undefined;
+}
+
+/** `FallbackChain.execute`'s options: `execute`'s, and the call's size for `hedge`'s reports. */
+export interface ChainCallOptions<T> extends ExecuteOptions<T> {
+  /** The call's input tokens (or an estimate): what a tier aborted by a hedge likely cost. */
+  inputTokens?: number | undefined;
+}
+
+/** `FallbackChain.stream`'s options: `stream`'s, and the call's size for `hedge`'s reports. */
+export interface ChainStreamOptions<U> extends BreakerStreamOptions<U> {
+  /** The call's input tokens (or an estimate): what a tier aborted by a hedge likely cost. */
+  inputTokens?: number | undefined;
 }
 
 /** What `FallbackChain.execute` and `FallbackChain.stream` answer: the value and the tier that gave it. */
@@ -62,10 +97,38 @@ export interface TierEvent {
   tier: number;
   /** The tier's name. */
   name: string;
-  /** `answered`: this tier's value is returned; `skipped`: its breaker refused; `failed`: it was called and failed. */
-  outcome: 'answered' | 'skipped' | 'failed';
-  /** `skipped`: the breaker's `CircuitOpenError`; `failed`: the error the tier failed with. Absent for `answered`. */
+  /**
+   * `answered`: this tier's value is returned; `skipped`: its breaker refused; `failed`: it was
+   * called and failed; `hedged`: it was asked as a hedge, the tier before it still running
+   * (`hedge`); `lost`: it was running when another tier answered, and was aborted.
+   */
+  outcome: 'answered' | 'skipped' | 'failed' | 'hedged' | 'lost';
+  /** `skipped`: the breaker's `CircuitOpenError`; `failed`: the error the tier failed with. Absent otherwise. */
   error?: unknown;
+  /** `hedged`: how long the tier before it had run without progress, ms. */
+  afterMs?: number;
+  /** `lost`: the call's `inputTokens`, what the aborted call likely cost (0 when not given). */
+  inputTokens?: number;
+}
+
+const LOST = 'lost a hedged race';
+/** The abort reason a losing tier's call sees. */
+const lost = (): unknown => (typeof DOMException === 'function' ? new DOMException(LOST, 'AbortError') : Object.assign(new Error(LOST), { name: 'AbortError' }));
+
+/** Cancels what a loser answered after all (a stream, a `Response`'s body). */
+function discard(value: unknown): void {
+  const v = value as { cancel?: unknown; body?: { cancel?: unknown } | null } | null;
+  if (typeof ReadableStream === 'function' && value instanceof ReadableStream) void value.cancel().catch(() => {});
+  else if (isResponse(v)) void (v as unknown as Response).body?.cancel().catch(() => {});
+}
+
+/** One tier asked by a hedged call. */
+interface Run<V> {
+  i: number;
+  ctl: AbortController;
+  at: number;
+  hedge: boolean;
+  settled: Promise<{ run: Run<V>; ok: boolean; v: unknown }>;
 }
 
 const STOP = [400, 413, 422];
@@ -89,12 +152,18 @@ export class FallbackChain<T = unknown> {
   readonly name: string;
   #tiers: Array<{ breaker: ChainBreaker; call: Tier<T>['call']; name: string }>;
   #fallThrough: ((error: unknown) => boolean) | undefined;
+  #hedge: HedgeValue | undefined;
   #events = new Emitter<TierEvent>();
 
   constructor(tiers: ReadonlyArray<Tier<T>>, options: FallbackChainOptions = {}) {
     if (!Array.isArray(tiers) || tiers.length === 0) fail('tiers', tiers, 'a non-empty array of { breaker, call }', true);
     const o = obj('FallbackChain options', options) ?? {};
-    checkKeys('FallbackChain options', o, ['name', 'fallThrough']);
+    checkKeys('FallbackChain options', o, ['name', 'fallThrough', 'hedge']);
+    const h = o.hedge as HedgeValue | undefined;
+    if (h !== undefined && (h?.kind !== 'hedge' || typeof h.start !== 'function')) {
+      fail('hedge', h, "hedge() from 'breakwater/adaptive', e.g. hedge({ afterMs: 'auto', budget: 0.1 })", true);
+    }
+    this.#hedge = h;
     if (o.name !== undefined && (typeof o.name !== 'string' || o.name === '')) fail('name', o.name, 'a non-empty string', true);
     this.name = (o.name as string | undefined) ?? 'fallback-chain';
     this.#fallThrough = optFn('fallThrough', o.fallThrough);
@@ -119,15 +188,17 @@ export class FallbackChain<T = unknown> {
    * primary does not answer with it while the backup is up. A client error stops the walk and is
    * thrown, fallback or not.
    */
-  async execute(options?: ExecuteOptions<T>): Promise<ChainResult<T>> {
-    if (options !== undefined) checkKeys('FallbackChain execute options', obj('FallbackChain execute options', options) ?? {}, EXECUTE_KEYS);
-    const { fallback, ...tierOptions } = options ?? {};
+  async execute(options?: ChainCallOptions<T>): Promise<ChainResult<T>> {
+    if (options !== undefined) checkKeys('FallbackChain execute options', obj('FallbackChain execute options', options) ?? {}, [...EXECUTE_KEYS, 'inputTokens']);
+    const { fallback, inputTokens, ...tierOptions } = options ?? {};
     if (fallback !== undefined && typeof fallback !== 'function') fail('fallback', fallback, 'a function');
-    return this.#walk(
-      options?.signal,
-      (t) => (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(t.call, options === undefined ? undefined : tierOptions),
-      fallback,
-    );
+    const run = (t: { breaker: ChainBreaker; call: Tier<T>['call'] }, signal?: AbortSignal) =>
+      (t.breaker.execute as (fn: Tier<T>['call'], o?: ExecuteOptions<T>) => Promise<T>)(
+        t.call,
+        signal !== undefined ? { ...tierOptions, signal } : options === undefined ? undefined : tierOptions,
+      );
+    if (this.#hedge !== undefined) return this.#race(options?.signal, run, tokens(inputTokens), fallback);
+    return this.#walk(options?.signal, run, fallback);
   }
 
   /**
@@ -135,15 +206,17 @@ export class FallbackChain<T = unknown> {
    * content chunk (see `CircuitBreaker.stream`); once one begins, it is the answer. With
    * `retry`, each tier is retried before the first word before the next one is asked.
    */
-  stream<U = Uint8Array>(options?: BreakerStreamOptions<U>): Promise<ChainResult<ReadableStream<U>>> {
-    return this.#walk(options?.signal, (t) =>
+  stream<U = Uint8Array>(options?: ChainStreamOptions<U>): Promise<ChainResult<ReadableStream<U>>> {
+    const { inputTokens, ...o } = options ?? {};
+    const run = (t: { breaker: ChainBreaker; call: Tier<T>['call'] }, signal?: AbortSignal) =>
       (
         t.breaker.stream as (
           fn: (c: CallContext) => StreamSource<U> | Promise<StreamSource<U>>,
           o?: BreakerStreamOptions<U>,
         ) => Promise<ReadableStream<U>>
-      )(t.call as unknown as (c: CallContext) => StreamSource<U>, options),
-    );
+      )(t.call as unknown as (c: CallContext) => StreamSource<U>, signal !== undefined ? { ...o, signal } : options === undefined ? undefined : o);
+    if (this.#hedge !== undefined) return this.#race(options?.signal, run, tokens(inputTokens));
+    return this.#walk(options?.signal, run);
   }
 
   /** Tells which tier answered, was skipped (its breaker refused) or failed. */
@@ -185,10 +258,127 @@ export class FallbackChain<T = unknown> {
       last = error;
       failed = true;
     }
+    return this.#none(failed, last, soonest, fallback);
+  }
+
+  /** No tier answered: `fallback`'s answer, or the last failure, or a refusal with the soonest wait. */
+  async #none<V>(failed: boolean, last: unknown, soonest: number, fallback?: (error: unknown, reason: FallbackReason) => V | Promise<V>): Promise<ChainResult<V>> {
     const error = failed ? last : new CircuitOpenError(this.name, 'OPEN', 'open', soonest);
     if (fallback === undefined) throw error;
     const reason = failed ? (isTimeoutError(last) ? 'timeout' : 'failure') : 'open';
     return { value: await fallback(error, reason), tier: -1, name: 'fallback' };
+  }
+
+  /** Whether tier `i` may take part in a hedge: CLOSED (or stateless) and not shedding. */
+  #calm(i: number): boolean {
+    const b = this.#tiers[i]?.breaker;
+    return b !== undefined && (b.state === undefined || b.state === 'CLOSED') && !((b.throttleProbability ?? 0) > 0);
+  }
+
+  /**
+   * `#walk` with `hedge`: each tier asked gets a signal of its own; while one tier runs without
+   * progress past the policy's delay, the next is asked too (once per call, if the policy
+   * allows); the first answer wins and the others are aborted. A failure moves on as in `#walk`.
+   */
+  async #race<V>(
+    signal: AbortSignal | undefined,
+    attempt: (tier: { breaker: ChainBreaker; call: Tier<T>['call'] }, signal: AbortSignal) => Promise<V>,
+    inputTokens: number,
+    fallback?: (error: unknown, reason: FallbackReason) => V | Promise<V>,
+  ): Promise<ChainResult<V>> {
+    const h = this.#hedge!;
+    h.call();
+    const running = new Set<Run<V>>();
+    const start = (i: number, hedge: boolean): void => {
+      const ctl = new AbortController();
+      const run = { i, ctl, at: Date.now(), hedge } as Run<V>;
+      let p: Promise<V>;
+      try {
+        p = attempt(this.#tiers[i]!, ctl.signal);
+      } catch (e) {
+        p = Promise.reject(e);
+      }
+      run.settled = p.then((v) => ({ run, ok: true, v }), (v: unknown) => ({ run, ok: false, v }));
+      running.add(run);
+    };
+    const stop = (reason: unknown): void => {
+      for (const r of running) {
+        r.ctl.abort(reason);
+        void r.settled.then((e) => e.ok && discard(e.v));
+      }
+    };
+    const onAbort = (): void => stop(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let soonest = Infinity;
+    let last: unknown;
+    let failed = false;
+    let next = 0;
+    let asked = false;
+    let hedged = false;
+    try {
+      for (;;) {
+        if (running.size === 0) {
+          if (next >= this.#tiers.length) break;
+          start(next++, false);
+        }
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const waits: Array<Promise<{ run: Run<V>; ok: boolean; v: unknown } | undefined>> = [...running].map((r) => r.settled);
+        const only = running.size === 1 ? [...running][0]! : undefined;
+        if (!asked && only !== undefined && next < this.#tiers.length) {
+          const wait = Math.max(0, h.after(only.i) - (Date.now() - only.at));
+          waits.push(new Promise((resolve) => (timer = setTimeout(resolve, wait, undefined))));
+        }
+        const e = await Promise.race(waits);
+        if (timer !== undefined) clearTimeout(timer);
+        if (e === undefined) {
+          // The one tier running has shown no progress in time: ask the next as well, once.
+          asked = true;
+          if (h.start(this.#calm(only!.i) && this.#calm(next))) {
+            hedged = true;
+            this.#emit(next, this.#tiers[next]!.name, 'hedged', undefined, { afterMs: Date.now() - only!.at });
+            start(next++, true);
+          }
+          continue;
+        }
+        const { run, v } = e;
+        running.delete(run);
+        const t = this.#tiers[run.i]!;
+        let error: unknown = v;
+        if (e.ok) {
+          if (!isResponse(v) || v.status < 400) {
+            const now = Date.now();
+            h.progress(run.i, now - run.at);
+            const losers = [...running];
+            stop(lost());
+            for (const r of losers) {
+              h.progress(r.i, now - r.at);
+              this.#emit(r.i, this.#tiers[r.i]!.name, 'lost', undefined, { inputTokens });
+            }
+            if (hedged) h.finish(run.hedge, losers.length > 0 ? inputTokens : 0);
+            this.#emit(run.i, t.name, 'answered');
+            return { value: v as V, tier: run.i, name: t.name };
+          }
+          void (v as unknown as Response).body?.cancel().catch(() => {});
+          error = new FailedResponse(v.status, v.headers);
+        }
+        if (signal?.aborted) throw error;
+        if (isCircuitOpenError(error)) {
+          soonest = Math.min(soonest, error.retryAfterMs);
+          this.#emit(run.i, t.name, 'skipped', error);
+          continue;
+        }
+        if (!this.#moveOn(error)) {
+          stop(error);
+          throw error;
+        }
+        this.#emit(run.i, t.name, 'failed', error);
+        last = error;
+        failed = true;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    return this.#none(failed, last, soonest, fallback);
   }
 
   #moveOn(error: unknown): boolean {
@@ -199,7 +389,14 @@ export class FallbackChain<T = unknown> {
     return s === undefined || !STOP.includes(s);
   }
 
-  #emit(tier: number, name: string, outcome: TierEvent['outcome'], error?: unknown): void {
-    if (this.#events.size) this.#events.emit({ chain: this.name, tier, name, outcome, ...(error === undefined ? {} : { error }) });
+  #emit(tier: number, name: string, outcome: TierEvent['outcome'], error?: unknown, more?: Pick<TierEvent, 'afterMs' | 'inputTokens'>): void {
+    if (this.#events.size) this.#events.emit({ chain: this.name, tier, name, outcome, ...(error === undefined ? {} : { error }), ...more });
   }
+}
+
+/** `inputTokens`, checked: a non-negative number, 0 when not given. */
+function tokens(n: unknown): number {
+  if (n === undefined) return 0;
+  if (typeof n !== 'number' || !(n >= 0) || !Number.isFinite(n)) fail('inputTokens', n, 'a number >= 0');
+  return Math.round(n);
 }

@@ -65,6 +65,10 @@ export interface Exports {
   read_item(len: number, kind: number): number;
   /** A reading (a `Reading` code) judged at `now`: a `StreamStep` code. */
   watch_reading(h: number, now: number, reading: number): number;
+  /** The adaptive module's: a hedging policy from `Hedge`, a handle or `-Refusal`. */
+  hedge_new?(): number;
+  /** The adaptive module's: a `HedgeOp` on policy `h`. */
+  hedge_op?(h: number, op: number, tier: number, value: number): number;
 }
 
 let current: Exports | undefined;

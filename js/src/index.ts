@@ -22,6 +22,8 @@ export {
   type StreamContext,
   type StateChangeEvent,
   type ThrottleOption,
+  type HedgeOption,
+  type HedgeStats,
 } from './breakers/breaker.js';
 export {
   CircuitOpenError,
@@ -46,6 +48,8 @@ export { StreamError, type SseEvent, type StreamOptions } from './guards/stream.
 export {
   FallbackChain,
   type ChainResult,
+  type ChainCallOptions,
+  type ChainStreamOptions,
   type FallbackChainOptions,
   type Tier,
   type TierEvent,

@@ -3,13 +3,14 @@
 // documented for apps: `breakwater` re-exports the public part (js/src/index.ts) after its
 // runtime's entry has loaded the core; this subpath is the same module without the loader.
 export * from './index.js';
-export { setGlue, wasm, type Exports } from './glue.js';
+export { setGlue, wasm, create, memory, type Exports } from './glue.js';
 export {
   build as breakerConfig,
   checkStreamDefaults,
   withDefaults,
   type StreamDefaults,
   type AdaptiveValue,
+  type HedgeValue,
   type BreakerSettings,
   type ConsecutiveTrip,
   type FailureRateTrip,

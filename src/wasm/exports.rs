@@ -29,6 +29,8 @@ enum Slot {
     Budget(RetryBudget),
     #[cfg(not(feature = "wasm-adaptive"))]
     Stream(alloc::boxed::Box<streams::Streamed>),
+    #[cfg(feature = "wasm-adaptive")]
+    Hedge(alloc::boxed::Box<crate::Hedge>),
 }
 
 struct Table {
@@ -240,6 +242,84 @@ pub fn snapshot(h: u32) -> u32 {
     let mut out = super::Out { out: t.io(n), n: 0 };
     super::encode_snapshot(&s, &mut out);
     n as u32
+}
+
+// The hedging policy: the adaptive module's (breakwater/adaptive's `hedge()`), which the main
+// module does not carry.
+#[cfg(feature = "wasm-adaptive")]
+pub use hedging::*;
+
+#[cfg(feature = "wasm-adaptive")]
+mod hedging {
+    use super::super::layout::{hedge as hg, hedge_op as op, hedge_stats as st};
+    use super::*;
+    use super::super::at;
+    use crate::{Hedge, HedgeAfter, HedgeConfig};
+
+    // A hedging policy from `io[..hedge::LEN]`: a handle, or `-refusal`.
+    #[wasm_bindgen]
+    pub fn hedge_new() -> i32 {
+        let t = table();
+        let io = t.input(hg::LEN, 0);
+        let after = int(at(io, hg::AFTER));
+        let config = HedgeConfig {
+            after: if after == 0 {
+                HedgeAfter::Auto
+            } else {
+                HedgeAfter::Millis(after)
+            },
+            budget: at(io, hg::BUDGET),
+            quantile: at(io, hg::QUANTILE),
+            min_after_ms: int(at(io, hg::MIN_AFTER)),
+            max_after_ms: int(at(io, hg::MAX_AFTER)),
+        };
+        let made = Hedge::new(config)
+            .map(|h| Slot::Hedge(alloc::boxed::Box::new(h)))
+            .map_err(|_| refusal::CONFIG);
+        t.put(made)
+    }
+
+    // A [`layout::hedge_op`] on policy `h` (a handle of another kind answers 0).
+    #[wasm_bindgen]
+    pub fn hedge_op(h: u32, o: u32, tier: u32, value: f64) -> f64 {
+        let t = table();
+        let Some(Slot::Hedge(p)) = t.slot(h) else {
+            return 0.0;
+        };
+        let tier = tier as usize;
+        match o {
+            op::CALL => p.call(),
+            op::AFTER => return p.after_ms(tier) as f64,
+            op::START => return p.try_start(value == 1.0) as u32 as f64,
+            op::PROGRESS => p.progress(tier, int(value)),
+            op::WON | op::LOST => p.finish(o == op::WON, int(value)),
+            op::STATS => {
+                let s = p.stats();
+                let tokens = p.tokens();
+                let io = t.io(st::LEN);
+                for (i, v) in [
+                    s.calls as f64,
+                    s.started as f64,
+                    s.won as f64,
+                    s.lost as f64,
+                    s.refused as f64,
+                    s.held as f64,
+                    s.extra_input_tokens as f64,
+                    tokens,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if let Some(x) = io.get_mut(i) {
+                        *x = v;
+                    }
+                }
+                return io.as_ptr() as usize as f64;
+            }
+            _ => {}
+        }
+        0.0
+    }
 }
 
 // The retry policy, the classifier and the budget: the main module's, left out of the adaptive

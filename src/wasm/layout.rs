@@ -237,6 +237,37 @@ layouts! {
         WITHDRAW = 1,
         AVAILABLE = 2,
     }
+    /// A hedging policy (`hedge_new`, the adaptive module's).
+    hedge / "Hedge": usize {
+        AFTER = 0,           // ms; 0: auto
+        BUDGET = 1,
+        QUANTILE = 2,
+        MIN_AFTER = 3,
+        MAX_AFTER = 4,
+        LEN = 5,
+    }
+    /// The operations of `hedge_op(h, op, tier, value)`.
+    hedge_op / "HedgeOp": u32 {
+        CALL = 0,            // a call begins (returns 0)
+        AFTER = 1,           // the delay before `tier` is hedged, ms
+        START = 2,           // value 1: both tiers calm; 1 if a hedge starts, else 0
+        PROGRESS = 3,        // `tier` showed progress after `value` ms (returns 0)
+        WON = 4,             // a hedged call ended, the hedge first; `value`: the loser's input tokens
+        LOST = 5,            // a hedged call ended, the first tier first; likewise
+        STATS = 6,           // writes `HedgeStats` at `io`, returns its address
+    }
+    /// What `hedge_op`'s STATS writes.
+    hedge_stats / "HedgeStats": usize {
+        CALLS = 0,
+        STARTED = 1,
+        WON = 2,
+        LOST = 3,
+        REFUSED = 4,
+        HELD = 5,
+        EXTRA_INPUT = 6,
+        TOKENS = 7,
+        LEN = 8,
+    }
     /// `classify`'s flags in (`NETWORK`, `TIMEOUT`, `CANCELLED`), and its answer:
     /// `class | RETRYABLE | outcome << OUTCOME_SHIFT`, the class under `CLASS_MASK`.
     classify / "Classify": u32 {

@@ -12,4 +12,4 @@
  * ```
  * @packageDocumentation
  */
-export { throttle, limit, type AdaptiveThrottle, type ConcurrencyLimit } from './options.js';
+export { throttle, limit, hedge, type AdaptiveThrottle, type ConcurrencyLimit, type HedgeSettings } from './options.js';

@@ -2,9 +2,9 @@
 // (naming the option and the value of what it refuses), writes them into the core's configuration
 // array when a breaker is built, and brings the adaptive module the breaker then lives in (and,
 // for the limit, its JavaScript). Not in the main entry, which only reads these values.
-import { checkKeys, fail, num, obj, type AdaptiveValue, type Exports } from 'breakwater/internal';
-import type { LimitOption, ThrottleOption } from 'breakwater';
-import { Cfg } from '../codes/layout.js';
+import { checkKeys, create, fail, memory, num, obj, type AdaptiveValue, type Exports, type HedgeValue } from 'breakwater/internal';
+import type { HedgeOption, HedgeStats, LimitOption, ThrottleOption } from 'breakwater';
+import { Cfg, Hedge, HedgeOp, HedgeStats as Stat } from '../codes/layout.js';
 import { Slots } from '../breakers/slots.js';
 
 /**
@@ -110,4 +110,83 @@ export function limit(options: ConcurrencyLimit): LimitOption {
     slots: (x, h, now) => new Slots(x, h, now),
   };
   return Object.freeze(value) as unknown as LimitOption;
+}
+
+/** `hedge()`'s options, each optional. */
+export interface HedgeSettings {
+  /**
+   * How long the tier asked may show no progress before the next one is asked too, ms; or
+   * `'auto'`: the `quantile` of that tier's recent times to first progress (the last 128 to 256
+   * calls), clamped to `[minAfterMs, maxAfterMs]`, and `maxAfterMs` until it has seen 20 calls.
+   * Default `'auto'`.
+   */
+  afterMs?: number | 'auto' | undefined;
+  /**
+   * The share of calls that may be hedged, in (0, 1]: a token bucket that starts empty, gains
+   * `budget` of a token per call and holds at most 10, so that hedges never outnumber
+   * `budget` × calls, even when a partial outage makes every call slow. Default 0.1.
+   */
+  budget?: number | undefined;
+  /** `'auto'`: the quantile of recent first-progress times, in [0.5, 0.999]. Default 0.95. */
+  quantile?: number | undefined;
+  /** `'auto'`: the shortest delay, ms. Default 100. */
+  minAfterMs?: number | undefined;
+  /** `'auto'`: the longest delay, and the delay until a tier has 20 samples, ms. Default 10 000. */
+  maxAfterMs?: number | undefined;
+}
+
+/** Frees a collected policy's state in the adaptive module. */
+const hedges =
+  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<[Exports, number]>(([x, h]) => x.release(h)) : undefined;
+
+/**
+ * A hedging policy for `FallbackChain`'s and `fallbackModel`'s `hedge` option: when the tier
+ * asked has shown no progress after `afterMs`, the next tier is asked too and the first to
+ * answer wins (the other is aborted, not counted as failed), for at most a `budget` share of the
+ * calls. The core decides the delay and spends the budget. Give each chain its own value; read
+ * `stats` for what it did.
+ */
+export function hedge(options: HedgeSettings = {}): HedgeOption {
+  const o = obj('hedge options', options) ?? {};
+  checkKeys('hedge options', o, ['afterMs', 'budget', 'quantile', 'minAfterMs', 'maxAfterMs']);
+  const auto = o.afterMs === undefined || o.afterMs === 'auto';
+  const input = new Float64Array(Hedge.Len);
+  input[Hedge.After] = auto ? 0 : num('hedge.afterMs', o.afterMs, 0, 1);
+  const budget = num('hedge.budget', o.budget, 0.1, 0, 1, false);
+  if (budget === 0) fail('hedge.budget', 0, 'a share in (0, 1]');
+  input[Hedge.Budget] = budget;
+  input[Hedge.Quantile] = num('hedge.quantile', o.quantile, 0.95, 0.5, 0.999, false);
+  const min = num('hedge.minAfterMs', o.minAfterMs, 100, 1);
+  input[Hedge.MinAfter] = min;
+  input[Hedge.MaxAfter] = num('hedge.maxAfterMs', o.maxAfterMs, Math.max(10_000, min), min);
+  if (!auto && (o.quantile !== undefined || o.minAfterMs !== undefined || o.maxAfterMs !== undefined)) {
+    throw new TypeError('breakwater: hedge options quantile, minAfterMs and maxAfterMs are for afterMs: \'auto\' (a fixed afterMs uses none of them)');
+  }
+  const x = loaded();
+  const h = create(x.hedge_new!, input, x);
+  const op = (o: HedgeOp, tier = 0, value = 0): number => x.hedge_op!(h, o, tier, value);
+  const value: HedgeValue = {
+    kind: 'hedge',
+    call: () => void op(HedgeOp.Call),
+    after: (i) => op(HedgeOp.After, i),
+    start: (calm) => op(HedgeOp.Start, 0, calm ? 1 : 0) === 1,
+    progress: (i, ms) => void op(HedgeOp.Progress, i, Math.max(0, Math.round(ms))),
+    finish: (won, tokens) => void op(won ? HedgeOp.Won : HedgeOp.Lost, 0, tokens),
+    get stats(): HedgeStats {
+      const at = op(HedgeOp.Stats) / 8;
+      const m = memory(x);
+      return {
+        calls: m[at + Stat.Calls]!,
+        started: m[at + Stat.Started]!,
+        won: m[at + Stat.Won]!,
+        lost: m[at + Stat.Lost]!,
+        refused: m[at + Stat.Refused]!,
+        held: m[at + Stat.Held]!,
+        extraInputTokens: m[at + Stat.ExtraInput]!,
+        tokens: m[at + Stat.Tokens]!,
+      };
+    },
+  } as HedgeValue;
+  hedges?.register(value, [x, h]);
+  return Object.freeze(value);
 }

@@ -56,6 +56,36 @@ export interface LimitOption {
   readonly [fromAdaptive]: true;
 }
 
+/** What a `hedge()` value has done since it was made (`HedgeOption.stats`). */
+export interface HedgeStats {
+  /** Calls made through the chains that use it (each refilled the budget). */
+  calls: number;
+  /** Hedges started: the next tier asked while the current one was still running. */
+  started: number;
+  /** Hedges that answered first (the tier asked first was aborted). */
+  won: number;
+  /** Hedges that lost the race (aborted: the tier asked first answered first). */
+  lost: number;
+  /** Hedges the budget refused. */
+  refused: number;
+  /** Hedges held back because a tier was HALF_OPEN, OPEN or shedding. */
+  held: number;
+  /** The aborted losers' estimated input tokens (`inputTokens` of the calls): the races' extra cost. */
+  extraInputTokens: number;
+  /** Tokens in the budget now: hedges it would allow in a row (at most 10). */
+  tokens: number;
+}
+
+/** `hedge()` of `breakwater/adaptive`: the value of `FallbackChain`'s and `fallbackModel`'s `hedge` option. */
+export interface HedgeOption {
+  /** Always `'hedge'`: the option the value is for. */
+  readonly kind: 'hedge';
+  /** What it has done: hedges started, won, lost, refused, the estimated extra input. */
+  readonly stats: HedgeStats;
+  /** The mark of a value `breakwater/adaptive` made (no other code can make one). */
+  readonly [fromAdaptive]: true;
+}
+
 /**
  * The options every trip rule shares.
  * @inline
@@ -346,6 +376,19 @@ export function build(options: CircuitBreakerOptions, where = 'CircuitBreaker op
  * they live in (`x`), the writer of their settings into the configuration array, and the
  * concurrency limit's JavaScript (js/src/adaptive/options.ts makes them).
  */
+export interface HedgeValue extends HedgeOption {
+  /** A call begins (the budget refills). */
+  call(): void;
+  /** How long a call to tier `i` may show no progress before it is hedged, ms. */
+  after(i: number): number;
+  /** Whether a hedge starts now (`calm`: both tiers CLOSED and not shedding); spends a token. */
+  start(calm: boolean): boolean;
+  /** Tier `i` showed progress `ms` after it was asked (or was aborted then, losing). */
+  progress(i: number, ms: number): void;
+  /** A hedged call ended: the hedge answered first (`won`) or not; the loser's input tokens. */
+  finish(won: boolean, inputTokens: number): void;
+}
+
 export interface AdaptiveValue {
   readonly kind: 'throttle' | 'limit';
   readonly x: Exports;

@@ -231,6 +231,40 @@ export const enum BudgetOp {
   Available = 2,
 }
 
+/** A hedging policy (`hedge_new`, the adaptive module's). */
+export const enum Hedge {
+  After = 0,
+  Budget = 1,
+  Quantile = 2,
+  MinAfter = 3,
+  MaxAfter = 4,
+  Len = 5,
+}
+
+/** The operations of `hedge_op(h, op, tier, value)`. */
+export const enum HedgeOp {
+  Call = 0,
+  After = 1,
+  Start = 2,
+  Progress = 3,
+  Won = 4,
+  Lost = 5,
+  Stats = 6,
+}
+
+/** What `hedge_op`'s `Stats` writes. */
+export const enum HedgeStats {
+  Calls = 0,
+  Started = 1,
+  Won = 2,
+  Lost = 3,
+  Refused = 4,
+  Held = 5,
+  ExtraInput = 6,
+  Tokens = 7,
+  Len = 8,
+}
+
 /** `classify`'s flags in, and its answer: `class | Retryable | outcome << OutcomeShift`. */
 export const enum Classify {
   Network = 1,
