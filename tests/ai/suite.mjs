@@ -16,7 +16,7 @@ import * as llm from '../fixtures/llm/index.mjs';
  * @param {Function} sdk.MockModel MockLanguageModelV3 (ai@6) or MockLanguageModelV4 (ai@7)
  * @param {string} sdk.spec the providers' specification version ('v3' or 'v4')
  */
-export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, createGoogleGenerativeAI, breakwater, breakwaterCjs, bwai, store }) {
+export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, createGoogleGenerativeAI, breakwater, breakwaterCjs, bwai, store, adaptive }) {
   const { generateText, wrapLanguageModel, simulateReadableStream } = ai;
   // Errors reach the tests through the stream; the SDK's default onError would log them too.
   const streamText = (options) => ai.streamText({ onError: () => {}, ...options });
@@ -308,6 +308,39 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/chat/completions', '/v1/messages', '/v1/chat/completions']);
     assert.deepEqual(counts(primary), { admitted: 2, rejected: 0, successes: 0, failures: 2, ignored: 0 });
     assert.deepEqual(counts(backup), { admitted: 2, rejected: 0, successes: 2, failures: 0, ignored: 0 });
+  });
+
+  test(`${label}: fallbackModel with hedge: a primary with no first token is hedged on the backup, its request aborted and not counted (stream and generate)`, async () => {
+    const primary = new CircuitBreaker('primary-hedge', { failureThreshold: 1 });
+    const backup = new CircuitBreaker('backup-hedge');
+    const policy = adaptive.hedge({ afterMs: 100, budget: 1 });
+    const model = fallbackModel(
+      [
+        { model: anthropic('claude-test'), breaker: primary },
+        { model: openai.chat('gpt-test'), breaker: backup },
+      ],
+      { hedge: policy },
+    );
+    const events = [];
+    model.onTier((e) => events.push(`${e.tier}:${e.outcome}`));
+    const prompt = 'Summarise the incident report in three bullet points, please.';
+    provider.cue({ holdUntilAbort: true }, {});
+    const s = streamText({ model, prompt, maxRetries: 0 });
+    assert.equal(await s.text, STREAM_TEXT);
+    provider.cue({ holdUntilAbort: true }, {});
+    const g = await generateText({ model, prompt, maxRetries: 0 });
+    assert.equal(g.text, 'hello from the fake provider');
+    await until(() => provider.requests.filter((r) => r.url === '/v1/messages' && r.aborted).length === 2, 'the primary requests were not closed');
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/chat/completions', '/v1/messages', '/v1/chat/completions']);
+    assert.deepEqual(events, ['1:hedged', '0:lost', '1:answered', '1:hedged', '0:lost', '1:answered']);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(primary.state, 'CLOSED');
+    assert.deepEqual(counts(primary), { admitted: 2, rejected: 0, successes: 0, failures: 0, ignored: 2 });
+    assert.deepEqual(counts(backup), { admitted: 2, rejected: 0, successes: 2, failures: 0, ignored: 0 });
+    const st = policy.stats;
+    assert.deepEqual([st.started, st.won, st.lost], [2, 2, 0]);
+    // The prompt's text, about 4 characters a token, for each lost race.
+    assert.equal(st.extraInputTokens, 2 * Math.ceil(prompt.length / 4));
   });
 
   test(`${label}: fallbackModel with onInterrupted: a cut after the first words stays on its tier, with the contingency`, async () => {

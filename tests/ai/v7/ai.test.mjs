@@ -7,10 +7,11 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import * as breakwater from 'breakwater';
 import * as bwai from 'breakwater/ai';
 import * as store from 'breakwater/store';
+import * as adaptive from 'breakwater/adaptive';
 import { suite } from '../suite.mjs';
 import { createRequire } from 'node:module';
 
 // The CommonJS copy of the package, a second copy in this process (as Next.js bundles one per layer).
 const breakwaterCjs = createRequire(import.meta.url)('breakwater');
 
-suite({ label: 'ai@7', ai, MockModel: MockLanguageModelV4, createAnthropic, createOpenAI, createGoogleGenerativeAI, breakwater, breakwaterCjs, bwai, store });
+suite({ label: 'ai@7', ai, MockModel: MockLanguageModelV4, createAnthropic, createOpenAI, createGoogleGenerativeAI, breakwater, breakwaterCjs, bwai, store, adaptive });
