@@ -11,7 +11,9 @@
 //            failed (demo/direct-app.mjs); a stalled call uses up the whole deadline
 // It prints the shared object's state transitions as they happen and a line per second, then a
 // comparison table, and writes the totals and per-second series to <out>/live.json
-// (scripts/demo.sh draws them with `breakwater-sim plot`).
+// (scripts/demo.sh draws them with `breakwater-sim plot`). Then the hedging column
+// (demo/hedging.mjs): a heavy-tailed provider streamed through the npm package's FallbackChain
+// without and with `hedge`, its time to first token p50/p99 and extra requests, into live.json too.
 //
 // Usage: node demo/live.mjs [--short] [--out DIR] [--isolates N] [--rate R]
 // Needs build/index.js with the demo app (scripts/build-worker.sh --features worker,demo) and
@@ -22,6 +24,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadMiniflare, moduleWorker, objectWorker, requireDemoBuild, ROOT, rustApp } from '../tests/worker/workerd.mjs';
 import { ALWAYS_HEALTHY, phaseAt, recoveredAt, rng, startProvider } from './provider.mjs';
+import { runHedging } from './hedging.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DIRECT_APP = path.join(HERE, 'direct-app.mjs');
@@ -558,6 +561,9 @@ async function main() {
       '(the last answer from the backup or error after the recovery).',
   );
 
+  // The hedging column: a heavy-tailed provider, without and with `hedge` (demo/hedging.mjs).
+  const hedging = await runHedging({ short: opts.short });
+
   // The recording, for `breakwater-sim plot`.
   fs.mkdirSync(opts.out, { recursive: true });
   const nb = Math.ceil(END / 1000);
@@ -572,6 +578,7 @@ async function main() {
     deadline_ms: DEADLINE_MS,
     plan,
     breakers: BREAKERS,
+    hedging,
     // In the simulator's order: no protection first, the shared breaker last.
     strategies: [...runs].reverse().map((run) => {
       const k = runs.indexOf(run);
@@ -608,7 +615,7 @@ const watchdog = setTimeout(
     await cleanup();
     process.exit(1);
   },
-  END + 120_000,
+  END + 210_000,
 );
 try {
   await main();

@@ -7,7 +7,8 @@
 # goes at once through per-isolate breakers and through no breaker at all, each on its own
 # Miniflare. It prints the object's state transitions as they happen and a line per second, then
 # a comparison table (users left with no answer, answers by primary and backup, primary calls,
-# latency), and draws the timeline into out/live.svg (breakwater-sim plot). Then the simulator replays seed 000's longer
+# latency); then a heavy-tailed provider streamed without and with `hedge` (time to first token
+# p50/p99, extra requests); and draws it all into out/live.svg (breakwater-sim plot). Then the simulator replays seed 000's longer
 # outage under four strategies (out/seed000.svg), and the built-in overloaded scenario, where the
 # adaptive throttle sheds an overloaded provider's excess (out/overloaded.svg). About a minute once built; installs and builds
 # what it needs first (idempotent; the first run on a fresh machine compiles tools for minutes).
@@ -59,6 +60,13 @@ if [ "$live" = 1 ]; then
     }
   fi
 
+  # demo/hedging.mjs (the live demo's hedging column) imports the npm package as a user would.
+  bash scripts/install-pkg.sh demo >"$out/install-pkg.log" 2>&1 || {
+    tail -40 "$out/install-pkg.log" >&2
+    log "installing the npm package into demo/ failed (log: $out/install-pkg.log)"
+    exit 1
+  }
+
   # The live demo runs in its own process group (job control), so that whatever it started —
   # Miniflare's workerd processes included — can be stopped as a group if it does not stop them
   # itself. Ctrl-C / SIGTERM are passed on to it: it stops its servers and exits.
@@ -103,4 +111,6 @@ if [ "$sim" = 1 ]; then
   "$SIM" run seed000 --svg "$out/seed000.svg"
   printf '\n=== the simulator: a provider overloaded for 60 s (capacity 28 calls), a failure-rate breaker with the adaptive throttle, simulated time ===\n'
   "$SIM" run overloaded --svg "$out/overloaded.svg"
+  printf '\n=== the simulator: a heavy-tailed provider (3 %% of first tokens ~30 s), hedged within a 10 %% budget, simulated time ===\n'
+  "$SIM" run heavy-tail --svg "$out/heavy-tail.svg"
 fi

@@ -8,7 +8,8 @@
 # reach it; that the shared breaker left far fewer users with no answer than no breaker, with a
 # lower p95 (the short run is too small for a steady p99: it is printed, not checked); that it
 # spent fewer primary calls during the outage than per-isolate breakers (and those fewer than no
-# breaker). Then that the SVG timelines were written, and that no process
+# breaker); that hedging on the heavy-tailed provider at least halved p99 time to first token for at
+# most 10 % extra requests, the losers' connections closed. Then that the SVG timelines were written, and that no process
 # it started is left.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +71,17 @@ check(shared.upstream_calls < none.upstream_calls, `primary calls: shared ${shar
 const during = (s) => s.upstream_calls_during_outage;
 check(during(shared) < during(local), `primary calls during the outage: shared ${during(shared)}, per-isolate ${during(local)}`);
 check(during(local) < during(none), `primary calls during the outage: per-isolate ${during(local)}, none ${during(none)}`);
+// The hedging column (demo/hedging.mjs): the issue's bar, on the heavy-tailed provider.
+const h = j.hedging;
+check(h && h.requests > 100, 'live.json has no hedging column');
+if (h) {
+  check(h.hedged_p99_ms * 2 <= h.plain_p99_ms, `hedging: p99 ${h.plain_p99_ms} ms without, ${h.hedged_p99_ms} ms with (not halved)`);
+  check(h.extra_requests <= 0.12 * h.requests, `hedging: ${h.extra_requests} extra requests for ${h.requests}`);
+  check(h.extra_requests <= 0.1 * h.requests, `hedging: ${h.extra_requests} extra requests, over the 10 % budget of ${h.requests}`);
+  check(h.plain_extra_requests === 0, `hedging: ${h.plain_extra_requests} extra requests without hedge`);
+  check(h.closed_by_app >= 1 && h.closed_by_app <= h.extra_requests + 1, `hedging: the providers saw ${h.closed_by_app} connections closed by the app`);
+  check(h.errors === 0, `hedging: ${h.errors} requests failed`);
+}
 if (problems.length) {
   console.log(problems.join('; '));
   process.exit(1);
@@ -78,18 +90,21 @@ console.log(
   `user-visible errors shared ${shared.user_visible_errors} / none ${none.user_visible_errors}, ` +
     `backup answers during the outage ${backupDuringOutage}, stalled-primary timeouts shared ${shared.primary_timeouts} / none ${none.primary_timeouts}, ` +
     `p99 shared ${shared.latency_p99_ms} / none ${none.latency_p99_ms} ms, ` +
-    `primary calls during the outage shared ${during(shared)} < per-isolate ${during(local)} < none ${during(none)}`,
+    `primary calls during the outage shared ${during(shared)} < per-isolate ${during(local)} < none ${during(none)}; ` +
+    `hedging p99 ${h.plain_p99_ms} → ${h.hedged_p99_ms} ms for ${h.extra_requests} extra of ${h.requests} requests`,
 );
 JS
 ) || fail "live.json: $facts"
 log "live.json: $facts"
 
-for f in live.svg seed000.svg; do
+for f in live.svg seed000.svg heavy-tail.svg; do
   [ -s "$work/out/$f" ] || fail "$f was not written"
   grep -q '<svg' "$work/out/$f" || fail "$f is not an SVG document"
 done
 grep -q 'shared breaker: ' "$work/out/live.svg" || fail "live.svg has no shared-breaker panel"
 grep -q 'breaker per instance: ' "$work/out/live.svg" || fail "live.svg has no per-isolate panel"
+grep -q 'class="hedging"' "$work/out/live.svg" || fail "live.svg has no hedging panel"
+grep -q '^=== hedging, live' "$out_log" || fail "the live hedging column was not printed"
 # `breakwater-sim plot` names the field of a bad recording.
 printf '{"instances": 6, "strategies": [{"strategy": "sharde_breaker", "calls": [1, 2]}]}' >"$work/bad.json"
 err=$(target/release/breakwater-sim plot "$work/bad.json" --svg "$work/bad.svg" 2>&1) && fail "plot accepted a bad strategy name"

@@ -277,7 +277,13 @@ fn recording(v: &Value) -> Result<Report, String> {
         requests_per_instance: Vec::new(),
         affected_latency_ms: 0,
         strategies,
-        hedging: None,
+        // The live demo's hedging column (demo/hedging.mjs), in the simulator's table's fields.
+        hedging: match v.get("hedging") {
+            None | Some(Value::Null) => None,
+            Some(h) => {
+                Some(serde_json::from_value(h.clone()).map_err(|e| format!("hedging: {e}"))?)
+            }
+        },
     })
 }
 

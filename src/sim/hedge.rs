@@ -7,7 +7,7 @@
 
 use std::vec::Vec;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::hedge::{Hedge, HedgeConfig};
 use crate::rng::SplitMix64;
@@ -20,7 +20,7 @@ const STREAM_PRIMARY: u64 = 0x4ED6_E000_0000_0001;
 const STREAM_BACKUP: u64 = 0x4ED6_E000_0000_0002;
 
 /// Time to first token without and with hedging.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HedgingReport {
     /// The policy the hedged run used.
     pub after: std::string::String,

@@ -31,6 +31,9 @@ const CAPTION: f64 = 30.0;
 const X_AXIS: f64 = 44.0;
 /// Space between panels.
 const PANEL_GAP: f64 = 18.0;
+/// The hedging panel's height: a caption and two bars.
+const HEDGING_HEIGHT: f64 = 110.0;
+const HEDGED: &str = "#2ca02c";
 
 const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
 const DEGRADED: &str = "#e6e6e6";
@@ -413,7 +416,12 @@ fn draw(report: &Report) -> Result<String, fmt::Error> {
             .strategies
             .iter()
             .map(|r| panel_height(r) + PANEL_GAP)
-            .sum::<f64>();
+            .sum::<f64>()
+        + if report.hedging.is_some() {
+            HEDGING_HEIGHT
+        } else {
+            0.0
+        };
 
     let mut svg = Svg { out: String::new() };
     writeln!(
@@ -582,6 +590,76 @@ fn draw(report: &Report) -> Result<String, fmt::Error> {
         writeln!(svg.out, "</g>")?;
         top += panel_height(r) + PANEL_GAP;
     }
+    if let Some(h) = &report.hedging {
+        hedging(&mut svg, top, h)?;
+    }
     writeln!(svg.out, "</svg>")?;
     Ok(svg.out)
+}
+
+/// The hedging panel: time to first token without and with a hedge, as bars of p99 with p50
+/// marked, on one scale, and the extra requests the hedge cost.
+fn hedging(svg: &mut Svg, top: f64, h: &super::HedgingReport) -> fmt::Result {
+    writeln!(svg.out, "<g class=\"hedging\">")?;
+    svg.text(
+        10.0,
+        top + 18.0,
+        13.0,
+        "start",
+        "caption",
+        &format!(
+            "hedging: time to first token, {} requests; a second provider asked after {}, budget {} % of calls",
+            h.requests,
+            h.after,
+            h.budget * 100.0
+        ),
+    )?;
+    let scale = (WIDTH - RIGHT - LEFT - 330.0) / h.plain_p99_ms.max(h.hedged_p99_ms).max(1) as f64;
+    let rows = [
+        (
+            "without hedge",
+            h.plain_p50_ms,
+            h.plain_p99_ms,
+            CALLS,
+            String::new(),
+        ),
+        (
+            "with hedge",
+            h.hedged_p50_ms,
+            h.hedged_p99_ms,
+            HEDGED,
+            format!(
+                ", +{} requests ({:.1} %)",
+                h.extra_requests,
+                h.extra_share() * 100.0
+            ),
+        ),
+    ];
+    for (i, (label, p50, p99, colour, extra)) in rows.into_iter().enumerate() {
+        let y = top + CAPTION + 8.0 + i as f64 * 30.0;
+        svg.text(LEFT - 7.0, y + 14.0, 12.0, "end", "tick", label)?;
+        let x1 = LEFT + (p99 as f64 * scale).max(1.0);
+        svg.rect(
+            LEFT,
+            y,
+            x1,
+            y + 20.0,
+            &format!("fill=\"{colour}\" fill-opacity=\"0.6\" stroke=\"{colour}\""),
+        )?;
+        let x50 = LEFT + p50 as f64 * scale;
+        svg.line(x50, y - 2.0, x50, y + 22.0, AXIS)?;
+        svg.text(
+            x1 + 8.0,
+            y + 14.0,
+            12.0,
+            "start",
+            "legend-text",
+            &format!(
+                "p99 {}, p50 {}{extra}",
+                super::duration(p99),
+                super::duration(p50)
+            ),
+        )?;
+    }
+    writeln!(svg.out, "</g>")
 }

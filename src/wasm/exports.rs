@@ -251,9 +251,9 @@ pub use hedging::*;
 
 #[cfg(feature = "wasm-adaptive")]
 mod hedging {
+    use super::super::at;
     use super::super::layout::{hedge as hg, hedge_op as op, hedge_stats as st};
     use super::*;
-    use super::super::at;
     use crate::{Hedge, HedgeAfter, HedgeConfig};
 
     // A hedging policy from `io[..hedge::LEN]`: a handle, or `-refusal`.
