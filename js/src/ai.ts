@@ -26,6 +26,7 @@ import {
   FallbackChain,
   globalBreakers,
   classifyError,
+  isCircuitOpenError,
   endingOf,
   isTimeoutError,
   type CallContext,
@@ -188,6 +189,18 @@ export interface FallbackModelOptions extends GuardOptions {
    * prompt (its characters / 4, in `onTier`'s `lost` events and the value's `stats`).
    */
   hedge?: HedgeOption | undefined;
+  /**
+   * `streamText`, off by default: when an answer is cut after its first words (a reset, an
+   * error part, `idleTimeoutMs`), the next tier whose breaker admits it continues the answer in
+   * the same stream, so that the reader sees one answer. Each tier's model says how
+   * (`continuationOf`: a trailing assistant message, or the partial answer then a user turn
+   * asking to go on; never on a model not known to do either), the overlap with what was read is
+   * trimmed, and `onTier` reports a `continued` event with the continuation's estimated input.
+   * Never after a tool call, reasoning (signed thinking) or a file: such an answer ends as it
+   * would without this option (`onInterrupted`'s contingency, or the error), as does one that no
+   * tier could continue.
+   */
+  continueOnBackup?: boolean | undefined;
 }
 
 /** The model `fallbackModel` returns: the tiers' specification, plus `onTier`. */
@@ -415,6 +428,101 @@ function isBudget(reason: unknown): boolean {
 }
 
 let contingencies = 0;
+
+/** What the reader has of an interrupted answer (see `shape`). */
+interface Sent {
+  /** The text it read. */
+  text: string;
+  /** The text block still open when the answer was cut (its id), if any. */
+  open: unknown;
+  /** The first part that makes continuing unsafe (a tool call, reasoning, a file, a source). */
+  unsafe: string | undefined;
+}
+
+/**
+ * Continues an interrupted answer into `out`: `true` once the continuation ended the stream,
+ * `false` when no tier could continue it (nothing was added), `{ error }` when a continuation
+ * began and failed in its turn (its words are in `out`).
+ */
+type Continue = (sent: Sent, out: TransformStreamDefaultController<unknown>, error: unknown) => Promise<true | false | { error: unknown }>;
+
+// The parts an answer may hold and still be continued: text, and what says nothing of content.
+const PLAIN = new Set(['stream-start', 'response-metadata', 'text-start', 'text-delta', 'text-end', 'raw']);
+// AI SDK 7's `custom` parts that are only metadata (Anthropic's `anthropic.message_start`).
+const META = /\.message_start$/;
+
+/**
+ * How a model can continue an answer another model began (`fallbackModel`'s `continueOnBackup`):
+ * - `'prefill'`: the partial answer as a trailing assistant message, which the model continues
+ *   (Anthropic's Claude up to 4.5, without extended thinking);
+ * - `'user-turn'`: the partial answer as an assistant turn, then a user turn quoting its end and
+ *   asking to go on from there (OpenAI, which answers a trailing assistant message with a new
+ *   answer; Gemini; Claude Opus/Sonnet 4.6 and later, and 5, which refuse a trailing assistant
+ *   message with a 400; Claude with extended thinking; Mistral, DeepSeek, xAI, Groq);
+ * - `'restart'`: not known to continue safely: the answer is not continued on it (it ends as it
+ *   would without `continueOnBackup`).
+ */
+export type ContinuationStyle = 'prefill' | 'user-turn' | 'restart';
+
+/** Claude's version in a model id (`claude-sonnet-4-5-20250929`, `claude-3-7-sonnet`, `anthropic.claude-opus-4-6-v1`). */
+function claudeVersion(modelId: string): number | undefined {
+  const m = /claude-(?:(?:opus|sonnet|haiku)-)?(\d{1,2})(?:[-.](\d{1,2})(?!\d))?/.exec(modelId);
+  return m === null ? undefined : Number(m[1]) + (m[2] === undefined ? 0 : Number(m[2]) / 10);
+}
+
+/**
+ * The continuation style of a model, by its provider and model id (the capability table of
+ * `ContinuationStyle`). `thinking`: the call asks for Claude's extended thinking, which refuses a
+ * prefill.
+ */
+export function continuationOf(model: { provider: string; modelId: string }, options: { thinking?: boolean } = {}): ContinuationStyle {
+  const provider = String(model.provider).toLowerCase();
+  const id = String(model.modelId).toLowerCase();
+  if (/^anthropic\b|\.anthropic\b|^(amazon-)?bedrock\b/.test(provider)) {
+    const v = claudeVersion(id);
+    if (v === undefined) return provider.includes('anthropic') ? 'user-turn' : /^(amazon-)?bedrock\b/.test(provider) ? 'user-turn' : 'restart';
+    return v < 4.6 && options.thinking !== true ? 'prefill' : 'user-turn';
+  }
+  if (/^(openai|azure|google|vertex|mistral|deepseek|xai|groq)\b/.test(provider)) return 'user-turn';
+  return 'restart';
+}
+
+/** Whether a call asks Claude for extended thinking (`providerOptions.anthropic.thinking`). */
+function thinkingOn(params: { providerOptions?: unknown }): boolean {
+  const t = (params.providerOptions as { anthropic?: { thinking?: { type?: unknown } } } | undefined)?.anthropic?.thinking?.type;
+  return t === 'enabled' || t === 'adaptive';
+}
+
+/** The words of the user turn that asks a model to go on with a cut answer. */
+const GO_ON = (tail: string): string =>
+  `Your previous answer was cut off. It ends with: "${tail}". Continue it from exactly that point: ` +
+  'do not repeat any of it, do not start over, add no preamble.';
+
+/** The prompt that continues `text` in `style`. */
+function continuationPrompt(prompt: unknown, text: string, style: 'prefill' | 'user-turn'): unknown[] {
+  const before = Array.isArray(prompt) ? prompt : [];
+  // Anthropic refuses a prefill that ends in white space; the overlap trimming restores it.
+  const said = { role: 'assistant', content: [{ type: 'text', text: style === 'prefill' ? text.trimEnd() : text }] };
+  if (style === 'prefill') return [...before, said];
+  const tail = text.length > 120 ? `…${text.slice(-120)}` : text;
+  return [...before, said, { role: 'user', content: [{ type: 'text', text: GO_ON(tail) }] }];
+}
+
+/**
+ * `next` without what repeats the end of `sent`: the whole of `sent` when the model started
+ * over, else the longest overlap of at least 4 characters between the end of `sent` and the
+ * start of `next`; leading white space when `sent` ended with some.
+ */
+export function trimOverlap(sent: string, next: string): string {
+  let n = next;
+  if (/\s$/.test(sent)) n = n.replace(/^\s+/, '');
+  const s = sent.trimEnd();
+  if (s.length >= 16 && n.startsWith(s)) return n.slice(s.length);
+  for (let k = Math.min(n.length, s.length, 200); k >= 4; k--) {
+    if (s.endsWith(n.slice(0, k))) return n.slice(k);
+  }
+  return n;
+}
 const NO_USAGE = {
   inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
   outputTokens: { total: undefined, text: undefined, reasoning: undefined },
@@ -427,12 +535,12 @@ const NO_USAGE = {
  * reader as the stream's error, as it would without the guard, or with `onInterrupted` the
  * contingency (see `GuardOptions.onInterrupted`).
  */
-function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
+function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions, continuing?: Continue) {
   // Error parts seen: a chunk the schema rejected, or the provider's own error.
   let rejected = false;
   let providerFailed = false;
   let began = false;
-  let interrupted: { text: string | undefined } | undefined;
+  let interrupted: { error: unknown } | undefined;
   const { own, release } = follow(params.abortSignal, (reason) =>
     began && isBudget(reason)
       ? new DOMException(`the answer's time limit ran out after its first words (the app's budget, not counted): ${messageOf(reason)}`, 'AbortError')
@@ -469,13 +577,13 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
       return partFailure(p.error, state.result?.response?.headers);
     },
     onInterrupted: (error) => {
-      if (guard.onInterrupted === undefined) {
+      if (guard.onInterrupted === undefined && continuing === undefined) {
         // The provider's error part has gone through to the reader already.
         if (providerFailed) return undefined;
         throw error;
       }
-      // `shape` below ends the stream with the contingency.
-      interrupted = { text: guard.onInterrupted(error) };
+      // `shape` below ends the stream: continued on the next tier, or with the contingency.
+      interrupted = { error };
       return undefined;
     },
   };
@@ -496,28 +604,48 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions) {
     // SDK 7 drops a refusal's words); the reader gets them only if it asked too.
     const raw = params.includeRawChunks === true;
     const rawPart = (part: unknown): boolean => !raw && (part as { type?: unknown } | null)?.type === 'raw';
-    if (guard.onInterrupted === undefined) {
+    if (guard.onInterrupted === undefined && continuing === undefined) {
       if (raw) return releasing(guarded, release);
       return releasing(guarded.pipeThrough(new TransformStream({ transform: (part, out) => void (rawPart(part) || out.enqueue(part)) })), release);
     }
     const held: unknown[] = [];
     let finish: { usage?: unknown; providerMetadata?: unknown } | undefined;
+    // What the reader has of the answer, for a continuation: its text, the text block still open,
+    // and the first part that makes continuing unsafe (a tool call, reasoning, a file...).
+    const sent: Sent = { text: '', open: undefined, unsafe: undefined };
     return releasing(guarded.pipeThrough(
       new TransformStream<unknown, unknown>({
         transform(part, out) {
-          const type = (part as { type?: unknown } | null)?.type;
+          const p = part as { type?: unknown; id?: unknown; delta?: unknown } | null;
+          const type = p?.type;
           if (rawPart(part)) return;
-          if (type === 'error') held.push(part);
-          else if (type === 'finish') finish = part as typeof finish;
-          else out.enqueue(part);
+          if (type === 'error') return void held.push(part);
+          if (type === 'finish') return void (finish = part as typeof finish);
+          if (type === 'text-delta' && typeof p?.delta === 'string') sent.text += p.delta;
+          else if (type === 'text-start') sent.open = p?.id;
+          else if (type === 'text-end') sent.open = undefined;
+          else if (typeof type === 'string' && !PLAIN.has(type) && !(type === 'custom' && META.test(String((part as { kind?: unknown }).kind)))) sent.unsafe ??= type;
+          out.enqueue(part);
         },
-        flush(out) {
+        async flush(out) {
           if (interrupted === undefined) {
             for (const p of held) out.enqueue(p);
             if (finish !== undefined) out.enqueue(finish);
             return;
           }
-          const { text } = interrupted;
+          if (continuing !== undefined && sent.unsafe === undefined && sent.text !== '') {
+            const ended = await continuing(sent, out, interrupted.error);
+            if (ended === true) return;
+            if (ended !== false) interrupted = ended;
+          }
+          if (guard.onInterrupted === undefined) {
+            // Today's end: the provider's error parts as they came, or the cut as the stream's error.
+            for (const p of held) out.enqueue(p);
+            if (!providerFailed) throw interrupted.error;
+            if (finish !== undefined) out.enqueue(finish);
+            return;
+          }
+          const text = guard.onInterrupted(interrupted.error);
           if (text !== undefined && text !== '') {
             const id = `breakwater-interrupted-${++contingencies}`;
             out.enqueue({ type: 'text-start', id });
@@ -645,6 +773,59 @@ function promptTokens(params: { prompt?: unknown }): number {
   return Math.ceil(chars / 4);
 }
 
+/**
+ * Reads a continuation's parts into `out` as the rest of the interrupted answer: its first text
+ * block goes on in the block left open (or opens one), its start trimmed of what repeats the
+ * answer so far (`trimOverlap`, on up to the answer's length plus 48 characters, or the whole
+ * first block); its `finish` ends the stream. `{ error }` if it fails in its turn.
+ */
+async function pipeContinuation(
+  reader: ReadableStreamDefaultReader<unknown>,
+  sent: Sent,
+  out: TransformStreamDefaultController<unknown>,
+): Promise<true | { error: unknown }> {
+  let first: unknown; // the continuation's first text block (its id)
+  let id = sent.open;
+  let head: string | undefined = ''; // the start held back for trimming; undefined once sent
+  const want = Math.min(sent.text.length, 400) + 48;
+  const release = (): void => {
+    if (head === undefined) return;
+    const text = trimOverlap(sent.text, head);
+    head = undefined;
+    if (text !== '') out.enqueue({ type: 'text-delta', id, delta: text });
+  };
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      const p = r.value as { type?: unknown; id?: unknown; delta?: unknown };
+      if (p.type === 'stream-start' || p.type === 'response-metadata' || (p.type === 'custom' && META.test(String((p as { kind?: unknown }).kind)))) continue;
+      if (p.type === 'text-start' && first === undefined) {
+        first = p.id;
+        if (id === undefined) out.enqueue({ ...p, id: (id = p.id) });
+        continue;
+      }
+      if (p.id === first && first !== undefined) {
+        if (p.type === 'text-delta' && head !== undefined) {
+          head += typeof p.delta === 'string' ? p.delta : '';
+          if (head.length >= want) release();
+          continue;
+        }
+        if (p.type === 'text-end') release();
+        out.enqueue({ ...p, id });
+        continue;
+      }
+      if (p.type === 'finish') release();
+      out.enqueue(p);
+    }
+    release();
+    return true;
+  } catch (error) {
+    release();
+    return { error };
+  }
+}
+
 /** Per media type, the URL patterns every tier supports (same source and flags). */
 async function commonUrls(models: readonly LanguageModelLike[]): Promise<Record<string, RegExp[]>> {
   const all = await Promise.all(models.map((m) => m.supportedUrls));
@@ -673,7 +854,8 @@ export function fallbackModel<M extends LanguageModelLike>(
 ): FallbackModel<M> {
   if (!Array.isArray(tiers) || tiers.length === 0) fail('tiers', tiers, 'a non-empty array of { model, breaker? }', true);
   const o = obj('fallbackModel options', options) ?? {};
-  checkKeys('fallbackModel options', o, [...GUARD_KEYS, 'name', 'fallThrough', 'registry', 'breakerOptions', 'hedge']);
+  checkKeys('fallbackModel options', o, [...GUARD_KEYS, 'name', 'fallThrough', 'registry', 'breakerOptions', 'hedge', 'continueOnBackup']);
+  if (o.continueOnBackup !== undefined && typeof o.continueOnBackup !== 'boolean') fail('continueOnBackup', o.continueOnBackup, 'true or false', true);
   const guard = checkGuardOptions(o);
   if (o.registry !== undefined && typeof (o.registry as BreakerRegistry | null)?.get !== 'function') {
     fail('registry', o.registry, 'a BreakerRegistry', true);
@@ -734,14 +916,54 @@ export function fallbackModel<M extends LanguageModelLike>(
     },
     async doStream(params: ModelCallOptions) {
       // One guard serves every tier; its result is the answering tier's (a hedge runs two).
-      const g = modelStreamOptions(params, guard);
+      let answered = -1;
+      const continuing: Continue | undefined =
+        o.continueOnBackup === true ? (sent, out, error) => continueOn(answered + 1, params, sent, out, error) : undefined;
+      const g = modelStreamOptions(params, guard, continuing);
       const c = chain((m, i) => g.call((signal) => m.doStream({ ...params, includeRawChunks: true, abortSignal: signal }), i));
       const options = hedging ? { ...g.options, inputTokens: promptTokens(params) } : g.options;
       const { value, tier } = await c.stream<unknown>(options).catch((e: unknown) => (g.release(), rethrow(e)));
+      answered = tier;
       g.state.result = g.state.results[tier] ?? g.state.result;
       return { ...g.state.result!, stream: g.shape(g.begin(value)) };
     },
     onTier: (listener: (event: TierEvent) => void): Unsubscribe => events.subscribe(listener),
+  };
+  /**
+   * Continues the answer cut on a tier before `from` on the first tier from `from` on that can
+   * (`continuationOf`) and whose stream begins; see `Continue`.
+   */
+  const continueOn = async (
+    from: number,
+    params: ModelCallOptions,
+    sent: Sent,
+    out: TransformStreamDefaultController<unknown>,
+    cause: unknown,
+  ): Promise<true | false | { error: unknown }> => {
+    const emit = (e: Omit<TierEvent, 'chain'>): void => {
+      if (events.size) events.emit({ chain: chainOptions.name, ...e });
+    };
+    for (let i = from; i < defs.length; i++) {
+      const d = defs[i]!;
+      const name = d.name ?? d.breaker.name;
+      const style = continuationOf(d.model, { thinking: thinkingOn(params as { providerOptions?: unknown }) });
+      if (style === 'restart') continue;
+      const prompt = continuationPrompt(params.prompt, sent.text, style);
+      const next = { ...params, prompt };
+      const g = modelStreamOptions(next, { ...guard, onInterrupted: undefined });
+      const stream = d.breaker.stream as (fn: (c: CallContext) => unknown, o?: object) => Promise<ReadableStream<unknown>>;
+      let parts: ReadableStream<unknown>;
+      try {
+        parts = g.shape(g.begin(await stream.call(d.breaker, g.call((signal) => d.model.doStream({ ...next, includeRawChunks: true, abortSignal: signal })), g.options)));
+      } catch (e) {
+        g.release();
+        emit({ tier: i, name, outcome: isCircuitOpenError(e) ? 'skipped' : 'failed', error: e });
+        continue;
+      }
+      emit({ tier: i, name, outcome: 'continued', inputTokens: promptTokens(next), error: cause });
+      return pipeContinuation(parts.getReader(), sent, out);
+    }
+    return false;
   };
   return model as unknown as FallbackModel<M>;
 }

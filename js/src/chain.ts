@@ -100,14 +100,19 @@ export interface TierEvent {
   /**
    * `answered`: this tier's value is returned; `skipped`: its breaker refused; `failed`: it was
    * called and failed; `hedged`: it was asked as a hedge, the tier before it still running
-   * (`hedge`); `lost`: it was running when another tier answered, and was aborted.
+   * (`hedge`); `lost`: it was running when another tier answered, and was aborted;
+   * `continued` (`fallbackModel`'s `continueOnBackup`): it continues an answer cut on a tier
+   * before it (`error`: the cut).
    */
-  outcome: 'answered' | 'skipped' | 'failed' | 'hedged' | 'lost';
+  outcome: 'answered' | 'skipped' | 'failed' | 'hedged' | 'lost' | 'continued';
   /** `skipped`: the breaker's `CircuitOpenError`; `failed`: the error the tier failed with. Absent otherwise. */
   error?: unknown;
   /** `hedged`: how long the tier before it had run without progress, ms. */
   afterMs?: number;
-  /** `lost`: the call's `inputTokens`, what the aborted call likely cost (0 when not given). */
+  /**
+   * `lost`: the call's `inputTokens`, what the aborted call likely cost (0 when not given);
+   * `continued`: the continuation's estimated input (its prompt, with the answer so far).
+   */
   inputTokens?: number;
 }
 

@@ -343,6 +343,123 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     assert.equal(st.extraInputTokens, 2 * Math.ceil(prompt.length / 4));
   });
 
+  // continueOnBackup, one test per capability class (continuationOf): the primary's answer is cut
+  // after "Hello! I" (Anthropic's overloaded_error event after the first words, a real-format
+  // transcript), and the backup goes on from there in the same stream.
+  const cutPrimary = () => ({ transcript: llm.anthropicOverloadedAfterText });
+  const continued = (name, backupModel, options = {}) => {
+    const primary = new CircuitBreaker(`${name}-primary`);
+    const backup = new CircuitBreaker(`${name}-backup`);
+    const model = fallbackModel(
+      [
+        { model: anthropic('claude-sonnet-4-5'), breaker: primary },
+        { model: backupModel, breaker: backup },
+      ],
+      { continueOnBackup: true, ...options },
+    );
+    const events = [];
+    model.onTier((e) => events.push(e));
+    return { model, primary, backup, events };
+  };
+  const body = (i) => JSON.parse(provider.requests[i].body);
+
+  test(`${label}: continueOnBackup, prefill (Claude 4.5): the backup continues a trailing assistant message, the overlap trimmed; one answer`, async () => {
+    const { model, primary, backup, events } = continued('prefill', anthropic('claude-sonnet-4-5'));
+    provider.cue(cutPrimary(), { deltas: ['lo! I', ' am fine', ', thanks.'] });
+    const r = await drain(streamText({ model, prompt: 'How are you?', maxRetries: 0 }));
+    assert.equal(r.thrown, undefined);
+    assert.deepEqual(r.errorParts, []);
+    assert.equal(r.text, 'Hello! I am fine, thanks.');
+    assert.equal(r.finishReason?.unified ?? r.finishReason, 'stop');
+    const messages = body(1).messages;
+    assert.deepEqual(messages.at(-1), { role: 'assistant', content: [{ type: 'text', text: 'Hello! I' }] });
+    assert.deepEqual(events.map((e) => `${e.tier}:${e.outcome}`), ['0:answered', '1:continued']);
+    assert.ok(events[1].inputTokens >= 4, `continuation input ${events[1].inputTokens}`);
+    assert.equal(primary.stats.failures, 1, 'the cut counts against the primary');
+    await until(() => backup.stats.successes === 1, 'the continuation was not counted a success');
+  });
+
+  test(`${label}: continueOnBackup, user turn (Claude 4.6, which refuses a prefill with a 400): the partial answer, then a user turn to go on`, async () => {
+    const { model, events } = continued('claude46', anthropic('claude-opus-4-6'));
+    provider.cue(cutPrimary(), { refusePrefill: true, deltas: [' am fine', ', thanks.'] });
+    const r = await drain(streamText({ model, prompt: 'How are you?', maxRetries: 0 }));
+    assert.equal(r.thrown, undefined);
+    assert.equal(r.text, 'Hello! I am fine, thanks.');
+    const messages = body(1).messages;
+    assert.equal(messages.at(-1).role, 'user');
+    assert.match(JSON.stringify(messages.at(-1).content), /cut off\. It ends with: \\"Hello! I\\"/);
+    assert.deepEqual(messages.at(-2), { role: 'assistant', content: [{ type: 'text', text: 'Hello! I' }] });
+    assert.deepEqual(events.map((e) => `${e.tier}:${e.outcome}`), ['0:answered', '1:continued']);
+    // The fake provider's refusal is real: a prefill to it is answered 400.
+    assert.equal(bwai.continuationOf({ provider: 'anthropic.messages', modelId: 'claude-opus-4-6' }), 'user-turn');
+  });
+
+  test(`${label}: continueOnBackup, user turn (OpenAI): a model that restarts on a trailing assistant message gets a user turn; a restated start is trimmed`, async () => {
+    const { model, events } = continued('openai', openai.chat('gpt-4o'));
+    provider.cue(cutPrimary(), { deltas: ['Hello! I am', ' fine, thanks.'] });
+    const r = await drain(streamText({ model, prompt: 'How are you?', maxRetries: 0 }));
+    assert.equal(r.thrown, undefined);
+    assert.equal(r.text, 'Hello! I am fine, thanks.');
+    assert.equal(provider.requests[1].url, '/v1/chat/completions');
+    const messages = body(1).messages;
+    assert.equal(messages.at(-1).role, 'user');
+    assert.equal(messages.at(-2).role, 'assistant');
+    assert.equal(messages.at(-2).content, 'Hello! I');
+    assert.deepEqual(events.map((e) => `${e.tier}:${e.outcome}`), ['0:answered', '1:continued']);
+  });
+
+  test(`${label}: continueOnBackup, restart (a model not known to continue): not asked; the answer ends as without the option`, async () => {
+    const m = mock();
+    Object.defineProperty(m.model, 'provider', { value: 'acme.chat' });
+    const { model, events } = continued('restart', m.model, { onInterrupted: () => '[cut]' });
+    provider.cue(cutPrimary());
+    const r = await drain(streamText({ model, prompt: 'How are you?', maxRetries: 0 }));
+    assert.equal(r.text, 'Hello! I[cut]');
+    assert.equal(r.finishReason?.unified ?? r.finishReason, 'error');
+    assert.equal(m.calls.stream, 0);
+    assert.deepEqual(events.map((e) => `${e.tier}:${e.outcome}`), ['0:answered']);
+    // Without onInterrupted the reader sees the provider's error part, as today.
+    provider.cue(cutPrimary());
+    const { model: plain } = continued('restart-plain', m.model);
+    const p = await drain(streamText({ model: plain, prompt: 'How are you?', maxRetries: 0 }));
+    assert.equal(p.text, 'Hello! I');
+    assert.equal(p.errorParts.length + (p.thrown === undefined ? 0 : 1), 1, 'the failure reaches the reader');
+  });
+
+  test(`${label}: continueOnBackup never continues after a tool call or signed thinking`, async () => {
+    const { model, backup } = continued('unsafe', anthropic('claude-sonnet-4-5'), { onInterrupted: () => '[cut]' });
+    // A tool call cut mid-input (real-format transcript): never spliced onto another model.
+    provider.cue({ transcript: llm.anthropicToolUseCutMidInput });
+    const tool = await drain(streamText({ model, prompt: 'Weather?', maxRetries: 0 }));
+    assert.equal(tool.finishReason?.unified ?? tool.finishReason, 'error');
+    // Signed thinking, then the first words, then a cut: the thinking cannot be carried over.
+    const t = llm.anthropicThinkingPauses;
+    const firstText = t.events.findIndex((e) => e.data?.includes('"text_delta"'));
+    assert.ok(firstText > 0);
+    provider.cue({ transcript: { ...t, events: t.events.slice(0, firstText + 1), cut: true } });
+    const thought = await drain(streamText({ model, prompt: 'Think first.', maxRetries: 0 }));
+    assert.ok(thought.text.endsWith('[cut]'), thought.text);
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/messages'], 'the backup was never asked');
+    assert.equal(backup.stats.admitted, 0);
+  });
+
+  test(`${label}: continuationOf: the capability table by provider and model family`, () => {
+    const of = (provider, modelId, o) => bwai.continuationOf({ provider, modelId }, o);
+    assert.equal(of('anthropic.messages', 'claude-sonnet-4-5-20250929'), 'prefill');
+    assert.equal(of('anthropic.messages', 'claude-3-7-sonnet-latest'), 'prefill');
+    assert.equal(of('anthropic.messages', 'claude-sonnet-4-20250514'), 'prefill');
+    assert.equal(of('anthropic.messages', 'claude-sonnet-4-5', { thinking: true }), 'user-turn');
+    assert.equal(of('anthropic.messages', 'claude-opus-4-6'), 'user-turn');
+    assert.equal(of('anthropic.messages', 'claude-sonnet-5'), 'user-turn');
+    assert.equal(of('amazon-bedrock', 'anthropic.claude-opus-4-6-v1'), 'user-turn');
+    assert.equal(of('google.vertex.anthropic.messages', 'claude-3-5-sonnet-v2@20241022'), 'prefill');
+    assert.equal(of('openai.chat', 'gpt-4o'), 'user-turn');
+    assert.equal(of('openai.responses', 'gpt-5'), 'user-turn');
+    assert.equal(of('google.generative-ai', 'gemini-2.5-pro'), 'user-turn');
+    assert.equal(of('acme.chat', 'foo'), 'restart');
+    assert.throws(() => fallbackModel([{ model: anthropic('claude-test') }], { continueOnBackup: 'yes' }), /continueOnBackup.*yes/);
+  });
+
   test(`${label}: fallbackModel with onInterrupted: a cut after the first words stays on its tier, with the contingency`, async () => {
     const primary = new CircuitBreaker('primary-cut');
     const backup = new CircuitBreaker('backup-cut');

@@ -6,7 +6,7 @@
 // tests/fixtures/llm (any provider's format, on whatever path the SDK calls), then stall with
 // keep-alives or hold the response until the client aborts.
 import http from 'node:http';
-import { anthropicText, openaiChatText, responsesText, geminiText } from '../fixtures/llm/index.mjs';
+import { anthropicText, openaiChatText, responsesText, geminiText, anthropicPrefillRefused400 } from '../fixtures/llm/index.mjs';
 
 const ANTHROPIC_OK = {
   id: 'msg_test',
@@ -190,6 +190,15 @@ function defaultTranscript(url) {
   return undefined;
 }
 
+/** The role of a request's last message (Anthropic's and OpenAI's `messages`), if any. */
+function lastRole(body) {
+  try {
+    return JSON.parse(body).messages?.at(-1)?.role;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function startFakeProvider() {
   const cues = [];
   const requests = [];
@@ -205,6 +214,8 @@ export async function startFakeProvider() {
     const cue = cues.shift();
     if (res.destroyed) return;
     if (cue?.holdUntilAbort) return closed(res);
+    // A model that refuses a prefill (Claude 4.6 and later) when the messages end with the assistant.
+    if (cue?.refusePrefill && lastRole(body) === 'assistant') return replay(res, { transcript: anthropicPrefillRefused400 });
     const transcript = cue?.transcript ?? (cue ? undefined : defaultTranscript(req.url));
     if (transcript) return replay(res, { ...cue, transcript });
     const openai = req.url.includes('/chat/completions');
@@ -241,7 +252,9 @@ export async function startFakeProvider() {
      * `delayMs` pauses. A stream transcript can then stay open: `stall: { pingMs: 50 }` repeats a
      * keep-alive every 50 ms (Anthropic's `ping` event unless `stall.ping` names another event,
      * e.g. `{ comment: ' OPENROUTER PROCESSING' }`) until the client goes away, and `stall: {}`
-     * stays silent. `{ holdUntilAbort: true }` answers nothing until the client aborts. Each entry
+     * stays silent. `{ holdUntilAbort: true }` answers nothing until the client aborts.
+     * `refusePrefill: true` (with any other cue) answers Anthropic's 400 for a prefill, as Claude
+     * 4.6 and later do, when the request's messages end with an assistant message. Each entry
      * of `requests` has `aborted: true` once the connection closed before its answer was complete
      * (the client aborted or timed out, or the transcript was cut).
      * Uncued requests to the Responses and Gemini paths get responsesText and geminiText.

@@ -247,3 +247,29 @@ test('hedge options are checked by name; a plain object is refused with the impo
   const chain = new FallbackChain(tiers, { hedge: hedge() });
   return assert.rejects(chain.execute({ inputTokens: -3 }), /inputTokens.*-3/);
 });
+
+test("js/README's hedging example works as written: a healthy primary answers, no hedge", async () => {
+  const up = await upstream();
+  try {
+    const fs = await import('node:fs/promises');
+    const { transform } = await import('esbuild');
+    const readme = await fs.readFile(new URL('../../js/README.md', import.meta.url), 'utf8');
+    const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("hedge({ afterMs: 'auto', budget: 0.1 })") && b.includes('FallbackChain('));
+    assert.ok(block, 'js/README has the block');
+    const code = (await transform(block, { loader: 'ts', format: 'esm' })).code;
+    const given = `const prompt = 'hi'; const PRIMARY_MODEL = '/sse'; const BACKUP_MODEL = '/fast';
+const streamMessage = (model, prompt, signal) => fetch(${JSON.stringify(up.url(''))} + model, { signal });\n`;
+    const file = new URL(`./.readme-hedge-${process.pid}.mjs`, import.meta.url);
+    await fs.writeFile(file, given + code + '\nexport { value, tier };\n');
+    try {
+      const { value, tier } = await import(file.href);
+      assert.equal(tier, 0);
+      assert.match(await new Response(value).text(), /message_stop/);
+      assert.deepEqual(up.seen, ['/sse']);
+    } finally {
+      await fs.rm(file, { force: true });
+    }
+  } finally {
+    await up.close();
+  }
+});

@@ -64,7 +64,14 @@
 // layer counting them down and handing them over (+198 B of JavaScript): the main entry 28.0
 // (workerd and edge-light: wasm 18.7, JS 9.3) and 28.3 (browser), its JavaScript bundled whole
 // 12,061 B, the Node entries 40.0 (ESM) and 38.5 (CJS). The ceilings above hold; the edge
-// JavaScript's re-set to its size.
+// JavaScript's re-set to its size. With hedging and continuation (FallbackChain's `hedge`, whose
+// policy is the core's in the adaptive module, `hedge()`; fallbackModel's `continueOnBackup`):
+// the main entry unchanged (28.0 workerd, its JavaScript bundled whole 12,059 B: FallbackChain is
+// not in `{ CircuitBreaker, withRetry }`); the Node entries, which carry all of the main entry,
+// 41.0 (ESM) and 39.5 (CJS), +1.0 for FallbackChain's race; breakwater/adaptive 14.1 on top of the
+// main entry (+1.0 of .wasm for the policy, +0.5 of JavaScript); breakwater/ai 3.0 at start (the
+// whole entry minified +1.7: the continuation, its capability table and the overlap trimming).
+// Those three ceilings re-set to these +~3 %.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -217,7 +224,7 @@ test(`the main entry's JavaScript, bundled whole for the edge, does not grow (at
 // serverExternalPackages); base64 costs a third more than the .wasm, gzipped. They must read no
 // file at run time. What an entry loads: the files of the package it imports, statically or with
 // import(), up to the package's other subpaths.
-const NODE_CEILING = 40.6 * 1024;
+const NODE_CEILING = 42.2 * 1024;
 // breakwater/shared on top of the main entry, its lease client's module included.
 const SHARED_NODE_CEILING = 49.0 * 1024;
 const SHARED_WORKERD_CEILING = 38.0 * 1024;
@@ -229,7 +236,7 @@ const STORE_NODE_CEILING = 147.5 * 1024;
 const STORE_BUNDLED_CEILING = 106.6 * 1024;
 // breakwater/adaptive on top of the main entry: its module (the breaker with the throttle and the
 // concurrency limit) and the limit's JavaScript.
-const ADAPTIVE_CEILING = 13.4 * 1024;
+const ADAPTIVE_CEILING = 14.6 * 1024;
 async function loads(file) {
   const out = await build({
     absWorkingDir: root,
@@ -295,7 +302,7 @@ const SUBPATHS = {
     ceiling: ADAPTIVE_CEILING,
   },
   'breakwater/store': { size: async () => (await app('breakwater/store', ['StoreCircuitBreaker'], ['import'], [...SHARED_ENTRY, 'breakwater/coordinator'])).atStart, ceiling: 2.3 * 1024 },
-  'breakwater/ai': { size: async () => (await app('breakwater/ai', ['breakerMiddleware'], ['import'], MAIN_ENTRY)).atStart, ceiling: 2.9 * 1024 },
+  'breakwater/ai': { size: async () => (await app('breakwater/ai', ['breakerMiddleware'], ['import'], MAIN_ENTRY)).atStart, ceiling: 3.1 * 1024 },
   'breakwater/prometheus': { size: async () => (await app('breakwater/prometheus', ['PrometheusMetrics'], ['import'])).atStart, ceiling: 2.1 * 1024 },
   'breakwater/otel': { size: async () => (await app('breakwater/otel', ['OpenTelemetryMetrics'], ['import'], ['@opentelemetry/api'])).atStart, ceiling: 1.45 * 1024 },
 };
