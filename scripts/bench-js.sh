@@ -5,7 +5,7 @@
 # of per-row medians over the runs (bench/js/report.mjs; the runs' results are kept in
 # target/bench-js/runs.jsonl).
 # Usage: scripts/bench-js.sh [--runs N]   (default 1)
-#   BENCH_ONLY=execute,sync,metrics,stream,options   run only these groups (default: all)
+#   BENCH_ONLY=execute,sync,metrics,stream,options,hedge   run only these groups (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

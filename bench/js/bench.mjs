@@ -11,12 +11,14 @@
 //      BREAKWATER_BASELINE=<a pkg/ directory built before the metrics>, the same calls on that
 //      build too. Goal: not measurable.
 //   4. breaker.stream: the added latency per streamed chunk against reading the bare stream.
+//   5. FallbackChain with `hedge` on a healthy primary (it answers before any hedge), against the
+//      same chain without: on an instant call, and on a 1 ms one. Goal: within noise of without.
 // Environment:
-//   BENCH_ONLY=execute,sync,metrics,stream,options   run only these groups (default: all)
+//   BENCH_ONLY=execute,sync,metrics,stream,options,hedge   run only these groups (default: all)
 //   BENCH_JSON=FILE   append this run's ratio results to FILE as one JSON line (see report.mjs)
 import { run, bench, group, summary, do_not_optimize } from 'mitata';
-import { CircuitBreaker, withRetry } from 'breakwater';
-import { limit, throttle } from 'breakwater/adaptive';
+import { CircuitBreaker, FallbackChain, withRetry } from 'breakwater';
+import { hedge, limit, throttle } from 'breakwater/adaptive';
 import { PrometheusMetrics } from 'breakwater/prometheus';
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
@@ -25,7 +27,7 @@ import { circuitBreaker, bulkhead, handleAll, CircuitState, ConsecutiveBreaker, 
 import Opossum from 'opossum';
 import { printTable } from './report.mjs';
 
-const GROUPS = ['execute', 'sync', 'metrics', 'stream', 'options'];
+const GROUPS = ['execute', 'sync', 'metrics', 'stream', 'options', 'hedge'];
 const only = process.env.BENCH_ONLY
   ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim()).filter(Boolean))
   : new Set(GROUPS);
@@ -297,6 +299,30 @@ if (only.has('options')) {
   });
 }
 
+// 5. Hedging on a healthy primary: the chain's walk against its race (a signal per tier asked,
+//    the policy's delay read, a timer set and cleared, the first progress recorded).
+if (only.has('hedge')) {
+  const oneMs = () => new Promise((resolve) => setTimeout(resolve, 1, 42));
+  const chain = (tag, call, withHedge) => {
+    const primary = watchBreakwater(`hedge ${tag}`, new CircuitBreaker(`hedge-${tag}`));
+    // The backup is never asked on this path (no hedge starts: the primary answers first).
+    const tiers = [{ breaker: primary, call }, { breaker: new CircuitBreaker(`hedge-${tag}-backup`), call }];
+    return new FallbackChain(tiers, withHedge ? { hedge: hedge({ afterMs: 'auto', budget: 0.1 }) } : {});
+  };
+  const plain = chain('plain', work, false);
+  const hedged = chain('hedged', work, true);
+  const plainMs = chain('plain-1ms', oneMs, false);
+  const hedgedMs = chain('hedged-1ms', oneMs, true);
+  group('FallbackChain.execute, healthy primary: without and with hedge', () => {
+    summary(() => {
+      bench('chain: no hedge', async () => do_not_optimize(await plain.execute()));
+      bench('chain: hedge auto', async () => do_not_optimize(await hedged.execute()));
+      bench('chain, 1 ms upstream: no hedge', async () => do_not_optimize(await plainMs.execute()));
+      bench('chain, 1 ms upstream: hedge auto', async () => do_not_optimize(await hedgedMs.execute()));
+    });
+  });
+}
+
 // 4. Streams: what breaker.stream adds per chunk, reading a whole answer of CHUNKS chunks, against
 //    reading the same stream bare. Object chunks (the AI SDK's parts), and an Anthropic-shaped
 //    event stream as bytes (the guard reads every event for error events).
@@ -408,6 +434,17 @@ if (only.has('stream')) {
         `(${(p50[`stream: breaker.stream (${kind})`] / p50[`stream: bare (${kind})`]).toFixed(2)}x the bare read)`,
     );
   }
+}
+
+if (only.has('hedge')) {
+  const row = (a, b) => `${fmt(p50[b])} with hedge, ${fmt(p50[a])} without: +${fmt(p50[b] - p50[a])} (${(p50[b] / p50[a]).toFixed(3)}x)`;
+  console.log('\n--- hedge on a healthy primary (medians) ---');
+  console.log(`instant call: ${row('chain: no hedge', 'chain: hedge auto')}`);
+  console.log(`1 ms call: ${row('chain, 1 ms upstream: no hedge', 'chain, 1 ms upstream: hedge auto')}`);
+  result.hedge = {
+    instant: { plain: p50['chain: no hedge'], hedged: p50['chain: hedge auto'] },
+    oneMs: { plain: p50['chain, 1 ms upstream: no hedge'], hedged: p50['chain, 1 ms upstream: hedge auto'] },
+  };
 }
 
 // Every breaker still CLOSED, never opened: otherwise the numbers above measured another path.

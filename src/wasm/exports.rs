@@ -30,7 +30,7 @@ enum Slot {
     #[cfg(not(feature = "wasm-adaptive"))]
     Stream(alloc::boxed::Box<streams::Streamed>),
     #[cfg(feature = "wasm-adaptive")]
-    Hedge(alloc::boxed::Box<crate::Hedge>),
+    Hedge(alloc::boxed::Box<crate::hedge::Hedge>),
 }
 
 struct Table {
@@ -254,7 +254,7 @@ mod hedging {
     use super::super::at;
     use super::super::layout::{hedge as hg, hedge_op as op, hedge_stats as st};
     use super::*;
-    use crate::{Hedge, HedgeAfter, HedgeConfig};
+    use crate::hedge::{Hedge, HedgeAfter, HedgeConfig};
 
     // A hedging policy from `io[..hedge::LEN]`: a handle, or `-refusal`.
     #[wasm_bindgen]

@@ -37,8 +37,9 @@ test('without a value of breakwater/adaptive: the options are refused, naming th
 
 test('with values of breakwater/adaptive: each brings its module, bad settings are named, earlier breakers unaffected', async () => {
   assert.ok(before, 'the breaker of the first test');
-  const { throttle, limit, ...rest } = await import('breakwater/adaptive');
-  assert.deepEqual(Object.keys(rest), [], 'breakwater/adaptive exports throttle and limit only');
+  const { throttle, limit, hedge, ...rest } = await import('breakwater/adaptive');
+  assert.deepEqual(Object.keys(rest), [], 'breakwater/adaptive exports throttle, limit and hedge only');
+  assert.equal(hedge().kind, 'hedge');
   assert.throws(() => throttle({ multiplier: 0.5 }), /"adaptiveThrottle\.multiplier".*0\.5/);
   assert.throws(() => throttle({ multipler: 2 }), /multipler/);
   assert.throws(() => limit({ maxConcurrent: 0 }), /"concurrency\.maxConcurrent".*0/);

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { CircuitBreaker, FallbackChain } from 'breakwater';
-import { hedge } from 'breakwater/adaptive';
+import { hedge, throttle } from 'breakwater/adaptive';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -213,6 +213,31 @@ test('no hedge while a tier is HALF_OPEN (its call is a probe) or OPEN', async (
   // Recovered: a slow call is hedged again.
   assert.equal((await chain.execute()).value, 'backup');
   assert.equal(policy.stats.started, 1);
+});
+
+test('no hedge while the primary sheds (its adaptive throttle refuses a share of calls)', async () => {
+  // Failures push the throttle's refusal probability above 0 while the breaker stays CLOSED; the
+  // probability is capped at 1 % and the breaker's seed fixed, so this call is admitted.
+  const primary = new CircuitBreaker('t-primary', {
+    failureThreshold: 1_000,
+    adaptiveThrottle: throttle({ minimumRequests: 5, maxRejectionProbability: 0.01 }),
+    random: () => 0.5,
+  });
+  for (let i = 0; i < 10; i++) primary.recordFailure();
+  assert.equal(primary.state, 'CLOSED');
+  assert.ok(primary.throttleProbability > 0, `probability ${primary.throttleProbability}`);
+  let backupCalls = 0;
+  const policy = hedge({ afterMs: 20, budget: 1 });
+  const chain = new FallbackChain(
+    [
+      { breaker: primary, call: () => sleep(80).then(() => 'primary') },
+      { breaker: new CircuitBreaker('t-backup'), call: () => (backupCalls++, 'backup') },
+    ],
+    { hedge: policy },
+  );
+  assert.equal((await chain.execute()).value, 'primary');
+  assert.equal(backupCalls, 0);
+  assert.deepEqual([policy.stats.started, policy.stats.held], [0, 1]);
 });
 
 test("'auto' learns the tier's first-progress times: a call far slower than usual is hedged early", async () => {

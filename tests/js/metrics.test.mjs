@@ -208,10 +208,21 @@ test('prom-client: register() exposes the same series through a prom-client Regi
   new promClient.Counter({ name: 'app_requests_total', help: 'the app', registers: [reg] }).inc(5);
   prom.register(reg);
   const text = await reg.metrics();
-  const fromClient = parsePrometheusTextFormat(text).filter((f) => f.name.startsWith('breakwater_'));
+  // prom-client writes the HELP and TYPE of a family with no series (the hedge families, while no
+  // hedge() is watched); text() leaves such a family out. Both are valid exposition.
+  const fromClient = parsePrometheusTextFormat(text).filter((f) => f.name.startsWith('breakwater_') && f.metrics.length > 0);
   const ours = parsePrometheusTextFormat(prom.text());
   assert.deepEqual(fromClient, ours);
   assert.ok(text.includes('app_requests_total 5'));
+  // A policy watched after register() is read at the next scrape.
+  const { hedge } = await import('breakwater/adaptive');
+  prom.hedges('assistant', hedge());
+  const later = await reg.metrics();
+  assert.ok(later.includes('breakwater_hedges_total{chain="assistant",result="started"} 0'), later);
+  assert.deepEqual(
+    parsePrometheusTextFormat(later).filter((f) => f.name.startsWith('breakwater_')),
+    parsePrometheusTextFormat(prom.text()),
+  );
   const json = await reg.getMetricsAsJSON();
   assert.equal(json.find((m) => m.name === 'breakwater_fallbacks_total').values[0].value, 2);
   assert.throws(() => prom.register({}), TypeError);
@@ -293,4 +304,53 @@ test('the adapters load neither the wasm nor @opentelemetry/api', () => {
   // CommonJS too.
   assert.equal(typeof require('breakwater/prometheus').PrometheusMetrics, 'function');
   assert.equal(typeof require('breakwater/otel').OpenTelemetryMetrics, 'function');
+});
+
+test('hedges: breakwater_hedges_total and the extra input, in Prometheus (parsed) and OpenTelemetry (in-memory exporter)', async () => {
+  const { FallbackChain } = await import('breakwater');
+  const { hedge } = await import('breakwater/adaptive');
+  const policy = hedge({ afterMs: 20, budget: 1 });
+  let primaryMs = 200;
+  const sleep = (ms, signal) =>
+    new Promise((resolve, reject) => {
+      const t = setTimeout(resolve, ms);
+      signal?.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)));
+    });
+  const chain = new FallbackChain(
+    [
+      { breaker: new CircuitBreaker('h-primary'), call: ({ signal }) => sleep(primaryMs, signal).then(() => 'primary') },
+      { breaker: new CircuitBreaker('h-backup'), call: ({ signal }) => sleep(60, signal).then(() => 'backup') },
+    ],
+    { hedge: policy },
+  );
+  // Two hedges won (the primary takes 200 ms), one lost (it takes 40), one call not hedged.
+  await chain.execute({ inputTokens: 500 });
+  await chain.execute({ inputTokens: 500 });
+  primaryMs = 40;
+  await chain.execute({ inputTokens: 300 });
+  primaryMs = 5;
+  await chain.execute({ inputTokens: 300 });
+  const prom = new PrometheusMetrics().hedges('assistant', policy);
+  const families = Object.fromEntries(parsePrometheusTextFormat(prom.text()).map((f) => [f.name, f]));
+  const hedges = Object.fromEntries(families.breakwater_hedges_total.metrics.map((m) => [m.labels.result, Number(m.value)]));
+  assert.deepEqual(hedges, { started: 3, won: 2, lost: 1, refused: 0, held: 0 });
+  assert.equal(families.breakwater_hedges_total.metrics[0].labels.chain, 'assistant');
+  assert.equal(Number(families.breakwater_hedge_extra_input_tokens_total.metrics[0].value), 1300);
+  assert.throws(() => prom.hedges('x', { afterMs: 10 }), /hedge\(\) from 'breakwater\/adaptive'/);
+
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
+  const provider = new MeterProvider({ readers: [reader] });
+  const otel = new OpenTelemetryMetrics(provider.getMeter('breakwater')).hedges('assistant', policy);
+  await reader.forceFlush();
+  const metrics = exporter.getMetrics().at(-1).scopeMetrics[0].metrics;
+  const by = Object.fromEntries(metrics.map((m) => [m.descriptor.name, m]));
+  assert.deepEqual(
+    by['breakwater.hedges'].dataPoints.map((p) => [p.attributes.result, p.value]),
+    [['started', 3], ['won', 2], ['lost', 1], ['refused', 0], ['held', 0]],
+  );
+  assert.deepEqual(by['breakwater.hedge.extra_input'].dataPoints.map((p) => [p.attributes, p.value]), [[{ chain: 'assistant' }, 1300]]);
+  assert.equal(by['breakwater.hedge.extra_input'].descriptor.unit, '{token}');
+  otel.dispose();
+  await provider.shutdown();
 });

@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { classifyError } from 'breakwater';
 import OpenAI from 'openai';
 import { corpus } from '../fixtures/llm/index.mjs';
 import { useSdkClients, ASK, CHAT } from './sdk-clients.mjs';
@@ -150,6 +151,15 @@ const checks = {
     const err = await rejection(t, ask);
     assert.ok(err instanceof Anthropic.BadRequestError);
     assert.match(err.error.error.message, /^prompt is too long: \d+ tokens > \d+ maximum$/);
+  },
+
+  async anthropicPrefillRefused400(t) {
+    const err = await rejection(t, ask);
+    assert.ok(err instanceof Anthropic.BadRequestError);
+    assert.equal(err.error.error.type, 'invalid_request_error');
+    assert.match(err.error.error.message, /does not support assistant message prefill/);
+    // A request error: never counted against the upstream, never retried.
+    assert.deepEqual([classifyError(err).class, classifyError(err).retryable, classifyError(err).failure], ['client-error', false, false]);
   },
 
   // Anthropic streams with `expect`: server tools, thinking, compaction, fallback, early failures.

@@ -2,13 +2,16 @@
 // sources (breakers, registries), the incidents measured from their state changes, the retry
 // observers. Bundled into each adapter's entry; it imports nothing at run time from the main
 // entry (types only), so an adapter adds no second copy of the wasm or of the breaker.
-import type { BreakerStats, CircuitBreaker, StateChangeEvent } from '../breakers/breaker.js';
+import type { BreakerStats, CircuitBreaker, HedgeOption, HedgeStats, StateChangeEvent } from '../breakers/breaker.js';
 import type { BreakerRegistry } from '../breakers/registry.js';
 import type { RetryObserver } from '../breakers/retry.js';
 import type { Unsubscribe } from '../helpers/events.js';
 
 /** What a metrics adapter watches: a breaker, or a registry (its present and future breakers). */
 export type MetricsSource = CircuitBreaker | BreakerRegistry;
+
+/** The results of `breakwater_hedges_total` / `breakwater.hedges`, each a field of `HedgeStats`. */
+export const HEDGE_RESULTS = ['started', 'won', 'lost', 'refused', 'held'] as const;
 
 /** Upper bounds of `breakwater_incident_seconds` (as in the Rust `BreakerMetrics`). */
 export const INCIDENT_BUCKETS: readonly number[] = [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
@@ -41,6 +44,7 @@ export abstract class Collector {
   #sources = new Set<MetricsSource>();
   #off: Unsubscribe[] = [];
   #since = new Map<string, number>();
+  #hedges = new Map<string, HedgeOption>();
 
   /** Watches one more breaker or registry (incidents are measured from now on). */
   add(source: MetricsSource): this {
@@ -65,11 +69,31 @@ export abstract class Collector {
     return { observeRetries: (retries, delayMs) => this.retried(name, retries, delayMs / 1000) };
   }
 
+  /**
+   * Watches a `hedge()` policy of `breakwater/adaptive` under the name of the chain (or model)
+   * that uses it: `breakwater_hedges_total{chain, result}` (started, won, lost, refused, held)
+   * and `breakwater_hedge_extra_input_tokens_total{chain}`, read from its `stats` at collection.
+   */
+  hedges(chain: string, policy: HedgeOption): this {
+    if (typeof chain !== 'string' || chain.length === 0) throw new TypeError('breakwater: hedges(chain, policy) needs a non-empty chain name');
+    if (policy?.kind !== 'hedge' || typeof policy.stats !== 'object') {
+      throw new TypeError("breakwater: hedges(chain, policy) takes a value of hedge() from 'breakwater/adaptive'");
+    }
+    this.#hedges.set(chain, policy);
+    return this;
+  }
+
   /** Stops watching (state-change subscriptions are dropped). */
   dispose(): void {
     for (const off of this.#off) off();
     this.#off = [];
     this.#sources.clear();
+    this.#hedges.clear();
+  }
+
+  /** Every hedging policy watched, with its stats now. */
+  protected hedgeReadings(): Array<{ chain: string; stats: HedgeStats }> {
+    return [...this.#hedges].map(([chain, p]) => ({ chain, stats: p.stats }));
   }
 
   /** Every breaker watched now, each name once (the first source holding it wins). */

@@ -14,11 +14,12 @@
  * `breakwater/prometheus`): `breakwater.state` (observable gauge, `breaker`, `state`),
  * `breakwater.opened`, `breakwater.calls` (`result`), `breakwater.fallbacks` (observable
  * counters), `breakwater.incident` (histogram, s), `breakwater.retries` (histogram),
- * `breakwater.retry_delay` (histogram, s).
+ * `breakwater.retry_delay` (histogram, s); with `hedges(chain, policy)`, `breakwater.hedges`
+ * (`chain`, `result`) and `breakwater.hedge.extra_input` (observable counters).
  * @packageDocumentation
  */
 import type { BatchObservableResult, Histogram, Meter, Observable } from '@opentelemetry/api';
-import { Collector, DELAY_BUCKETS, INCIDENT_BUCKETS, RETRY_BUCKETS, type MetricsSource } from './collect.js';
+import { Collector, DELAY_BUCKETS, HEDGE_RESULTS, INCIDENT_BUCKETS, RETRY_BUCKETS, type MetricsSource } from './collect.js';
 
 export type { MetricsSource } from './collect.js';
 
@@ -42,7 +43,11 @@ export class OpenTelemetryMetrics extends Collector {
   #observables: Observable[];
   #meter: Meter;
   #observe = (r: BatchObservableResult) => {
-    const [state, opened, calls, fallbacks] = this.#observables as [Observable, Observable, Observable, Observable];
+    const [state, opened, calls, fallbacks, hedges, extra] = this.#observables as [Observable, Observable, Observable, Observable, Observable, Observable];
+    for (const { chain, stats } of this.hedgeReadings()) {
+      for (const result of HEDGE_RESULTS) r.observe(hedges, stats[result], { chain, result });
+      r.observe(extra, stats.extraInputTokens, { chain });
+    }
     for (const b of this.readings()) {
       const breaker = b.name;
       for (const [s, label] of STATES) r.observe(state, b.state === s ? 1 : 0, { breaker, state: label });
@@ -69,6 +74,11 @@ export class OpenTelemetryMetrics extends Collector {
       meter.createObservableCounter('breakwater.opened', { description: 'Times the breaker opened.' }),
       meter.createObservableCounter('breakwater.calls', { description: 'Calls by result: success, failure, ignored, rejected, throttled, full.' }),
       meter.createObservableCounter('breakwater.fallbacks', { description: 'Calls answered by a fallback (alert above 5 % of calls).' }),
+      meter.createObservableCounter('breakwater.hedges', { description: 'Hedges by result: started, won, lost, refused (budget), held (a tier not closed or shedding).' }),
+      meter.createObservableCounter('breakwater.hedge.extra_input', {
+        description: 'Estimated input tokens of the requests that lost a hedged race.',
+        unit: '{token}',
+      }),
     ];
     this.#incident = meter.createHistogram('breakwater.incident', {
       description: 'Incidents: from opening to closing again.',

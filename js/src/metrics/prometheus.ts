@@ -15,6 +15,7 @@
 import {
   Collector,
   DELAY_BUCKETS,
+  HEDGE_RESULTS,
   INCIDENT_BUCKETS,
   RETRY_BUCKETS,
   type BreakerReading,
@@ -62,6 +63,8 @@ const FAMILIES = [
   ['breakwater_fallbacks_total', 'counter', 'Calls answered by a fallback (alert above 5 % of calls).'],
   ['breakwater_retries', 'histogram', 'Retries per call (a p50 above 0: the provider is degraded).'],
   ['breakwater_retry_delay_seconds', 'histogram', 'Backoff that retries added to a call, seconds.'],
+  ['breakwater_hedges_total', 'counter', 'Hedges by result: started (a second tier asked), won (it answered first), lost (aborted), refused (the budget was spent), held (a tier not closed or shedding).'],
+  ['breakwater_hedge_extra_input_tokens_total', 'counter', 'Estimated input tokens of the requests that lost a hedged race (their likely extra cost).'],
 ] as const;
 
 type FamilyName = (typeof FAMILIES)[number][0];
@@ -179,6 +182,14 @@ export class PrometheusMetrics extends Collector {
         break;
       case 'breakwater_retry_delay_seconds':
         hist(this.#delays, DELAY_BUCKETS);
+        break;
+      case 'breakwater_hedges_total':
+        for (const { chain, stats } of this.hedgeReadings()) {
+          for (const result of HEDGE_RESULTS) values.push({ labels: { chain, result }, value: stats[result] });
+        }
+        break;
+      case 'breakwater_hedge_extra_input_tokens_total':
+        for (const { chain, stats } of this.hedgeReadings()) values.push({ labels: { chain }, value: stats.extraInputTokens });
         break;
     }
     return { name, help, type, values, aggregator: 'sum' };
