@@ -71,7 +71,9 @@
 // 41.0 (ESM) and 39.5 (CJS), +1.0 for FallbackChain's race; breakwater/adaptive 14.1 on top of the
 // main entry (+1.0 of .wasm for the policy, +0.5 of JavaScript); breakwater/ai 3.0 at start (the
 // whole entry minified +1.7: the continuation, its capability table and the overlap trimming).
-// Those three ceilings re-set to these +~3 %.
+// Those three ceilings re-set to these +~3 %. The metrics adapters with the hedge series
+// (`hedges(chain, policy)`): breakwater/prometheus 2.3 (2,352 B; 2,008 before), breakwater/otel
+// 1.6 (1,658 B; 1,349 before), their ceilings re-set to these +~3 %.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -303,8 +305,8 @@ const SUBPATHS = {
   },
   'breakwater/store': { size: async () => (await app('breakwater/store', ['StoreCircuitBreaker'], ['import'], [...SHARED_ENTRY, 'breakwater/coordinator'])).atStart, ceiling: 2.3 * 1024 },
   'breakwater/ai': { size: async () => (await app('breakwater/ai', ['breakerMiddleware'], ['import'], MAIN_ENTRY)).atStart, ceiling: 3.1 * 1024 },
-  'breakwater/prometheus': { size: async () => (await app('breakwater/prometheus', ['PrometheusMetrics'], ['import'])).atStart, ceiling: 2.1 * 1024 },
-  'breakwater/otel': { size: async () => (await app('breakwater/otel', ['OpenTelemetryMetrics'], ['import'], ['@opentelemetry/api'])).atStart, ceiling: 1.45 * 1024 },
+  'breakwater/prometheus': { size: async () => (await app('breakwater/prometheus', ['PrometheusMetrics'], ['import'])).atStart, ceiling: 2.4 * 1024 },
+  'breakwater/otel': { size: async () => (await app('breakwater/otel', ['OpenTelemetryMetrics'], ['import'], ['@opentelemetry/api'])).atStart, ceiling: 1.7 * 1024 },
 };
 for (const [name, { size, ceiling }] of Object.entries(SUBPATHS)) {
   test(`gzip size of what ${name} adds stays under ${kb(ceiling)}`, async (t) => {

@@ -33,6 +33,17 @@ export interface BreakerReading {
   stats: BreakerStats;
 }
 
+/**
+ * One `hedge()` policy as the adapters read it at collection time.
+ * @inline
+ */
+export interface HedgeReading {
+  /** The name it was watched under (`hedges(chain, policy)`). */
+  chain: string;
+  /** Its running totals. */
+  stats: HedgeStats;
+}
+
 interface Watchable {
   onStateChange(listener: (event: StateChangeEvent) => void): Unsubscribe;
 }
@@ -92,7 +103,7 @@ export abstract class Collector {
   }
 
   /** Every hedging policy watched, with its stats now. */
-  protected hedgeReadings(): Array<{ chain: string; stats: HedgeStats }> {
+  protected hedgeReadings(): HedgeReading[] {
     return [...this.#hedges].map(([chain, p]) => ({ chain, stats: p.stats }));
   }
 
