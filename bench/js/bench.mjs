@@ -313,12 +313,17 @@ if (only.has('hedge')) {
   const hedged = chain('hedged', work, true);
   const plainMs = chain('plain-1ms', oneMs, false);
   const hedgedMs = chain('hedged-1ms', oneMs, true);
+  const twentyMs = () => new Promise((resolve) => setTimeout(resolve, 20, 42));
+  const plain20 = chain('plain-20ms', twentyMs, false);
+  const hedged20 = chain('hedged-20ms', twentyMs, true);
   group('FallbackChain.execute, healthy primary: without and with hedge', () => {
     summary(() => {
       bench('chain: no hedge', async () => do_not_optimize(await plain.execute()));
       bench('chain: hedge auto', async () => do_not_optimize(await hedged.execute()));
       bench('chain, 1 ms upstream: no hedge', async () => do_not_optimize(await plainMs.execute()));
       bench('chain, 1 ms upstream: hedge auto', async () => do_not_optimize(await hedgedMs.execute()));
+      bench('chain, 20 ms upstream: no hedge', async () => do_not_optimize(await plain20.execute()));
+      bench('chain, 20 ms upstream: hedge auto', async () => do_not_optimize(await hedged20.execute()));
     });
   });
 }
@@ -441,9 +446,11 @@ if (only.has('hedge')) {
   console.log('\n--- hedge on a healthy primary (medians) ---');
   console.log(`instant call: ${row('chain: no hedge', 'chain: hedge auto')}`);
   console.log(`1 ms call: ${row('chain, 1 ms upstream: no hedge', 'chain, 1 ms upstream: hedge auto')}`);
+  console.log(`20 ms call: ${row('chain, 20 ms upstream: no hedge', 'chain, 20 ms upstream: hedge auto')}`);
   result.hedge = {
     instant: { plain: p50['chain: no hedge'], hedged: p50['chain: hedge auto'] },
     oneMs: { plain: p50['chain, 1 ms upstream: no hedge'], hedged: p50['chain, 1 ms upstream: hedge auto'] },
+    twentyMs: { plain: p50['chain, 20 ms upstream: no hedge'], hedged: p50['chain, 20 ms upstream: hedge auto'] },
   };
 }
 
