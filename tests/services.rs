@@ -742,6 +742,7 @@ async fn the_providers_error_answers_are_retried_and_counted_by_the_llm_rules() 
         ("anthropicCreditBalance400", false, true),
         ("anthropicOverloaded529", true, true),
         ("anthropicPromptTooLong400", false, false),
+        ("anthropicPrefillRefused400", false, false),
         ("anthropicRateLimit429", true, true),
         ("anthropicSpendCap429", false, true),
         ("anthropicSpendLimit400", false, true),

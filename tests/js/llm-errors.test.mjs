@@ -38,6 +38,7 @@ const CASES = [
   ['anthropicCreditBalance400', ask, 'quota-exhausted', false, true],
   ['anthropicBilling402', ask, 'quota-exhausted', false, true],
   ['anthropicPromptTooLong400', ask, 'client-error', false, false],
+  ['anthropicPrefillRefused400', ask, 'client-error', false, false],
   ['openaiRateLimit429', chat, 'rate-limited', true, true],
   ['openaiConflict409', chat, 'transient', true, true],
   ['openaiInsufficientQuota429', chat, 'quota-exhausted', false, true],
