@@ -435,6 +435,20 @@ impl LeaseClient {
         self.known.map(|k| k.state)
     }
 
+    /// The probability that a call is shed now, as `Breaker::throttle_probability`: the fleet's
+    /// (carried by the lease in hand, while CLOSED), or the local breaker's while it decides.
+    pub fn throttle_probability(&self, now: Timestamp) -> f64 {
+        if self.deciding_locally() {
+            return self.local().throttle_probability(now);
+        }
+        match self.known {
+            Some(k) if k.state == State::Closed && k.mode == Mode::Automatic && now.0 < k.until => {
+                k.throttle_ppm as f64 / 1_000_000.0
+            }
+            _ => 0.0,
+        }
+    }
+
     /// Whether the local breaker is deciding (also while holding off after a 429, once the
     /// lease in hand has run out).
     pub fn deciding_locally(&self) -> bool {

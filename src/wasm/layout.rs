@@ -118,7 +118,8 @@ layouts! {
         SUCCESSES = 10,
         FAILURES = 11,
         IGNORED = 12,
-        LEN = 13,
+        THROTTLE = 13,       // the probability a call is shed now (`LeaseClient::throttle_probability`)
+        LEN = 14,
     }
     /// A refusal as one number, in every module: `-(retry_after_ms × SCALE + reason)`, from the
     /// main module's `acquire` and `peek`, a bulkhead's `enter` and the lease client's `admit`

@@ -308,6 +308,7 @@ impl WasmLeaseClient {
         v[lease_info::SUCCESSES] = s.successes as f64;
         v[lease_info::FAILURES] = s.failures as f64;
         v[lease_info::IGNORED] = s.ignored as f64;
+        v[lease_info::THROTTLE] = c.throttle_probability(ts(now));
         v
     }
 }

@@ -337,7 +337,6 @@ const NOT_ON_SHARED = {
   mode: "the fleet's mode is the coordinator's (its admin view)",
   openUntil: "the fleet's open period is the coordinator's; retryAfterMs says when to ask again",
   probesInFlight: "the fleet's probes are the coordinator's",
-  throttleProbability: "the fleet's probability rides on each lease; the coordinator's view shows it",
   inFlight: 'the concurrency limit is a CircuitBreaker option (refused by name on shared breakers)',
   queued: 'the concurrency limit is a CircuitBreaker option (refused by name on shared breakers)',
   disable: "an operator's action on the fleet: the admin route, or the store's record",

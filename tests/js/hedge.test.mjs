@@ -298,3 +298,49 @@ const streamMessage = (model, prompt, signal) => fetch(${JSON.stringify(up.url('
     await up.close();
   }
 });
+
+test('a shared breaker tells its throttle as a local one does: no hedge while the fleet sheds, hedges again once it stops', async () => {
+  const { SharedCircuitBreaker } = await import('breakwater/shared');
+  const { coordinatorGlue } = await import('breakwater/coordinator');
+  // A rule that does not trip (100 % of 1 000 calls): only the fleet's throttle acts, capped at 1 %.
+  const spec = JSON.stringify({
+    lease_ms: 1000,
+    breaker: {
+      trip: { kind: 'failure_rate', threshold_percent: 100, minimum_calls: 1000, window: { calls: 1000 } },
+      throttle: { multiplier: 2, window_ms: 10_000, minimum_requests: 5, max_rejection_probability: 0.01 },
+    },
+  });
+  const co = coordinatorGlue().WasmCoordinator.create('llm', spec, undefined, false);
+  let now = 1_800_000_000_000;
+  const fetch = async (url, init) => new Response(co.exchange(now, init.body, url.includes('/v1/acquire')), { status: 200 });
+  const primary = new SharedCircuitBreaker('llm', { service: { url: 'https://breakwater.example', token: 't', fetch }, clock: () => now });
+  const failing = Object.assign(new Error('overloaded'), { status: 529 });
+  for (let i = 0; i < 10; i++) await primary.execute(() => Promise.reject(failing)).catch(() => {});
+  await primary.flush();
+  now += 1_001; // the lease runs out: the next one carries the fleet's probability
+  await primary.execute(() => 'ok');
+  assert.equal(primary.state, 'CLOSED');
+  assert.ok(primary.throttleProbability > 0 && primary.throttleProbability <= 0.01, `probability ${primary.throttleProbability}`);
+  let backupCalls = 0;
+  const policy = hedge({ afterMs: 20, budget: 1 });
+  const chain = new FallbackChain(
+    [
+      { breaker: primary, call: () => sleep(80).then(() => 'primary') },
+      { breaker: new CircuitBreaker('s-backup-2'), call: () => (backupCalls++, 'backup') },
+    ],
+    { hedge: policy },
+  );
+  const r = await chain.execute();
+  assert.equal(backupCalls, r.tier === 1 ? 1 : 0, 'no hedge (a call shed by the throttle falls through, once)');
+  assert.equal(policy.stats.started, 0);
+  // The upstream recovers: successes bring the fleet's probability back to 0, and a slow call is hedged.
+  for (let i = 0; i < 60; i++) await primary.execute(() => 'ok').catch(() => {});
+  await primary.flush();
+  now += 11_000;
+  await primary.execute(() => 'ok');
+  now += 1_001;
+  await primary.execute(() => 'ok');
+  assert.equal(primary.throttleProbability, 0);
+  assert.equal((await chain.execute()).value, 'backup');
+  assert.equal(policy.stats.started, 1);
+});

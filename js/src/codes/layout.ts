@@ -104,7 +104,8 @@ export const enum LeaseInfo {
   Successes = 10,
   Failures = 11,
   Ignored = 12,
-  Len = 13,
+  Throttle = 13,
+  Len = 14,
 }
 
 /**

@@ -675,6 +675,13 @@ export class SharedCircuitBreaker {
   get state(): BreakerState {
     return STATES[this.#core.state(this.#now())]!;
   }
+  /**
+   * The probability that a call is shed now (`CircuitBreaker.throttleProbability`): the fleet's,
+   * which rides on the lease in hand while CLOSED, or the local breaker's while it decides.
+   */
+  get throttleProbability(): number {
+    return this.#info()[LeaseInfo.Throttle]!;
+  }
   /** The state this client last learned from the coordinator (null before the first answer). */
   get fleetState(): BreakerState | null {
     return STATES[this.#info()[LeaseInfo.KnownState]!] ?? null;
