@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CircuitBreaker, FallbackChain } from 'breakwater';
 import { hedge } from 'breakwater/adaptive';
-import { rng } from './provider.mjs';
+import { quantile, rng } from './provider.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -72,12 +72,6 @@ async function startTailProvider({ seed, fastMs, slowShare, slowMs }) {
     stats,
     close: () => new Promise((r) => (sockets.forEach((s) => s.destroy()), server.close(r))),
   };
-}
-
-function quantile(values, q) {
-  if (values.length === 0) return 0;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
 }
 
 /**

@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadMiniflare, moduleWorker, objectWorker, requireDemoBuild, ROOT, rustApp } from '../tests/worker/workerd.mjs';
-import { ALWAYS_HEALTHY, phaseAt, recoveredAt, rng, startProvider } from './provider.mjs';
+import { ALWAYS_HEALTHY, phaseAt, quantile, recoveredAt, rng, startProvider } from './provider.mjs';
 import { runHedging } from './hedging.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -261,13 +261,6 @@ function record(run, sent, body, end) {
   if (body.answered_by !== 'primary' && end > RECOVERED_AT) {
     run.affectedAfterMs = Math.max(run.affectedAfterMs, end - RECOVERED_AT);
   }
-}
-
-/** The `q` quantile (0..1) of `values`, nearest rank. */
-function quantile(values, q) {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
 function sampleLevel(run, level) {

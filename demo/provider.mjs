@@ -44,6 +44,13 @@ export function phaseAt(plan, ms) {
   return { phase: 'recovered', down: false, stalled: false };
 }
 
+/** The `q` quantile of `values` (nearest rank), 0 for none. */
+export function quantile(values, q) {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
 /** A small deterministic PRNG (mulberry32). */
 export function rng(seed) {
   let a = seed >>> 0;

@@ -4,7 +4,7 @@
 // chain only walks.
 import { CircuitOpenError, isCircuitOpenError, isTimeoutError } from './helpers/errors.js';
 import { Emitter, type Unsubscribe } from './helpers/events.js';
-import { checkKeys, fail, fn as optFn, obj } from './helpers/options.js';
+import { checkKeys, fail, fn as optFn, num, obj } from './helpers/options.js';
 import { classifyError, isResponse, statusOf } from './classify.js';
 import {
   EXECUTE_KEYS,
@@ -127,6 +127,32 @@ function discard(value: unknown): void {
   else if (isResponse(v)) void (v as unknown as Response).body?.cancel().catch(() => {});
 }
 
+/** What a walk has seen of the tiers that did not answer. */
+interface Misses {
+  /** The soonest `retryAfterMs` of the refusals. */
+  soonest: number;
+  /** The last upstream failure. */
+  last: unknown;
+  /** Whether a tier was called and failed (else every tier refused). */
+  failed: boolean;
+}
+
+/** What stops a walk (the caller's abort, a request error), thrown by `#judge`: `error` is rethrown. */
+class Stop {
+  constructor(readonly error: unknown) {}
+}
+
+/** `judge()`'s answer; what stops the walk is thrown as itself, after `stop(error)`. */
+function judged<A>(judge: () => A, stop?: (error: unknown) => void): A {
+  try {
+    return judge();
+  } catch (e) {
+    const error = e instanceof Stop ? e.error : e;
+    stop?.(error);
+    throw error;
+  }
+}
+
 /** One tier asked by a hedged call. */
 interface Run<V> {
   i: number;
@@ -234,40 +260,58 @@ export class FallbackChain<T = unknown> {
     attempt: (tier: { breaker: ChainBreaker; call: Tier<T>['call'] }) => Promise<V>,
     fallback?: (error: unknown, reason: FallbackReason) => V | Promise<V>,
   ): Promise<ChainResult<V>> {
-    let soonest = Infinity;
-    let last: unknown;
-    let failed = false;
+    const misses: Misses = { soonest: Infinity, last: undefined, failed: false };
     for (let i = 0; i < this.#tiers.length; i++) {
-      const t = this.#tiers[i]!;
-      let error: unknown;
+      let ok = true;
+      let v: unknown;
       try {
-        const value = await attempt(t);
-        if (!isResponse(value) || value.status < 400) {
-          this.#emit(i, t.name, 'answered');
-          return { value, tier: i, name: t.name };
-        }
-        // A failing Response the breaker resolved with (and counted): the next tier may do better.
-        void (value as unknown as Response).body?.cancel().catch(() => {});
-        error = new FailedResponse(value.status, value.headers);
+        v = await attempt(this.#tiers[i]!);
       } catch (e) {
-        error = e;
+        ok = false;
+        v = e;
       }
-      if (signal?.aborted) throw error;
-      if (isCircuitOpenError(error)) {
-        soonest = Math.min(soonest, error.retryAfterMs);
-        this.#emit(i, t.name, 'skipped', error);
-        continue;
-      }
-      if (!this.#moveOn(error)) throw error;
-      this.#emit(i, t.name, 'failed', error);
-      last = error;
-      failed = true;
+      const answer = judged(() => this.#judge<V>(i, ok, v, signal, misses));
+      if (answer !== undefined) return this.#answered(i, answer.value);
     }
-    return this.#none(failed, last, soonest, fallback);
+    return this.#none(misses, fallback);
+  }
+
+  /**
+   * One tier's settled attempt (`ok`: it resolved with `v`; else it threw `v`): its answer, a
+   * value or a `Response` under 400; or, recorded in `misses`, a refusal (its wait) or an upstream
+   * failure, and undefined. What stops the chain (the caller's abort, a request error) is thrown
+   * as a `Stop`.
+   */
+  #judge<V>(i: number, ok: boolean, v: unknown, signal: AbortSignal | undefined, misses: Misses): { value: V } | undefined {
+    let error = v;
+    if (ok) {
+      if (!isResponse(v) || v.status < 400) return { value: v as V };
+      // A failing Response the breaker resolved with (and counted): the next tier may do better.
+      discard(v);
+      error = new FailedResponse(v.status, v.headers);
+    }
+    const name = this.#tiers[i]!.name;
+    if (signal?.aborted) throw new Stop(error);
+    if (isCircuitOpenError(error)) {
+      misses.soonest = Math.min(misses.soonest, error.retryAfterMs);
+      this.#emit(i, name, 'skipped', error);
+      return undefined;
+    }
+    if (!this.#moveOn(error)) throw new Stop(error);
+    this.#emit(i, name, 'failed', error);
+    misses.last = error;
+    misses.failed = true;
+    return undefined;
+  }
+
+  #answered<V>(i: number, value: V): ChainResult<V> {
+    const name = this.#tiers[i]!.name;
+    this.#emit(i, name, 'answered');
+    return { value, tier: i, name };
   }
 
   /** No tier answered: `fallback`'s answer, or the last failure, or a refusal with the soonest wait. */
-  async #none<V>(failed: boolean, last: unknown, soonest: number, fallback?: (error: unknown, reason: FallbackReason) => V | Promise<V>): Promise<ChainResult<V>> {
+  async #none<V>({ failed, last, soonest }: Misses, fallback?: (error: unknown, reason: FallbackReason) => V | Promise<V>): Promise<ChainResult<V>> {
     const error = failed ? last : new CircuitOpenError(this.name, 'OPEN', 'open', soonest);
     if (fallback === undefined) throw error;
     const reason = failed ? (isTimeoutError(last) ? 'timeout' : 'failure') : 'open';
@@ -314,9 +358,7 @@ export class FallbackChain<T = unknown> {
     };
     const onAbort = (): void => stop(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
-    let soonest = Infinity;
-    let last: unknown;
-    let failed = false;
+    const misses: Misses = { soonest: Infinity, last: undefined, failed: false };
     let next = 0;
     let asked = false;
     let hedged = false;
@@ -345,45 +387,25 @@ export class FallbackChain<T = unknown> {
           }
           continue;
         }
-        const { run, v } = e;
+        const { run } = e;
         running.delete(run);
-        const t = this.#tiers[run.i]!;
-        let error: unknown = v;
-        if (e.ok) {
-          if (!isResponse(v) || v.status < 400) {
-            const now = Date.now();
-            h.progress(run.i, now - run.at);
-            const losers = [...running];
-            stop(lost());
-            for (const r of losers) {
-              h.progress(r.i, now - r.at);
-              this.#emit(r.i, this.#tiers[r.i]!.name, 'lost', undefined, { inputTokens });
-            }
-            if (hedged) h.finish(run.hedge, losers.length > 0 ? inputTokens : 0);
-            this.#emit(run.i, t.name, 'answered');
-            return { value: v as V, tier: run.i, name: t.name };
-          }
-          void (v as unknown as Response).body?.cancel().catch(() => {});
-          error = new FailedResponse(v.status, v.headers);
+        const answer = judged(() => this.#judge<V>(run.i, e.ok, e.v, signal, misses), stop);
+        if (answer === undefined) continue;
+        const now = Date.now();
+        h.progress(run.i, now - run.at);
+        const losers = [...running];
+        stop(lost());
+        for (const r of losers) {
+          h.progress(r.i, now - r.at);
+          this.#emit(r.i, this.#tiers[r.i]!.name, 'lost', undefined, { inputTokens });
         }
-        if (signal?.aborted) throw error;
-        if (isCircuitOpenError(error)) {
-          soonest = Math.min(soonest, error.retryAfterMs);
-          this.#emit(run.i, t.name, 'skipped', error);
-          continue;
-        }
-        if (!this.#moveOn(error)) {
-          stop(error);
-          throw error;
-        }
-        this.#emit(run.i, t.name, 'failed', error);
-        last = error;
-        failed = true;
+        if (hedged) h.finish(run.hedge, losers.length > 0 ? inputTokens : 0);
+        return this.#answered(run.i, answer.value);
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
-    return this.#none(failed, last, soonest, fallback);
+    return this.#none(misses, fallback);
   }
 
   #moveOn(error: unknown): boolean {
@@ -400,8 +422,4 @@ export class FallbackChain<T = unknown> {
 }
 
 /** `inputTokens`, checked: a non-negative number, 0 when not given. */
-function tokens(n: unknown): number {
-  if (n === undefined) return 0;
-  if (typeof n !== 'number' || !(n >= 0) || !Number.isFinite(n)) fail('inputTokens', n, 'a number >= 0');
-  return Math.round(n);
-}
+const tokens = (n: unknown): number => Math.round(num('inputTokens', n, 0, 0, 2 ** 52, false));

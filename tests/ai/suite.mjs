@@ -443,6 +443,48 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
     assert.equal(backup.stats.admitted, 0);
   });
 
+  test(`${label}: js/README's fallbackModel example works as written: an answer cut on Claude is continued on OpenAI's Responses API`, async () => {
+    const fs = await import('node:fs/promises');
+    const path = await import('node:path');
+    const { execFile } = await import('node:child_process');
+    const { transform } = await import('esbuild');
+    const readme = await fs.readFile(new URL('../../js/README.md', import.meta.url), 'utf8');
+    const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes('export const resilient'));
+    assert.ok(block, 'js/README has the block');
+    // Its providers are the default instances, which read their base URLs from the environment when
+    // they load: a process of its own, in this SDK's folder.
+    const dir = process.cwd();
+    const example = path.join(dir, `.readme-resilient-${process.pid}.mjs`);
+    const runner = path.join(dir, `.readme-run-${process.pid}.mjs`);
+    await fs.writeFile(example, (await transform(block, { loader: 'ts', format: 'esm' })).code);
+    await fs.writeFile(
+      runner,
+      `import { streamText } from 'ai';
+import { resilient } from './${path.basename(example)}';
+const r = streamText({ model: resilient, prompt: 'How are you?', maxRetries: 0, onError() {} });
+let text = '';
+for await (const p of r.fullStream) if (p.type === 'text-delta') text += p.text;
+console.log(JSON.stringify({ text }));
+`,
+    );
+    try {
+      provider.cue(cutPrimary(), { transcript: llm.responsesText });
+      const env = { ...process.env, ANTHROPIC_BASE_URL: `${provider.url}/v1`, ANTHROPIC_API_KEY: 'k', OPENAI_BASE_URL: `${provider.url}/v1`, OPENAI_API_KEY: 'k' };
+      const stdout = await new Promise((resolve, reject) =>
+        execFile(process.execPath, [runner], { cwd: dir, env, timeout: 30_000 }, (e, out, err) => (e ? reject(new Error(`${e.message}\n${err}`)) : resolve(out))),
+      );
+      const { text } = JSON.parse(stdout.trim().split('\n').at(-1));
+      assert.equal(text, `Hello! I${llm.RESPONSES_TEXT_DELTAS.join('')}`, 'the words so far, then the continuation: one answer');
+      assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/responses']);
+      const input = JSON.parse(provider.requests[1].body).input;
+      assert.equal(input.at(-1).role, 'user');
+      assert.match(JSON.stringify(input.at(-1).content), /cut off/);
+    } finally {
+      await fs.rm(example, { force: true });
+      await fs.rm(runner, { force: true });
+    }
+  });
+
   test(`${label}: continuationOf: the capability table by provider and model family`, () => {
     const of = (provider, modelId, o) => bwai.continuationOf({ provider, modelId }, o);
     assert.equal(of('anthropic.messages', 'claude-sonnet-4-5-20250929'), 'prefill');

@@ -54,6 +54,20 @@ async function upstream() {
   };
 }
 
+/** A chain whose primary takes 80 ms, hedged after 20 ms on a backup that answers at once and counts its calls. */
+function slowPrimary(primary, backupName) {
+  let calls = 0;
+  const policy = hedge({ afterMs: 20, budget: 1 });
+  const chain = new FallbackChain(
+    [
+      { breaker: primary, call: () => sleep(80).then(() => 'primary') },
+      { breaker: new CircuitBreaker(backupName), call: () => (calls++, 'backup') },
+    ],
+    { hedge: policy },
+  );
+  return { chain, policy, backupCalls: () => calls };
+}
+
 async function until(check, ms = 3000) {
   const end = Date.now() + ms;
   while (!check()) {
@@ -191,15 +205,7 @@ test('no hedge while a tier is HALF_OPEN (its call is a probe) or OPEN', async (
   let t = 0;
   const clock = () => t;
   const primary = new CircuitBreaker('h-primary', { failureThreshold: 1, resetTimeout: 1000, clock });
-  let backupCalls = 0;
-  const policy = hedge({ afterMs: 20, budget: 1 });
-  const chain = new FallbackChain(
-    [
-      { breaker: primary, call: () => sleep(80).then(() => 'primary') },
-      { breaker: new CircuitBreaker('h-backup'), call: () => (backupCalls++, 'backup') },
-    ],
-    { hedge: policy },
-  );
+  const { chain, policy, backupCalls } = slowPrimary(primary, 'h-backup');
   primary.recordFailure();
   assert.equal(primary.state, 'OPEN');
   assert.equal((await chain.execute()).tier, 1, 'OPEN: skipped at once, the backup asked in turn');
@@ -207,7 +213,7 @@ test('no hedge while a tier is HALF_OPEN (its call is a probe) or OPEN', async (
   assert.equal(primary.state, 'HALF_OPEN');
   const r = await chain.execute();
   assert.equal(r.value, 'primary', 'the probe ran to its end');
-  assert.equal(backupCalls, 1, 'only the call that skipped the OPEN primary');
+  assert.equal(backupCalls(), 1, 'only the call that skipped the OPEN primary');
   assert.equal(policy.stats.held, 1);
   assert.equal(primary.state, 'CLOSED');
   // Recovered: a slow call is hedged again.
@@ -226,17 +232,9 @@ test('no hedge while the primary sheds (its adaptive throttle refuses a share of
   for (let i = 0; i < 10; i++) primary.recordFailure();
   assert.equal(primary.state, 'CLOSED');
   assert.ok(primary.throttleProbability > 0, `probability ${primary.throttleProbability}`);
-  let backupCalls = 0;
-  const policy = hedge({ afterMs: 20, budget: 1 });
-  const chain = new FallbackChain(
-    [
-      { breaker: primary, call: () => sleep(80).then(() => 'primary') },
-      { breaker: new CircuitBreaker('t-backup'), call: () => (backupCalls++, 'backup') },
-    ],
-    { hedge: policy },
-  );
+  const { chain, policy, backupCalls } = slowPrimary(primary, 't-backup');
   assert.equal((await chain.execute()).value, 'primary');
-  assert.equal(backupCalls, 0);
+  assert.equal(backupCalls(), 0);
   assert.deepEqual([policy.stats.started, policy.stats.held], [0, 1]);
 });
 
@@ -321,17 +319,9 @@ test('a shared breaker tells its throttle as a local one does: no hedge while th
   await primary.execute(() => 'ok');
   assert.equal(primary.state, 'CLOSED');
   assert.ok(primary.throttleProbability > 0 && primary.throttleProbability <= 0.01, `probability ${primary.throttleProbability}`);
-  let backupCalls = 0;
-  const policy = hedge({ afterMs: 20, budget: 1 });
-  const chain = new FallbackChain(
-    [
-      { breaker: primary, call: () => sleep(80).then(() => 'primary') },
-      { breaker: new CircuitBreaker('s-backup-2'), call: () => (backupCalls++, 'backup') },
-    ],
-    { hedge: policy },
-  );
+  const { chain, policy, backupCalls } = slowPrimary(primary, 's-backup-2');
   const r = await chain.execute();
-  assert.equal(backupCalls, r.tier === 1 ? 1 : 0, 'no hedge (a call shed by the throttle falls through, once)');
+  assert.equal(backupCalls(), r.tier === 1 ? 1 : 0, 'no hedge (a call shed by the throttle falls through, once)');
   assert.equal(policy.stats.started, 0);
   // The upstream recovers: successes bring the fleet's probability back to 0, and a slow call is hedged.
   for (let i = 0; i < 60; i++) await primary.execute(() => 'ok').catch(() => {});
