@@ -120,6 +120,12 @@ const LOST = 'lost a hedged race';
 /** The abort reason a losing tier's call sees. */
 const lost = (): unknown => (typeof DOMException === 'function' ? new DOMException(LOST, 'AbortError') : Object.assign(new Error(LOST), { name: 'AbortError' }));
 
+/**
+ * A monotonic time in ms for the race's delays and first-progress times: a wall clock stepped
+ * back or forward would hedge late or early and feed the policy wrong times.
+ */
+const elapsed = (): number => (typeof performance === 'object' ? performance.now() : Date.now());
+
 /** Cancels what a loser answered after all (a stream, a `Response`'s body). */
 function discard(value: unknown): void {
   const v = value as { cancel?: unknown; body?: { cancel?: unknown } | null } | null;
@@ -340,7 +346,7 @@ export class FallbackChain<T = unknown> {
     const running = new Set<Run<V>>();
     const start = (i: number, hedge: boolean): void => {
       const ctl = new AbortController();
-      const run = { i, ctl, at: Date.now(), hedge } as Run<V>;
+      const run = { i, ctl, at: elapsed(), hedge } as Run<V>;
       let p: Promise<V>;
       try {
         p = attempt(this.#tiers[i]!, ctl.signal);
@@ -372,7 +378,7 @@ export class FallbackChain<T = unknown> {
         const waits: Array<Promise<{ run: Run<V>; ok: boolean; v: unknown } | undefined>> = [...running].map((r) => r.settled);
         const only = running.size === 1 ? [...running][0]! : undefined;
         if (!asked && only !== undefined && next < this.#tiers.length) {
-          const wait = Math.max(0, h.after(only.i) - (Date.now() - only.at));
+          const wait = Math.max(0, h.after(only.i) - (elapsed() - only.at));
           waits.push(new Promise((resolve) => (timer = setTimeout(resolve, wait, undefined))));
         }
         const e = await Promise.race(waits);
@@ -382,7 +388,7 @@ export class FallbackChain<T = unknown> {
           asked = true;
           if (h.start(this.#calm(only!.i) && this.#calm(next))) {
             hedged = true;
-            this.#emit(next, this.#tiers[next]!.name, 'hedged', undefined, { afterMs: Date.now() - only!.at });
+            this.#emit(next, this.#tiers[next]!.name, 'hedged', undefined, { afterMs: elapsed() - only!.at });
             start(next++, true);
           }
           continue;
@@ -391,7 +397,7 @@ export class FallbackChain<T = unknown> {
         running.delete(run);
         const answer = judged(() => this.#judge<V>(run.i, e.ok, e.v, signal, misses), stop);
         if (answer === undefined) continue;
-        const now = Date.now();
+        const now = elapsed();
         h.progress(run.i, now - run.at);
         const losers = [...running];
         stop(lost());

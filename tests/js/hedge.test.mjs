@@ -334,3 +334,25 @@ test('a shared breaker tells its throttle as a local one does: no hedge while th
   assert.equal((await chain.execute()).value, 'backup');
   assert.equal(policy.stats.started, 1);
 });
+
+test('a wall clock stepped during a race changes nothing: its delays and first-progress times are monotonic', async () => {
+  const wall = Date.now;
+  let step = 0;
+  Date.now = () => wall() + step;
+  try {
+    const { chain, policy } = slowPrimary(new CircuitBreaker('c-primary'), 'c-backup');
+    const events = [];
+    chain.onTier((e) => events.push(e));
+    for (const jump of [3_600_000, -7_200_000]) {
+      const answer = chain.execute();
+      step += jump; // an hour forward, then two back, while the primary runs
+      assert.equal((await answer).value, 'backup');
+    }
+    const afters = events.filter((e) => e.outcome === 'hedged').map((e) => e.afterMs);
+    assert.equal(afters.length, 2);
+    for (const ms of afters) assert.ok(ms >= 15 && ms < 1_000, `hedged after ${ms} ms`);
+    assert.deepEqual([policy.stats.started, policy.stats.won], [2, 2]);
+  } finally {
+    Date.now = wall;
+  }
+});
