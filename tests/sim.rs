@@ -1123,3 +1123,20 @@ fn a_hedge_and_a_heavy_tail_are_checked_by_name() {
     .unwrap();
     assert_eq!(ok.hedge.unwrap().after, breakwater::HedgeAfter::Millis(900));
 }
+
+/// The format reference in scenarios/README.md is a scenario as written: it parses, and its
+/// `[hedge]` section and heavy tail are what the reference says.
+#[test]
+fn the_format_reference_of_the_scenarios_readme_parses_as_written() {
+    let readme = include_str!("../scenarios/README.md");
+    let start = readme.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let block = &readme[start..][..readme[start..].find("```").unwrap()];
+    let s = Scenario::parse(block, Format::Toml).unwrap_or_else(|e| panic!("{e}"));
+    let h = s.hedge.expect("the [hedge] section");
+    assert_eq!(
+        (h.after, h.budget, h.quantile),
+        (breakwater::HedgeAfter::Auto, 0.1, 0.95)
+    );
+    assert_eq!((s.upstream.slow_share, s.upstream.slow_ms), (0.0, 30_000));
+    assert!(sim::run(&s).unwrap().hedging.is_some());
+}

@@ -9,6 +9,7 @@ export {
   checkStreamDefaults,
   withDefaults,
   type StreamDefaults,
+  finalizer,
   type AdaptiveValue,
   type HedgeValue,
   type BreakerSettings,

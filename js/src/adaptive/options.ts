@@ -2,7 +2,7 @@
 // (naming the option and the value of what it refuses), writes them into the core's configuration
 // array when a breaker is built, and brings the adaptive module the breaker then lives in (and,
 // for the limit, its JavaScript). Not in the main entry, which only reads these values.
-import { checkKeys, create, fail, memory, num, obj, type AdaptiveValue, type Exports, type HedgeValue } from 'breakwater/internal';
+import { checkKeys, create, fail, finalizer, memory, num, obj, type AdaptiveValue, type Exports, type HedgeValue } from 'breakwater/internal';
 import type { HedgeOption, HedgeStats, LimitOption, ThrottleOption } from 'breakwater';
 import { Cfg, Hedge, HedgeOp, HedgeStats as Stat } from '../codes/layout.js';
 import { Slots } from '../breakers/slots.js';
@@ -135,10 +135,6 @@ export interface HedgeSettings {
   maxAfterMs?: number | undefined;
 }
 
-/** Frees a collected policy's state in the adaptive module. */
-const hedges =
-  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<[Exports, number]>(([x, h]) => x.release(h)) : undefined;
-
 /**
  * A hedging policy for `FallbackChain`'s and `fallbackModel`'s `hedge` option: when the tier
  * asked has shown no progress after `afterMs`, the next tier is asked too and the first to
@@ -187,6 +183,6 @@ export function hedge(options: HedgeSettings = {}): HedgeOption {
       };
     },
   } as HedgeValue;
-  hedges?.register(value, [x, h]);
+  finalizer?.register(value, [x, h]);
   return Object.freeze(value);
 }

@@ -465,8 +465,8 @@ function config(o: Record<string, unknown>, where: string): Float64Array {
 
 const NO_CONTEXT: CallContext = Object.freeze({});
 
-/** Frees a collected breaker's state in the module that holds it. */
-const finalizer =
+/** Frees a collected object's state (a breaker, a hedging policy) in the module that holds it. */
+export const finalizer =
   typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<[Exports, number]>(([x, h]) => x.release(h)) : undefined;
 
 /**
