@@ -439,6 +439,16 @@ interface Sent {
   unsafe: string | undefined;
 }
 
+/** Notes what `part` adds to the answer the reader has (`Sent`), for a continuation. */
+function track(sent: Sent, part: unknown): void {
+  const p = part as { type?: unknown; id?: unknown; delta?: unknown; kind?: unknown } | null;
+  const type = p?.type;
+  if (type === 'text-delta' && typeof p?.delta === 'string') sent.text += p.delta;
+  else if (type === 'text-start') sent.open = p?.id;
+  else if (type === 'text-end') sent.open = undefined;
+  else if (typeof type === 'string' && !PLAIN.has(type) && !(type === 'custom' && META.test(String(p?.kind)))) sent.unsafe ??= type;
+}
+
 /**
  * Continues an interrupted answer into `out`: `true` once the continuation ended the stream,
  * `false` when no tier could continue it (nothing was added), `{ error }` when a continuation
@@ -616,15 +626,11 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions, conti
     return releasing(guarded.pipeThrough(
       new TransformStream<unknown, unknown>({
         transform(part, out) {
-          const p = part as { type?: unknown; id?: unknown; delta?: unknown } | null;
-          const type = p?.type;
+          const type = (part as { type?: unknown } | null)?.type;
           if (rawPart(part)) return;
           if (type === 'error') return void held.push(part);
           if (type === 'finish') return void (finish = part as typeof finish);
-          if (type === 'text-delta' && typeof p?.delta === 'string') sent.text += p.delta;
-          else if (type === 'text-start') sent.open = p?.id;
-          else if (type === 'text-end') sent.open = undefined;
-          else if (typeof type === 'string' && !PLAIN.has(type) && !(type === 'custom' && META.test(String((part as { kind?: unknown }).kind)))) sent.unsafe ??= type;
+          if (continuing !== undefined) track(sent, part);
           out.enqueue(part);
         },
         async flush(out) {
