@@ -90,7 +90,7 @@ for app in user-worker user-worker-shared; do
 done
 
 files=("$@")
-[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs throttle.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs cloudflare.test.mjs cloudflare-routes.test.mjs wrangler-dev.test.mjs measure.test.mjs)
+[ ${#files[@]} -eq 0 ] && files=(shared.test.mjs throttle.test.mjs persistence.test.mjs fallback.test.mjs malformed.test.mjs service.test.mjs routes.test.mjs cloudflare.test.mjs cloudflare-routes.test.mjs status-page.test.mjs wrangler-dev.test.mjs measure.test.mjs)
 export WRANGLER_SEND_METRICS=false
 rm -rf .tmp
 status=0

@@ -14,8 +14,8 @@ use std::fmt::Debug;
 
 use breakwater::shared::json::{self, Wire};
 use breakwater::shared::protocol::{
-    ErrorReply, Lease, ObjectCounters, OptionsMismatch, StateView, WirePermit, WireReason,
-    WireRejected,
+    Change, ErrorReply, Lease, Minute, ObjectCounters, OptionsMismatch, StateView, WirePermit,
+    WireReason, WireRejected,
 };
 use breakwater::shared::{
     session_key, Batch, Counts, Exchange, ExchangeReply, Grant, ProbeReport, Record, Refusal,
@@ -271,12 +271,18 @@ fn view() -> BoxedStrategy<StateView> {
             proptest::option::of(text()),
         ),
         (int(), proptest::option::of(mismatch), 0..2000usize),
+        (
+            text(),
+            proptest::collection::vec(change(), 0..4),
+            proptest::collection::vec(minute(), 0..4),
+        ),
     )
         .prop_map(
             |(
                 (name, lease, opened_at, open_until),
                 (probes_in_flight, stats, counters, restore_error),
                 (options, options_mismatch, sessions),
+                (settings, transitions, minutes),
             )| StateView {
                 name,
                 lease,
@@ -289,9 +295,26 @@ fn view() -> BoxedStrategy<StateView> {
                 options,
                 options_mismatch,
                 sessions,
+                settings,
+                transitions,
+                minutes,
             },
         )
         .boxed()
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    (state(), state(), int()).prop_map(|(from, to, at)| Change { from, to, at })
+}
+
+fn minute() -> impl Strategy<Value = Minute> {
+    (int(), int(), int(), int(), int()).prop_map(|(at, calls, failures, refused, shed)| Minute {
+        at,
+        calls,
+        failures,
+        refused,
+        shed,
+    })
 }
 
 fn window() -> impl Strategy<Value = Window> {
@@ -488,9 +511,21 @@ fn record() -> BoxedStrategy<Record> {
         proptest::collection::vec(grant, 0..3),
         counters(),
         int(),
+        proptest::collection::vec(change(), 0..3),
+        proptest::collection::vec(proptest::array::uniform5(int()), 0..3),
     )
         .prop_map(
-            |(spec, snapshot, clients, spent_ms, grants, counters, unverifiable_until)| Record {
+            |(
+                spec,
+                snapshot,
+                clients,
+                spent_ms,
+                grants,
+                counters,
+                unverifiable_until,
+                transitions,
+                marks,
+            )| Record {
                 spec,
                 snapshot,
                 clients: clients.into_iter().collect::<BTreeMap<_, _>>(),
@@ -498,6 +533,8 @@ fn record() -> BoxedStrategy<Record> {
                 grants,
                 counters,
                 unverifiable_until,
+                transitions,
+                marks,
             },
         )
         .boxed()

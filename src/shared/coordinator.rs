@@ -34,10 +34,11 @@ use alloc::vec::Vec;
 
 use super::json;
 use super::protocol::{
-    Batch, ClientId, Counts, Exchange, ExchangeError, ExchangeReply, Lease, ObjectCounters,
-    OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit, DEDUP_WINDOW_MS, GAP_REASON,
-    MAX_CLIENTS, MAX_SEQ_GAP, MAX_SESSION_OUTCOMES_PER_S, MAX_SESSION_REQUESTS_PER_S,
-    MAX_SHED_ODDS_FACTOR, SESSION_OUTCOME_BURST, SESSION_REQUEST_BURST, SHED_SLACK,
+    Batch, Change, ClientId, Counts, Exchange, ExchangeError, ExchangeReply, Lease, Minute,
+    ObjectCounters, OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit, ACTIVITY_MINUTES,
+    DEDUP_WINDOW_MS, GAP_REASON, MAX_CLIENTS, MAX_SEQ_GAP, MAX_SESSION_OUTCOMES_PER_S,
+    MAX_SESSION_REQUESTS_PER_S, MAX_SHED_ODDS_FACTOR, RECENT_TRANSITIONS, SESSION_OUTCOME_BURST,
+    SESSION_REQUEST_BURST, SHED_SLACK,
 };
 use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
@@ -164,6 +165,22 @@ pub struct Record {
     /// the same, and in `unverified_batches`.
     #[cfg_attr(feature = "serde", serde(default))]
     pub unverifiable_until: u64,
+    /// The last state changes, oldest first, at most [`RECENT_TRANSITIONS`] (the status page's).
+    /// Left out when there are none.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub transitions: Vec<Change>,
+    /// The minutes that saw activity, oldest first, at most [`ACTIVITY_MINUTES`] + 1: each
+    /// `[minute, calls, failures, refused, shed]`, the minute since the epoch and the breaker's
+    /// totals when that minute's first step began (see [`Coordinator::view`]'s `minutes`). Left
+    /// out when there are none.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub marks: Vec<[u64; 5]>,
 }
 
 /// What a host does when its own settings differ from the stored record's (a rolling deploy:
@@ -234,6 +251,10 @@ pub struct Coordinator {
     stepped: bool,
     /// The stored record was written by a newer version: it must not be written over.
     newer: Option<u32>,
+    /// See [`Record::transitions`].
+    recent: Vec<Change>,
+    /// See [`Record::marks`].
+    marks: Vec<[u64; 5]>,
 }
 
 /// The result of a step: whether the persisted record changed, and the transitions to report
@@ -261,6 +282,21 @@ enum Verdict {
 /// with [`Exchange::validate`] first).
 pub fn session_key(client: &str, session: u64) -> SessionKey {
     SessionKey::new(ClientId::unchecked(client), session)
+}
+
+/// The most activity marks kept: one per minute the status page shows, and the one before them.
+const MAX_MARKS: usize = ACTIVITY_MINUTES as usize + 1;
+
+/// `[calls, failures, refused, shed]` of the breaker's running totals.
+fn totals(s: &crate::breaker::Stats) -> [u64; 4] {
+    [
+        s.successes
+            .saturating_add(s.failures)
+            .saturating_add(s.ignored),
+        s.failures,
+        s.rejected.saturating_sub(s.throttled),
+        s.throttled,
+    ]
 }
 
 fn clamp(now: Timestamp) -> u64 {
@@ -303,6 +339,8 @@ impl Coordinator {
             mismatch: None,
             stepped: false,
             newer: None,
+            recent: Vec::new(),
+            marks: Vec::new(),
         })
     }
 
@@ -382,6 +420,10 @@ impl Coordinator {
         c.clients = sessions(record.clients, &record.spent_ms);
         c.grants = record.grants;
         c.unverifiable_until = record.unverifiable_until;
+        c.recent = record.transitions;
+        c.recent.truncate(RECENT_TRANSITIONS);
+        c.marks = record.marks;
+        c.marks.truncate(MAX_MARKS);
         c.counters = ObjectCounters {
             requests: 0,
             acquires: 0,
@@ -513,6 +555,8 @@ impl Coordinator {
             grants: self.grants.clone(),
             counters: self.counters,
             unverifiable_until: self.unverifiable_until,
+            transitions: self.recent.clone(),
+            marks: self.marks.clone(),
         }
     }
 
@@ -557,6 +601,7 @@ impl Coordinator {
     ) -> Result<(ExchangeReply, Step), ExchangeError> {
         req.validate()?;
         let now = self.observe(now);
+        self.mark(now.0);
         let key = session_key(&req.client, req.session);
         let mut step = Step::default();
         bump(&mut self.counters.requests);
@@ -684,6 +729,7 @@ impl Coordinator {
         change: impl FnOnce(&mut Breaker, Timestamp) -> Option<Transition>,
     ) -> Step {
         let now = self.observe(now);
+        self.mark(now.0);
         let mut step = Step {
             changed: true,
             ..Step::default()
@@ -722,7 +768,56 @@ impl Coordinator {
             options: self.spec.fingerprint(),
             options_mismatch: self.mismatch.clone(),
             sessions: self.clients.len(),
+            settings: self.spec.describe(),
+            transitions: self.recent.clone(),
+            minutes: self.minutes(now.0),
         }
+    }
+
+    /// Marks the minute of `now` as one that saw activity, with the totals before the step:
+    /// what [`minutes`](Self::minutes) subtracts. Called before anything a step counts.
+    fn mark(&mut self, now: u64) {
+        let minute = now / 60_000;
+        match self.marks.last() {
+            Some(m) if m[0] == minute => return,
+            // A clock stepped back: the minutes after it start afresh.
+            Some(m) if m[0] > minute => self.marks.clear(),
+            _ => {}
+        }
+        let [calls, failures, refused, shed] = totals(self.breaker.stats());
+        self.marks.push([minute, calls, failures, refused, shed]);
+        if self.marks.len() > MAX_MARKS {
+            self.marks.remove(0);
+        }
+    }
+
+    /// What each of the last [`ACTIVITY_MINUTES`] minutes that saw activity counted: from its
+    /// mark to the next one (or to the totals now, for the last).
+    fn minutes(&self, now: u64) -> Vec<Minute> {
+        let this = now / 60_000;
+        let end = totals(self.breaker.stats());
+        let mut out = Vec::new();
+        for (i, m) in self.marks.iter().enumerate() {
+            if m[0] + ACTIVITY_MINUTES <= this || m[0] > this {
+                continue;
+            }
+            let next = self
+                .marks
+                .get(i + 1)
+                .map_or(end, |n| [n[1], n[2], n[3], n[4]]);
+            let d = |k: usize| {
+                let before = m.get(k + 1).copied().unwrap_or(0);
+                next.get(k).copied().unwrap_or(0).saturating_sub(before)
+            };
+            out.push(Minute {
+                at: m[0] * 60_000,
+                calls: d(0),
+                failures: d(1),
+                refused: d(2),
+                shed: d(3),
+            });
+        }
+        out
     }
 
     fn verdict(&self, now: u64, key: &SessionKey, batch: &Batch) -> Verdict {
@@ -904,6 +999,14 @@ impl Coordinator {
 
     fn note(&mut self, t: Transition, step: &mut Step) {
         self.counters.note_incident(t.to, t.at.0);
+        if self.recent.len() >= RECENT_TRANSITIONS {
+            self.recent.remove(0);
+        }
+        self.recent.push(Change {
+            from: t.from,
+            to: t.to,
+            at: t.at.0,
+        });
         match t.to {
             State::HalfOpen => bump(&mut self.counters.half_open_entered),
             State::Closed => bump(&mut self.counters.closed),

@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod routes;
 pub mod spec;
+pub mod status;
 mod wire;
 
 pub use client::{

@@ -697,6 +697,44 @@ impl ObjectCounters {
     }
 }
 
+/// How many state changes a shared breaker remembers for its status page
+/// ([`StateView::transitions`]).
+pub const RECENT_TRANSITIONS: usize = 8;
+
+/// How many minutes of activity a shared breaker keeps for its status page
+/// ([`StateView::minutes`]): the minute under way and the nine before it.
+pub const ACTIVITY_MINUTES: u64 = 10;
+
+/// One state change, as the status page lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Change {
+    /// The state before.
+    pub from: State,
+    /// The state after.
+    pub to: State,
+    /// When (ms since the epoch, the coordinator's clock).
+    pub at: u64,
+}
+
+/// What a shared breaker counted in one minute (the coordinator's clock).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Minute {
+    /// The minute's start (ms since the epoch, a multiple of 60 000).
+    pub at: u64,
+    /// Outcomes its clients reported (successes, failures and ignored).
+    pub calls: u64,
+    /// Of them, failures.
+    pub failures: u64,
+    /// Admissions the coordinator refused (while HALF_OPEN, or OPEN to a client that asked).
+    /// Calls a client refuses by itself under an OPEN lease are not reported: they are in the
+    /// client's own metrics.
+    pub refused: u64,
+    /// Calls the clients shed under the throttle.
+    pub shed: u64,
+}
+
 /// The answer to `/state`, `/isolate` and `/reset`, and the admin routes.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -727,6 +765,17 @@ pub struct StateView {
     /// Client sessions remembered.
     #[cfg_attr(feature = "serde", serde(default))]
     pub sessions: usize,
+    /// The settings the breaker runs under, in words
+    /// ([`SharedSpec::describe`](super::SharedSpec::describe)).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub settings: String,
+    /// The last state changes, oldest first, at most [`RECENT_TRANSITIONS`].
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub transitions: Vec<Change>,
+    /// What was counted in each of the last [`ACTIVITY_MINUTES`] minutes that saw any activity,
+    /// oldest first, the minute under way last (so far). A minute not listed counted nothing.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub minutes: Vec<Minute>,
 }
 
 /// A host whose settings differ from the ones the shared record was written under.

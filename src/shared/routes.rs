@@ -10,7 +10,8 @@
 //!   settings the breaker runs under. Its `breakwater-settings` header is never forwarded, so a
 //!   service client cannot choose or change settings; the coordinator bounds what its reports
 //!   may move.
-//! - `ADMIN_TOKEN`: `GET /metrics`, `GET /admin/breakers/<name>`, `POST .../isolate` and
+//! - `ADMIN_TOKEN`: `GET /metrics`, `GET /admin/status` (the status page, [`super::status`]),
+//!   `GET /admin/breakers/<name>`, `POST .../isolate` and
 //!   `.../reset`; a reset may name the settings to install in its body (the settings JSON of
 //!   `BREAKERS`), refused where `BREAKERS` pins them.
 //! - The Worker's own code (its clients hold the object's binding, no token): everything, and
@@ -247,6 +248,13 @@ pub enum Plan {
         /// The breakers, in order.
         names: Vec<String>,
     },
+    /// `GET /admin/status`: every served breaker's `/state`, rendered by
+    /// [`status::render`](super::status::render) and answered as `text/html` with
+    /// [`status::CSP`](super::status::CSP).
+    Status {
+        /// The breakers, in order.
+        names: Vec<String>,
+    },
     /// Call the named breaker's object.
     Object {
         /// The breaker.
@@ -289,6 +297,8 @@ pub struct Secrets<'a> {
 pub enum Route<'a> {
     /// `/metrics`.
     Metrics,
+    /// `/admin/status`.
+    Status,
     /// `/admin/breakers/<rest>`, the rest as it came (percent-encoded).
     Breaker(&'a str),
     /// Another path under `/admin`.
@@ -305,6 +315,9 @@ impl<'a> Route<'a> {
         let path = path.trim_start_matches('/');
         if path == "metrics" {
             return Route::Metrics;
+        }
+        if path == "admin/status" {
+            return Route::Status;
         }
         if let Some(rest) = path.strip_prefix("admin/breakers/") {
             return Route::Breaker(rest);
@@ -380,6 +393,8 @@ pub fn plan(
             names,
         },
         Route::Metrics => refuse(HttpError::WrongMethod),
+        Route::Status if req.method == Verb::Get => Plan::Status { names },
+        Route::Status => refuse(HttpError::WrongMethod),
         Route::Breaker(rest) => match target(rest, req.method, served) {
             Target::View(name) => Plan::Object {
                 name,

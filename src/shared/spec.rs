@@ -201,8 +201,125 @@ impl SharedSpec {
         h.u64(c.half_open_success_threshold.into());
         h.u64(c.probe_timeout_ms);
         h.u64(self.lease_ms);
+        // Only when set, so that settings without a throttle keep the fingerprint they had
+        // before it was part of it.
+        if let Some(t) = c.throttle {
+            h.u64(5);
+            h.u64(t.multiplier.to_bits());
+            h.u64(t.window_ms);
+            h.u64(t.minimum_requests.into());
+            h.u64(t.max_rejection_probability.to_bits());
+        }
         h.0 & ((1 << 52) - 1)
     }
+
+    /// The settings in words, as the status page and the admin view show them beside the
+    /// fingerprint: the trip rule, the open period (its jitter and backoff), the probes, the
+    /// lease and the throttle. Numbers as configured (durations in ms, s or min).
+    pub fn describe(&self) -> String {
+        let c = &self.breaker;
+        let mut out = match c.trip {
+            TripRule::ConsecutiveFailures { threshold } => {
+                format!("opens after {threshold} consecutive failures")
+            }
+            TripRule::FailuresInWindow {
+                threshold,
+                window_ms,
+            } => format!(
+                "opens after {threshold} failures within {}",
+                duration(window_ms)
+            ),
+            TripRule::FailureRate {
+                threshold_percent,
+                minimum_calls,
+                window,
+            } => format!(
+                "opens when {} % of {} fail (at least {minimum_calls} calls)",
+                crate::float::plain(threshold_percent),
+                window_words(window)
+            ),
+            TripRule::SlowCallRate {
+                threshold_percent,
+                slow_call_ms,
+                minimum_calls,
+                window,
+            } => format!(
+                "opens when {} % of {} take over {} (at least {minimum_calls} calls)",
+                crate::float::plain(threshold_percent),
+                window_words(window),
+                duration(slow_call_ms)
+            ),
+        };
+        out.push_str("; stays open ");
+        out.push_str(&duration(c.open_duration_ms));
+        if c.open_jitter > 0.0 {
+            out.push_str(&format!(
+                " ± {} %",
+                crate::float::plain(c.open_jitter * 100.0)
+            ));
+        }
+        if c.open_backoff_factor > 1.0 {
+            out.push_str(&format!(
+                ", × {} after each failed probe round, up to {}",
+                crate::float::plain(c.open_backoff_factor),
+                duration(c.max_open_duration_ms)
+            ));
+        }
+        let probes = c.half_open_max_probes;
+        let closes = c.half_open_success_threshold;
+        out.push_str(&format!(
+            "; then {probes} probe{} at a time, {closes} success{} to close, a probe unheard of \
+             for {} freed; clients ask again every {}",
+            plural(probes),
+            if closes == 1 { "" } else { "es" },
+            duration(c.probe_timeout_ms),
+            duration(self.lease_ms)
+        ));
+        if let Some(t) = c.throttle {
+            out.push_str(&format!(
+                "; sheds load when calls exceed {} × successes over {} (from {} calls, at most \
+                 {} %)",
+                crate::float::plain(t.multiplier),
+                duration(t.window_ms),
+                t.minimum_requests,
+                crate::float::plain(t.max_rejection_probability * 100.0)
+            ));
+        }
+        out
+    }
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn window_words(w: Window) -> String {
+    match w {
+        Window::Calls(n) => format!("the last {n} calls"),
+        Window::Millis(ms) => format!("the calls of the last {}", duration(ms)),
+    }
+}
+
+/// `ms` in the largest unit it is a whole or simple number of: `250 ms`, `1.5 s`, `30 s`,
+/// `2 min`, `1.5 h`.
+pub(crate) fn duration(ms: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(3_600_000, "h"), (60_000, "min"), (1_000, "s")];
+    for (size, unit) in UNITS {
+        // A whole number of the unit, or one with a single decimal.
+        if ms >= size && (ms * 10) % size == 0 {
+            let tenths = ms * 10 / size;
+            return if tenths % 10 == 0 {
+                format!("{} {unit}", tenths / 10)
+            } else {
+                format!("{}.{} {unit}", tenths / 10, tenths % 10)
+            };
+        }
+    }
+    format!("{ms} ms")
 }
 
 /// Every shared breaker a host serves, by name (the Worker's `BREAKERS`).

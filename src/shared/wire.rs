@@ -22,8 +22,9 @@ use alloc::vec::Vec;
 use super::coordinator::{Grant, Record, SessionKey};
 use super::json::{variant_index, Error, Value, Wire, Writer};
 use super::protocol::{
-    Batch, Counts, ErrorReply, Exchange, ExchangeReply, Lease, ObjectCounters, OptionsMismatch,
-    ProbeReport, Refusal, StateView, WireOutcome, WirePermit, WireReason, WireRejected,
+    Batch, Change, Counts, ErrorReply, Exchange, ExchangeReply, Lease, Minute, ObjectCounters,
+    OptionsMismatch, ProbeReport, Refusal, StateView, WireOutcome, WirePermit, WireReason,
+    WireRejected,
 };
 use super::spec::{SharedSpec, DEFAULT_LEASE_MS};
 use crate::breaker::{
@@ -210,7 +211,12 @@ wire_struct!(StateView, PASS, {
     options: or(0),
     options_mismatch: opt,
     sessions: or(0),
+    settings: or(alloc::string::String::new()),
+    transitions: or(Vec::new()),
+    minutes: or(Vec::new()),
 });
+wire_struct!(Change, PASS, { from: req, to: req, at: req });
+wire_struct!(Minute, PASS, { at: req, calls: or(0), failures: or(0), refused: or(0), shed: or(0) });
 wire_struct!(OptionsMismatch, PASS, { stored: req, configured: req, resolution: req });
 wire_struct!(ErrorReply, PASS, { error: req, message: req });
 
@@ -262,6 +268,8 @@ wire_struct!(Record, PASS, {
     grants: or(Vec::new()),
     counters: or(ObjectCounters::default()),
     unverifiable_until: or(0),
+    transitions: skip_empty,
+    marks: skip_empty,
 });
 
 // ---- the settings (src/shared/spec.rs) and the core's types ----

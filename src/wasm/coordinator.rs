@@ -128,6 +128,10 @@ pub fn route(
             r.prometheus = prometheus;
             r.names = names.join("\n");
         }
+        Plan::Status { names } => {
+            r.kind = rp::STATUS;
+            r.names = names.join("\n");
+        }
         Plan::Object { name, op, body } => {
             r.kind = rp::OBJECT;
             r.name = name;
@@ -345,6 +349,27 @@ pub fn storage_key() -> String {
 pub fn views_prometheus(views: &str) -> String {
     crate::shared::metrics::render_views_json(views)
         .unwrap_or_else(|| String::from("!unreadable views"))
+}
+
+// The status page (`crate::shared::status`) for the `/state` views (a JSON array) at `now` (ms
+// since the epoch); `"!why"` when the views are unreadable.
+#[wasm_bindgen]
+pub fn status_page(views: &str, now: f64) -> String {
+    crate::shared::status::render_json(views, ts(now).0)
+        .unwrap_or_else(|| String::from("!unreadable views"))
+}
+
+// The status page's response headers, `name: value` a line.
+#[wasm_bindgen]
+pub fn status_headers() -> String {
+    let mut out = String::new();
+    for (name, value) in crate::shared::status::HEADERS {
+        out.push_str(name);
+        out.push_str(": ");
+        out.push_str(value);
+        out.push('\n');
+    }
+    out
 }
 
 #[wasm_bindgen]

@@ -406,6 +406,7 @@ layouts! {
         ANSWER = 1,          // answer `status` and `answer` now
         METRICS = 2,         // every served breaker's state
         OBJECT = 3,          // call the object
+        STATUS = 4,          // every served breaker's state, as the status page
     }
     /// What a route's request body is (`WasmRoute.body`).
     body / "Body": u32 {

@@ -17,6 +17,7 @@ const app = path.join(root, 'examples/nextjs');
 const RESET_MS = 1_500;
 const THRESHOLD = 3;
 const SERVICE_TOKEN = 'nextjs-service-token-0123456789';
+const ADMIN_TOKEN = 'nextjs-admin-token-0123456789';
 
 function startProvider() {
   const state = { status: 200, calls: 0 };
@@ -65,6 +66,7 @@ before(async () => {
     BREAKER_FAILURE_THRESHOLD: String(THRESHOLD),
     BREAKER_RESET_MS: String(RESET_MS),
     RETRY_MAX_ATTEMPTS: '1',
+    ADMIN_TOKEN,
     ...(worker ? { BREAKWATER_SERVICE_URL: worker.url, BREAKWATER_SERVICE_TOKEN: SERVICE_TOKEN } : {}),
   };
   instances.push(await nextStart(env), await nextStart(env));
@@ -76,6 +78,12 @@ after(async () => {
   await redis?.kill('SIGTERM');
   await new Promise((r) => provider?.server.close(r));
 });
+
+/** The status page (app/admin/breakers/route.ts, `statusPage` of breakwater/store). */
+async function statusOf(instance, token = ADMIN_TOKEN) {
+  const res = await fetch(`${instance.base}/admin/breakers`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return { status: res.status, headers: res.headers, html: await res.text() };
+}
 
 async function chat(instance, via) {
   const res = await fetch(`${instance.base}/api/chat-shared?via=${via}`, {
@@ -115,6 +123,17 @@ for (const via of ['redis', 'service']) {
     assert.equal(refused.json.reason, 'open');
     const spentByB = provider.state.calls - before - THRESHOLD;
     assert.ok(spentByB <= 1, `instance B made ${spentByB} provider calls after the trip`);
+    if (via === 'redis') {
+      // Either instance's status page shows the shared breaker OPEN, with how it got there.
+      const page = await statusOf(b);
+      assert.equal(page.status, 200, page.html);
+      assert.match(page.headers.get('content-security-policy'), /^default-src 'none'; style-src 'sha256-/);
+      assert.match(page.html, /<section class="b OPEN"><h2><span class="s">OPEN<\/span>anthropic<\/h2>/);
+      assert.match(page.html, /<li>CLOSED → OPEN at \d\d:\d\d:\d\d/);
+      assert.match(page.html, new RegExp(`opens after ${THRESHOLD} consecutive failures; stays open 1\\.5 s`));
+      assert.equal((await statusOf(b, null)).status, 401);
+      assert.equal((await statusOf(b, 'wrong')).status, 401);
+    }
     t.diagnostic(`${via}: instance B made ${spentByB} provider call(s) after A tripped the breaker (${first.status === 502 ? 'admitted on its lease' : 'its lease had run out'})`);
 
     // Recovery: after the open period one probe closes it for both.
@@ -126,6 +145,11 @@ for (const via of ['redis', 'service']) {
     for (const i of instances) {
       const s = await (await fetch(`${i.base}/api/chat-shared?via=${via}`)).json();
       assert.equal(s.decidingLocally, false);
+    }
+    if (via === 'redis') {
+      const page = await statusOf(a);
+      assert.match(page.html, /<section class="b CLOSED">/);
+      assert.match(page.html, /HALF_OPEN → CLOSED at .*OPEN → HALF_OPEN at .*CLOSED → OPEN at/);
     }
   });
 }

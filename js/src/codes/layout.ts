@@ -402,6 +402,7 @@ export const enum Plan {
   Answer = 1,
   Metrics = 2,
   Object = 3,
+  Status = 4,
 }
 
 /** What a route's request body is (`WasmRoute.body`). */

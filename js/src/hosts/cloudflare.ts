@@ -49,7 +49,7 @@ import { DurableObject } from 'cloudflare:workers';
 // workerd), and hands it over as the lease client's glue too: the clients re-exported below, from
 // the code-only breakwater/shared/internal, run in it, and the lease client's own module
 // (breakwater/shared's) is not loaded unless the Worker imports that entry as well.
-import { coordinatorGlue, type WasmCoordinator, type WasmRoute } from 'breakwater/coordinator';
+import { coordinatorGlue, statusResponse, type WasmCoordinator, type WasmRoute } from 'breakwater/coordinator';
 import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
 import { Body, Http, Plan, Step, Verb } from '../codes/layout.js';
 import { STATES } from 'breakwater/internal';
@@ -339,6 +339,8 @@ const ROUTE_KEYS = ['binding', 'prefix', 'names'];
  *   breaker service for clients outside Cloudflare (`SharedCircuitBreaker` with
  *   `service: { url, token }`), behind `Authorization: Bearer <SERVICE_TOKEN>`. They run under
  *   the breaker's settings: their `breakwater-settings` header is not forwarded.
+ * - `GET <prefix>/admin/status`: the status page, one HTML document (every breaker's state and
+ *   since when, its settings in words, its last changes and minutes; no script, a strict CSP).
  * - `GET <prefix>/metrics` (JSON, or `?format=prometheus`), `GET <prefix>/admin/breakers/<name>`,
  *   `POST <prefix>/admin/breakers/<name>/isolate` and `.../reset` (its body may name the
  *   settings to install, the JSON of a `BREAKERS` entry): behind
@@ -403,7 +405,7 @@ export async function breakerRoutes(request: Request, env: object, options: Brea
       return refusal(Http.Unreachable);
     }
   };
-  if (kind === Plan.Metrics) {
+  if (kind === Plan.Metrics || kind === Plan.Status) {
     const views: unknown[] = [];
     for (const n of names === '' ? [] : names.split('\n')) {
       const resp = await call(n, 'state', { method: 'GET' });
@@ -411,6 +413,7 @@ export async function breakerRoutes(request: Request, env: object, options: Brea
       views.push(await resp.json());
     }
     const text = JSON.stringify(views);
+    if (kind === Plan.Status) return statusResponse(text, Date.now()) ?? refusal(Http.BadGateway);
     if (prometheus) {
       const prom = g.views_prometheus(text);
       if (prom.startsWith('!')) return refusal(Http.BadGateway);

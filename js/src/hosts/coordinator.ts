@@ -6,3 +6,22 @@
 // `coordinatorGlue()`. Apart from breakwater/shared's module, which every client elsewhere
 // loads, so that such a client does not carry the coordinator.
 export { coordinatorGlue, setCoordinatorGlue, type CoordinatorGlue, type WasmCoordinator, type WasmRoute } from '../shared/glue.js';
+
+import { coordinatorGlue } from '../shared/glue.js';
+
+/**
+ * The status page (the core's, src/shared/status.rs) for `/state` views (a JSON array) as of
+ * `now` (ms since the epoch), with its headers (a strict CSP among them); `undefined` when the
+ * views cannot be read.
+ */
+export function statusResponse(views: string, now: number): Response | undefined {
+  const g = coordinatorGlue();
+  const page = g.status_page(views, now);
+  if (page.startsWith('!')) return undefined;
+  const headers = new Headers();
+  for (const line of g.status_headers().split('\n')) {
+    const at = line.indexOf(': ');
+    if (at > 0) headers.set(line.slice(0, at), line.slice(at + 2));
+  }
+  return new Response(page, { status: 200, headers });
+}

@@ -39,7 +39,7 @@
 import 'breakwater';
 import type { CircuitBreaker } from 'breakwater';
 import type { BreakerSettings, ConsecutiveTrip, FailureRateTrip } from 'breakwater/internal';
-import { coordinatorGlue, type WasmCoordinator } from 'breakwater/coordinator';
+import { coordinatorGlue, statusResponse, type WasmCoordinator } from 'breakwater/coordinator';
 import {
   SharedCircuitBreaker,
   checkBreakerName,
@@ -54,6 +54,7 @@ import {
   type SharedBreakerOptions,
 } from 'breakwater/shared/internal';
 import { checkKeys, withTimeout } from 'breakwater/internal';
+import { Plan, Verb } from '../codes/layout.js';
 
 
 // ----- the store -----
@@ -331,6 +332,8 @@ export interface StoreView {
   clients: number;
   /** The fingerprint of the settings the shared breaker runs under. */
   options: number;
+  /** Those settings in words (the trip rule, the open period, the probes, the lease, the throttle). */
+  settings: string;
   /** When this instance's settings differ from the stored ones: `adopted` (the stored ones run; `reset()` installs this instance's). */
   optionsMismatch?:
     | {
@@ -367,6 +370,7 @@ interface CoreView {
   options: number;
   options_mismatch: { stored: number; configured: number; resolution: string } | null;
   sessions: number;
+  settings: string;
 }
 
 // ----- the transport -----
@@ -462,6 +466,16 @@ class StoreTransport {
     }
   }
 
+  /** The core's `/state` view, as JSON, and the time it was taken at (the store's clock if it has one). */
+  async state(): Promise<{ text: string; now: number }> {
+    let at = 0;
+    const { text } = await this.run(true, (co, now) => {
+      at = now;
+      return co.view(now);
+    });
+    return { text, now: at };
+  }
+
   async view(op: 'view' | 'isolate' | 'reset'): Promise<StoreView> {
     const { text, version } = await this.run(op === 'view', (co, now) => {
       if (op === 'isolate') co.isolate(now);
@@ -494,6 +508,7 @@ class StoreTransport {
       stats: v.stats,
       clients: v.sessions,
       options: v.options,
+      settings: v.settings,
     };
     if (v.options_mismatch) view.optionsMismatch = v.options_mismatch;
     if (v.restore_error) view.restoreError = v.restore_error;
@@ -614,4 +629,83 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
   inspect(): Promise<StoreView> {
     return this.#t.view('view');
   }
+
+  /** @internal The core's view as JSON, for `statusPage`. */
+  [STATE](): Promise<{ text: string; now: number }> {
+    return this.#t.state();
+  }
+}
+
+const STATE = Symbol('breakwater.state');
+
+/**
+ * The status page of these breakers, for an app's own route (a Next.js route handler, say):
+ * one HTML document with every breaker's state and since when, when it probes next, its settings
+ * in words beside their fingerprint, its last state changes and what it counted minute by minute,
+ * served with a strict Content-Security-Policy (no script, no external asset). The same page the
+ * Worker's `GET /admin/status` answers.
+ *
+ * Behind a bearer token, checked by the core as the Worker's routes check theirs: the request
+ * must carry `Authorization: Bearer <adminToken>` (else 401); with no `adminToken` (undefined or
+ * empty) the page is off and the answer is 404. Only `GET` is served (else 405). It reads the
+ * store and writes nothing.
+ *
+ * ```ts
+ * // app/admin/breakers/route.ts
+ * import { statusPage } from 'breakwater/store';
+ * import { anthropic, openai } from '@/lib/breakers';
+ * export const dynamic = 'force-dynamic';
+ * export function GET(request: Request): Promise<Response> {
+ *   return statusPage(request, [anthropic, openai], { adminToken: process.env.ADMIN_TOKEN });
+ * }
+ * ```
+ */
+export async function statusPage(
+  request: Request,
+  breakers: readonly StoreCircuitBreaker[],
+  options: StatusPageOptions,
+): Promise<Response> {
+  checkKeys('statusPage options', options ?? {}, ['adminToken']);
+  const token = options?.adminToken;
+  if (token !== undefined && typeof token !== 'string') {
+    throw new TypeError(`breakwater: invalid option "adminToken" in statusPage options: ${typeof token} (expected a string)`);
+  }
+  if (!Array.isArray(breakers) || !breakers.every((b) => b instanceof StoreCircuitBreaker)) {
+    throw new TypeError('breakwater: statusPage(request, breakers): `breakers` must be an array of StoreCircuitBreaker');
+  }
+  const g = coordinatorGlue();
+  const plan = g.route(
+    request.method === 'GET' ? Verb.Get : request.method === 'POST' ? Verb.Post : Verb.Other,
+    '/admin/status',
+    undefined,
+    false,
+    request.headers.get('authorization') ?? undefined,
+    undefined,
+    token,
+    undefined,
+    breakers.map((b) => b.name).join('\n'),
+    undefined,
+  );
+  try {
+    if (plan.kind !== Plan.Status) {
+      const status = plan.kind === Plan.Pass ? 404 : plan.status;
+      const body = plan.kind === Plan.Pass ? JSON.stringify({ error: 'not_found', message: 'no such route' }) : plan.answer;
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (plan.challenge) headers['www-authenticate'] = 'Bearer';
+      return new Response(body, { status, headers });
+    }
+  } finally {
+    plan.free();
+  }
+  const states = await Promise.all(breakers.map((b) => b[STATE]()));
+  const now = Math.max(0, ...states.map((s) => s.now));
+  const page = statusResponse(`[${states.map((s) => s.text).join(',')}]`, now);
+  if (page === undefined) throw new Error('breakwater: statusPage: the views could not be read');
+  return page;
+}
+
+/** `statusPage`'s options. */
+export interface StatusPageOptions {
+  /** The bearer token the request must carry; undefined or empty: the page is off (404). */
+  adminToken: string | undefined;
 }

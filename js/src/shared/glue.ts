@@ -147,6 +147,8 @@ export interface CoordinatorGlue extends SharedGlue {
   stored_spec(record: string): string;
   /** The objects' views (a JSON array) in the Prometheus text format, or "!why". */
   views_prometheus(views: string): string;
+  status_page(views: string, now: number): string;
+  status_headers(): string;
 }
 
 let current: SharedGlue | undefined;

@@ -49,6 +49,7 @@ pub(super) async fn serve(mut req: Request, env: &Env) -> Result<Response> {
             answer_response(&answer)
         }
         Plan::Metrics { prometheus, names } => metrics(env, &names, prometheus).await,
+        Plan::Status { names } => status(env, &names).await,
         Plan::Object { name, op, body } => {
             let body = match body {
                 Body::None => None,
@@ -66,18 +67,48 @@ pub(super) async fn serve(mut req: Request, env: &Env) -> Result<Response> {
     }
 }
 
-async fn metrics(env: &Env, names: &[String], prometheus: bool) -> Result<Response> {
+/// Every named breaker's `/state`, or the answer to give instead.
+async fn views(
+    env: &Env,
+    names: &[String],
+) -> Result<core::result::Result<Vec<StateView>, Response>> {
     let mut views: Vec<StateView> = Vec::new();
     for name in names {
-        match object_call(env, name, ObjectOp::State, None).await {
+        let refusal = match object_call(env, name, ObjectOp::State, None).await {
             Ok((200, text)) => match crate::shared::json::from_str::<StateView>(&text) {
-                Ok(v) => views.push(v),
-                Err(_) => return answer_response(&HttpError::BadGateway.answer()),
+                Ok(v) => {
+                    views.push(v);
+                    continue;
+                }
+                Err(_) => answer_response(&HttpError::BadGateway.answer()),
             },
-            Ok((status, text)) => return json_response(status, text),
-            Err(_) => return answer_response(&HttpError::Unreachable.answer()),
-        }
+            Ok((status, text)) => json_response(status, text),
+            Err(_) => answer_response(&HttpError::Unreachable.answer()),
+        };
+        return Ok(Err(refusal?));
     }
+    Ok(Ok(views))
+}
+
+async fn status(env: &Env, names: &[String]) -> Result<Response> {
+    let views = match views(env, names).await? {
+        Ok(v) => v,
+        Err(refusal) => return Ok(refusal),
+    };
+    let now = worker::Date::now().as_millis();
+    let headers = Headers::new();
+    for (name, value) in crate::shared::status::HEADERS {
+        headers.set(name, value)?;
+    }
+    let page = crate::shared::status::render(&views, now);
+    Ok(Response::ok(page)?.with_headers(headers))
+}
+
+async fn metrics(env: &Env, names: &[String], prometheus: bool) -> Result<Response> {
+    let views = match views(env, names).await? {
+        Ok(v) => v,
+        Err(refusal) => return Ok(refusal),
+    };
     if prometheus {
         let headers = Headers::new();
         headers.set("content-type", "text/plain; version=0.0.4")?;
