@@ -242,20 +242,20 @@ test('OpenTelemetry: the SDK in-memory exporter receives the same counts', async
   const by = Object.fromEntries(metrics.map((m) => [m.descriptor.name, m]));
   const points = (name) => by[name].dataPoints.map((p) => [p.attributes, p.value]);
   assert.deepEqual(points('breakwater.state'), [
-    [{ breaker: 'anthropic', state: 'closed' }, 1],
-    [{ breaker: 'anthropic', state: 'open' }, 0],
-    [{ breaker: 'anthropic', state: 'half_open' }, 0],
+    [{ 'circuitbreaker.name': 'anthropic', 'circuitbreaker.state': 'closed' }, 1],
+    [{ 'circuitbreaker.name': 'anthropic', 'circuitbreaker.state': 'open' }, 0],
+    [{ 'circuitbreaker.name': 'anthropic', 'circuitbreaker.state': 'half_open' }, 0],
   ]);
-  assert.deepEqual(points('breakwater.opened'), [[{ breaker: 'anthropic' }, 2]]);
+  assert.deepEqual(points('breakwater.opened'), [[{ 'circuitbreaker.name': 'anthropic' }, 2]]);
   assert.deepEqual(points('breakwater.calls'), [
-    [{ breaker: 'anthropic', result: 'success' }, 4],
-    [{ breaker: 'anthropic', result: 'failure' }, 3],
-    [{ breaker: 'anthropic', result: 'ignored' }, 0],
-    [{ breaker: 'anthropic', result: 'rejected' }, 3],
-    [{ breaker: 'anthropic', result: 'throttled' }, 0],
-    [{ breaker: 'anthropic', result: 'full' }, 0],
+    [{ 'circuitbreaker.name': 'anthropic', result: 'success' }, 4],
+    [{ 'circuitbreaker.name': 'anthropic', result: 'failure' }, 3],
+    [{ 'circuitbreaker.name': 'anthropic', result: 'ignored' }, 0],
+    [{ 'circuitbreaker.name': 'anthropic', result: 'rejected' }, 3],
+    [{ 'circuitbreaker.name': 'anthropic', result: 'throttled' }, 0],
+    [{ 'circuitbreaker.name': 'anthropic', result: 'full' }, 0],
   ]);
-  assert.deepEqual(points('breakwater.fallbacks'), [[{ breaker: 'anthropic' }, 2]]);
+  assert.deepEqual(points('breakwater.fallbacks'), [[{ 'circuitbreaker.name': 'anthropic' }, 2]]);
   const hist = (name) => {
     const m = by[name];
     assert.equal(m.dataPointType, DataPointType.HISTOGRAM);
@@ -263,7 +263,7 @@ test('OpenTelemetry: the SDK in-memory exporter receives the same counts', async
     return { attributes: p.attributes, unit: m.descriptor.unit, count: p.value.count, sum: p.value.sum, boundaries: p.value.buckets.boundaries, counts: p.value.buckets.counts };
   };
   assert.deepEqual(hist('breakwater.incident'), {
-    attributes: { breaker: 'anthropic' },
+    attributes: { 'circuitbreaker.name': 'anthropic' },
     unit: 's',
     count: 1,
     sum: 20,
@@ -271,7 +271,7 @@ test('OpenTelemetry: the SDK in-memory exporter receives the same counts', async
     counts: [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
   });
   assert.deepEqual(hist('breakwater.retries'), {
-    attributes: { breaker: 'anthropic' },
+    attributes: { 'retry.name': 'anthropic' },
     unit: '{retry}',
     count: 4,
     sum: 4,
@@ -279,7 +279,7 @@ test('OpenTelemetry: the SDK in-memory exporter receives the same counts', async
     counts: [2, 0, 2, 0, 0, 0, 0],
   });
   assert.deepEqual(hist('breakwater.retry_delay'), {
-    attributes: { breaker: 'anthropic' },
+    attributes: { 'retry.name': 'anthropic' },
     unit: 's',
     count: 4,
     sum: 0.6,

@@ -73,7 +73,8 @@ export abstract class Collector {
   /**
    * A `RetryObserver` for `withRetry`'s `metrics` option: each call's retries and backoff go to
    * `breakwater_retries` / `breakwater_retry_delay_seconds` labelled `breaker="<name>"` (use the
-   * name of the breaker the calls go through, if any).
+   * name of the breaker the calls go through, if any); in OpenTelemetry, to `breakwater.retries` /
+   * `breakwater.retry_delay` with the attribute `retry.name`.
    */
   retries(name: string): RetryObserver {
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('breakwater: retries(name) needs a non-empty name');
@@ -124,6 +125,8 @@ export abstract class Collector {
   protected abstract incident(breaker: string, seconds: number): void;
   /** Records one `withRetry` call's retries and backoff (seconds), labelled with `name`. */
   protected abstract retried(name: string, retries: number, delaySeconds: number): void;
+  /** Told of each state change of a watched breaker, after the incident is measured (the OTel adapter's event). */
+  protected changed?(event: StateChangeEvent): void;
 
   // An incident: from the first opening to the next close, however many probe rounds failed.
   #transition(e: StateChangeEvent): void {
@@ -136,5 +139,6 @@ export abstract class Collector {
         this.incident(e.breaker, Math.max(0, e.at - start) / 1000);
       }
     }
+    this.changed?.(e);
   }
 }
