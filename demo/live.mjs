@@ -158,9 +158,21 @@ async function startCluster(Miniflare, s, upstreams, run) {
     handleRuntimeStdio: runtimeStdio(s.key === 'shared' ? run : null, s.short),
   });
   closers.push(() => mf.dispose());
-  await mf.ready;
+  const url = await mf.ready;
+  if (s.key === 'shared') writePrometheusTargets(url);
   const apps = await Promise.all(names.map(async (n) => [n, await mf.getWorker(n)]));
   return { mf, apps };
+}
+
+// With DEMO_PROMETHEUS_TARGETS=<file> (scripts/test-dashboard.sh), the shared strategy's Worker
+// (the object's routes, /metrics among them, on 127.0.0.1) is written there as a Prometheus
+// file_sd target list as soon as it listens; Prometheus rereads the file by itself.
+function writePrometheusTargets(url) {
+  const file = process.env.DEMO_PROMETHEUS_TARGETS;
+  if (!file) return;
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify([{ targets: [url.host], labels: { demo: 'live', strategy: 'shared' } }]));
+  fs.renameSync(tmp, file);
 }
 
 async function callJson(fetcher, route, method = 'POST') {

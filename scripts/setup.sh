@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the tools the build and the tests need, skipping whatever is already there.
-# Usage: scripts/setup.sh [rust] [msrv] [wasm] [browser] [node] [node22] [worker]   (no argument: everything)
+# Usage: scripts/setup.sh [rust] [msrv] [wasm] [browser] [node] [node22] [worker] [prometheus]
+#   (no argument: everything)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
@@ -183,11 +184,26 @@ SH
   "$MSRV_DIR/cargo" -V >&2
 }
 
+# Prometheus, from Debian's package (2.42 on Debian 12), for the dashboard's test
+# (scripts/test-dashboard.sh), which runs its own server on 127.0.0.1 with a config of its own.
+# Without recommends: the node exporter is not needed. Where systemd runs, the package also
+# starts a service on :9090; the test never uses it.
+setup_prometheus() {
+  [ -x /usr/bin/prometheus ] && return
+  log "installing prometheus (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-cache policy prometheus 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    apt-get update -qq
+  fi
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  /usr/bin/prometheus --version 2>&1 | head -1 >&2
+}
+
 # Sourced (scripts/test-setup.sh): the functions only.
 if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(rust msrv wasm browser node node22 worker)
+[ ${#want[@]} -eq 0 ] && want=(rust msrv wasm browser node node22 worker prometheus)
 for w in "${want[@]}"; do
   case "$w" in
     rust) setup_rust ;;
@@ -197,6 +213,7 @@ for w in "${want[@]}"; do
     node) setup_node ;;
     node22) setup_node22 ;;
     worker) setup_worker ;;
+    prometheus) setup_prometheus ;;
     *) log "unknown part: $w"; exit 2 ;;
   esac
 done
