@@ -10,9 +10,7 @@
 //! `default-src 'none'`. It reloads itself every [`REFRESH_S`] seconds (a `<meta>` refresh) and
 //! reads on a phone (one column below 40 em).
 
-use alloc::format;
 use alloc::string::String;
-use core::fmt::Write;
 
 use super::protocol::{Minute, StateView, ACTIVITY_MINUTES};
 use crate::breaker::{Mode, State};
@@ -57,37 +55,42 @@ pub const HEADERS: [(&str, &str); 5] = [
 /// The page for `views`, as of `now` (ms since the epoch: the host's clock, which the views'
 /// times are compared with).
 pub fn render(views: &[StateView], now: u64) -> String {
-    let mut out = String::with_capacity(4096 + 3072 * views.len());
+    let mut p = Page(String::with_capacity(4096 + 3072 * views.len()));
     let open = views
         .iter()
         .filter(|v| v.lease.state != State::Closed)
-        .count();
-    let _ = write!(
-        out,
+        .count() as u64;
+    p.s(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <meta http-equiv=\"refresh\" content=\"{REFRESH_S}\">\
-         <title>{} · breakwater</title><style>{STYLE}</style></head><body><header>\
-         <h1>breakwater: shared breakers</h1><p>{} breaker{}, {} not closed · as of {} UTC · \
-         reloads every {REFRESH_S} s</p></header><main>",
-        if open == 0 {
-            "all closed"
-        } else {
-            "NOT CLOSED"
-        },
-        views.len(),
-        if views.len() == 1 { "" } else { "s" },
-        open,
-        clock(now, true),
+         <meta http-equiv=\"refresh\" content=\"",
     );
+    p.n(REFRESH_S.into());
+    p.s("\"><title>");
+    p.s(if open == 0 {
+        "all closed"
+    } else {
+        "NOT CLOSED"
+    });
+    p.s(" · breakwater</title><style>");
+    p.s(STYLE);
+    p.s("</style></head><body><header><h1>breakwater: shared breakers</h1><p>");
+    p.count(views.len() as u64, "breaker");
+    p.s(", ");
+    p.n(open);
+    p.s(" not closed · as of ");
+    p.date(now);
+    p.s(" UTC · reloads every ");
+    p.n(REFRESH_S.into());
+    p.s(" s</p></header><main>");
     if views.is_empty() {
-        out.push_str("<p>No breaker is served here.</p>");
+        p.s("<p>No breaker is served here.</p>");
     }
     for v in views {
-        breaker(&mut out, v, now);
+        breaker(&mut p, v, now);
     }
-    out.push_str("</main></body></html>");
-    out
+    p.s("</main></body></html>");
+    p.0
 }
 
 /// [`render`] for views as JSON (an array of `/state` answers, as the hosts gather them);
@@ -97,77 +100,80 @@ pub fn render_json(views: &str, now: u64) -> Option<String> {
     Some(render(&views, now))
 }
 
-fn breaker(out: &mut String, v: &StateView, now: u64) {
+fn breaker(p: &mut Page, v: &StateView, now: u64) {
     let state = v.lease.state;
     let label = state_name(state);
-    let _ = write!(
-        out,
-        "<section class=\"b {label}\"><h2><span class=\"s\">{label}</span>{}</h2><div class=\"grid\"><div><dl>",
-        Html(&v.name)
-    );
-    item(out, "since", &since(v, now));
+    p.s("<section class=\"b ");
+    p.s(label);
+    p.s("\"><h2><span class=\"s\">");
+    p.s(label);
+    p.s("</span>");
+    p.esc(&v.name);
+    p.s("</h2><div class=\"grid\"><div><dl>");
+    p.term("since");
+    since(p, v, now);
     if state != State::Closed {
-        item(out, "probes", &probe_time(v, now));
+        p.term("probes");
+        probe_time(p, v, now);
     }
     if v.lease.mode != Mode::Automatic {
-        let mode = match v.lease.mode {
+        p.term("mode");
+        p.s(match v.lease.mode {
             Mode::Isolated => "isolated by an operator: open until reset",
             _ => "disabled: every call admitted",
-        };
-        item(out, "mode", mode);
+        });
     }
-    item(out, "probes in flight", &format!("{}", v.probes_in_flight));
-    item(out, "throttle", &throttle(v.lease.throttle_ppm));
-    item(
-        out,
-        "sessions",
-        &format!("{} heard from in the last 15 min", v.sessions),
+    p.term("probes in flight");
+    p.n(v.probes_in_flight as u64);
+    p.term("throttle");
+    throttle(p, v.lease.throttle_ppm);
+    p.term("sessions");
+    p.n(v.sessions as u64);
+    p.s(" heard from in the last 15 min");
+    p.term("since the record began");
+    let st = &v.stats;
+    p.count(
+        st.successes
+            .saturating_add(st.failures)
+            .saturating_add(st.ignored),
+        "call",
     );
-    item(
-        out,
-        "since the record began",
-        &format!(
-            "{} calls, {} failures, opened {} time{}",
-            v.stats
-                .successes
-                .saturating_add(v.stats.failures)
-                .saturating_add(v.stats.ignored),
-            v.stats.failures,
-            v.stats.opened,
-            if v.stats.opened == 1 { "" } else { "s" }
-        ),
-    );
-    out.push_str("</dl>");
-    settings(out, v);
-    out.push_str("</div><div>");
-    minutes(out, &v.minutes, now);
-    transitions(out, v, now);
-    out.push_str("</div></div></section>");
+    p.s(", ");
+    p.count(st.failures, "failure");
+    p.s(", opened ");
+    p.count(st.opened, "time");
+    p.s("</dd></dl>");
+    settings(p, v);
+    p.s("</div><div>");
+    minutes(p, &v.minutes, now);
+    transitions(p, v, now);
+    p.s("</div></div></section>");
 }
 
-fn settings(out: &mut String, v: &StateView) {
-    let _ = write!(
-        out,
-        "<h3>Settings</h3><p>{}</p><p class=\"fp\">fingerprint {}</p>",
-        Html(&v.settings),
-        v.options
-    );
+fn settings(p: &mut Page, v: &StateView) {
+    p.s("<h3>Settings</h3><p>");
+    p.esc(&v.settings);
+    p.s("</p><p class=\"fp\">fingerprint ");
+    p.n(v.options);
+    p.s("</p>");
     if let Some(m) = &v.options_mismatch {
-        let _ = write!(
-            out,
-            "<p class=\"warn\">This host is configured differently (fingerprint {}): the stored \
-             settings were {}.</p>",
-            m.configured,
-            Html(&m.resolution)
-        );
+        p.s("<p class=\"warn\">This host is configured differently (fingerprint ");
+        p.n(m.configured);
+        p.s("): the stored settings were ");
+        p.esc(&m.resolution);
+        p.s(".</p>");
     }
     if let Some(e) = &v.restore_error {
-        let _ = write!(out, "<p class=\"warn\">{}</p>", Html(e));
+        p.s("<p class=\"warn\">");
+        p.esc(e);
+        p.s("</p>");
     }
 }
 
-fn minutes(out: &mut String, minutes: &[Minute], now: u64) {
-    let _ = write!(out, "<h3>Last {ACTIVITY_MINUTES} minutes</h3>");
+fn minutes(p: &mut Page, minutes: &[Minute], now: u64) {
+    p.s("<h3>Last ");
+    p.n(ACTIVITY_MINUTES);
+    p.s(" minutes</h3>");
     let this = now / 60_000;
     // From the first minute that counted anything, to this one.
     let Some(first) = minutes
@@ -176,71 +182,70 @@ fn minutes(out: &mut String, minutes: &[Minute], now: u64) {
         .filter(|&m| m <= this && m + ACTIVITY_MINUTES > this)
         .min()
     else {
-        out.push_str("<p>Nothing counted.</p>");
+        p.s("<p>Nothing counted.</p>");
         return;
     };
-    out.push_str(
+    p.s(
         "<table><thead><tr><th>UTC</th><th>calls</th><th>failures</th><th></th>\
          <th>refused</th><th>shed</th></tr></thead><tbody>",
     );
-    for k in (0..=this - first).rev() {
-        let Some(minute) = this.checked_sub(k) else {
-            continue;
-        };
+    for minute in first..=this {
         let m = minutes
             .iter()
             .find(|m| m.at / 60_000 == minute)
             .copied()
-            .unwrap_or(Minute {
-                at: minute * 60_000,
-                ..Minute::default()
-            });
+            .unwrap_or_default();
+        p.s("<tr><td>");
+        p.two(minute / 60 % 24);
+        p.s(":");
+        p.two(minute % 60);
+        if minute == this {
+            p.s(" (now)");
+        }
+        p.s("</td><td>");
+        p.n(m.calls);
+        p.s("</td><td>");
+        p.n(m.failures);
         // The failures' share, in hundredths.
-        let share = (m.failures.saturating_mul(100))
+        p.s("</td><td><meter min=\"0\" max=\"100\" low=\"10\" high=\"50\" optimum=\"0\" value=\"");
+        p.n(m
+            .failures
+            .saturating_mul(100)
             .checked_div(m.calls)
             .unwrap_or(0)
-            .min(100);
-        let _ = write!(
-            out,
-            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td><meter min=\"0\" max=\"100\" low=\"10\" \
-             high=\"50\" optimum=\"0\" value=\"{share}\"></meter></td><td>{}</td><td>{}</td></tr>",
-            minute_of(m.at),
-            if k == 0 { " (now)" } else { "" },
-            m.calls,
-            m.failures,
-            m.refused,
-            m.shed
-        );
+            .min(100));
+        p.s("\"></meter></td><td>");
+        p.n(m.refused);
+        p.s("</td><td>");
+        p.n(m.shed);
+        p.s("</td></tr>");
     }
-    out.push_str("</tbody></table>");
+    p.s("</tbody></table>");
 }
 
-fn transitions(out: &mut String, v: &StateView, now: u64) {
-    out.push_str("<h3>Last state changes</h3>");
+fn transitions(p: &mut Page, v: &StateView, now: u64) {
+    p.s("<h3>Last state changes</h3>");
     if v.transitions.is_empty() {
-        out.push_str("<p>None since the record began.</p>");
+        p.s("<p>None since the record began.</p>");
         return;
     }
-    out.push_str("<ol reversed>");
+    p.s("<ol reversed>");
     for t in v.transitions.iter().rev() {
-        let _ = write!(
-            out,
-            "<li>{} → {} at {} ({} ago)</li>",
-            state_name(t.from),
-            state_name(t.to),
-            clock(t.at, false),
-            ago(now, t.at)
-        );
+        p.s("<li>");
+        p.s(state_name(t.from));
+        p.s(" → ");
+        p.s(state_name(t.to));
+        p.s(" at ");
+        p.clock(t.at);
+        p.s(" (");
+        ago(p, now, t.at);
+        p.s(" ago)</li>");
     }
-    out.push_str("</ol>");
-}
-
-fn item(out: &mut String, term: &str, text: &str) {
-    let _ = write!(out, "<dt>{term}</dt><dd>{}</dd>", Html(text));
+    p.s("</ol>");
 }
 
 /// Since when the breaker is in its state: the last change, or when it opened.
-fn since(v: &StateView, now: u64) -> String {
+fn since(p: &mut Page, v: &StateView, now: u64) {
     let at = v
         .transitions
         .last()
@@ -248,49 +253,60 @@ fn since(v: &StateView, now: u64) -> String {
         .map(|t| t.at)
         .or(v.opened_at.filter(|_| v.lease.state == State::Open));
     match at {
-        Some(at) => format!("{} UTC ({} ago)", clock(at, false), ago(now, at)),
-        None => String::from("the record began (no change seen)"),
+        Some(at) => {
+            p.clock(at);
+            p.s(" UTC (");
+            ago(p, now, at);
+            p.s(" ago)");
+        }
+        None => p.s("the record began (no change seen)"),
     }
 }
 
-fn probe_time(v: &StateView, now: u64) -> String {
+fn probe_time(p: &mut Page, v: &StateView, now: u64) {
     match (v.lease.state, v.open_until) {
-        (State::Open, Some(until)) if until > now => format!(
-            "the first in {} s (at {} UTC)",
-            (until - now).div_ceil(1_000),
-            clock(until, false)
-        ),
-        (State::Open, Some(_)) => String::from("the next caller probes"),
-        (State::Open, None) => String::from("none until reset"),
-        _ => format!("in progress ({} in flight)", v.probes_in_flight),
+        (State::Open, Some(until)) if until > now => {
+            p.s("the first in ");
+            p.n((until - now).div_ceil(1_000));
+            p.s(" s (at ");
+            p.clock(until);
+            p.s(" UTC)");
+        }
+        (State::Open, Some(_)) => p.s("the next caller probes"),
+        (State::Open, None) => p.s("none until reset"),
+        _ => {
+            p.s("in progress (");
+            p.n(v.probes_in_flight as u64);
+            p.s(" in flight)");
+        }
     }
 }
 
-fn throttle(ppm: u32) -> String {
+fn throttle(p: &mut Page, ppm: u32) {
     if ppm == 0 {
-        String::from("sheds nothing")
-    } else {
-        format!(
-            "sheds {} % of calls",
-            crate::float::plain(f64::from(ppm) / 10_000.0)
-        )
+        return p.s("sheds nothing");
     }
+    // Per mille, with one decimal.
+    let tenths = u64::from(ppm).div_ceil(1_000);
+    p.s("sheds ");
+    p.n(tenths / 10);
+    if tenths % 10 != 0 {
+        p.s(".");
+        p.n(tenths % 10);
+    }
+    p.s(" % of calls");
 }
 
-/// How long ago, in whole seconds (whole minutes past one).
-fn ago(now: u64, at: u64) -> String {
+/// How long ago, in whole seconds (whole minutes past two).
+fn ago(p: &mut Page, now: u64, at: u64) {
     let s = now.saturating_sub(at) / 1_000;
-    if s < 60 {
-        format!("{s} s")
+    if s < 120 {
+        p.n(s);
+        p.s(" s");
     } else {
-        super::spec::duration(s / 60 * 60_000)
+        p.n(s / 60);
+        p.s(" min");
     }
-}
-
-/// `hh:mm` of a time in ms since the epoch (UTC).
-fn minute_of(ms: u64) -> String {
-    let m = ms / 60_000;
-    format!("{:02}:{:02}", m / 60 % 24, m % 60)
 }
 
 fn state_name(s: State) -> &'static str {
@@ -301,15 +317,90 @@ fn state_name(s: State) -> &'static str {
     }
 }
 
-/// `hh:mm:ss`, or `yyyy-mm-dd hh:mm:ss` with the date, of a time in ms since the epoch (UTC).
-fn clock(ms: u64, date: bool) -> String {
-    let s = ms / 1_000;
-    let (h, m, sec) = (s / 3_600 % 24, s / 60 % 60, s % 60);
-    if !date {
-        return format!("{h:02}:{m:02}:{sec:02}");
+/// The page as it is written: text, numbers and escaped text pushed in turn (no `core::fmt`,
+/// whose formatting would cost the coordinator's wasm module kilobytes).
+struct Page(String);
+
+impl Page {
+    #[inline(never)]
+    fn s(&mut self, text: &str) {
+        self.0.push_str(text);
     }
-    let (y, mo, d) = civil(s / 86_400);
-    format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}:{sec:02}")
+
+    #[inline(never)]
+    fn n(&mut self, n: u64) {
+        super::json::push_uint(&mut self.0, n);
+    }
+
+    /// `n` and the noun, plural unless `n` is 1.
+    #[inline(never)]
+    fn count(&mut self, n: u64, noun: &str) {
+        self.n(n);
+        self.s(" ");
+        self.s(noun);
+        if n != 1 {
+            self.s("s");
+        }
+    }
+
+    /// Two digits.
+    #[inline(never)]
+    fn two(&mut self, n: u64) {
+        if n < 10 {
+            self.s("0");
+        }
+        self.n(n);
+    }
+
+    /// A `<dt>`, and the `<dd>` its text follows in (closed by the next term).
+    #[inline(never)]
+    fn term(&mut self, term: &str) {
+        if self.0.ends_with("<dl>") {
+            self.s("<dt>");
+        } else {
+            self.s("</dd><dt>");
+        }
+        self.s(term);
+        self.s("</dt><dd>");
+    }
+
+    /// `hh:mm:ss` of a time in ms since the epoch (UTC).
+    #[inline(never)]
+    fn clock(&mut self, ms: u64) {
+        let s = ms / 1_000;
+        self.two(s / 3_600 % 24);
+        self.s(":");
+        self.two(s / 60 % 60);
+        self.s(":");
+        self.two(s % 60);
+    }
+
+    /// `yyyy-mm-dd hh:mm:ss` (UTC).
+    fn date(&mut self, ms: u64) {
+        let (y, m, d) = civil(ms / 86_400_000);
+        self.n(y);
+        self.s("-");
+        self.two(m);
+        self.s("-");
+        self.two(d);
+        self.s(" ");
+        self.clock(ms);
+    }
+
+    /// Text with `& < > " '` escaped for HTML.
+    #[inline(never)]
+    fn esc(&mut self, text: &str) {
+        for c in text.chars() {
+            match c {
+                '&' => self.s("&amp;"),
+                '<' => self.s("&lt;"),
+                '>' => self.s("&gt;"),
+                '"' => self.s("&quot;"),
+                '\'' => self.s("&#39;"),
+                c => self.0.push(c),
+            }
+        }
+    }
 }
 
 /// The proleptic Gregorian date of a day since 1970-01-01 (Howard Hinnant's `civil_from_days`).
@@ -326,33 +417,16 @@ fn civil(days: u64) -> (u64, u64, u64) {
     (y, m, d)
 }
 
-/// Text with `& < > " '` escaped for HTML.
-struct Html<'a>(&'a str);
-
-impl core::fmt::Display for Html<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let mut rest = self.0;
-        while let Some(i) = rest.find(['&', '<', '>', '"', '\'']) {
-            let (plain, tail) = rest.split_at(i);
-            f.write_str(plain)?;
-            let mut chars = tail.chars();
-            f.write_str(match chars.next() {
-                Some('&') => "&amp;",
-                Some('<') => "&lt;",
-                Some('>') => "&gt;",
-                Some('"') => "&quot;",
-                _ => "&#39;",
-            })?;
-            rest = chars.as_str();
-        }
-        f.write_str(rest)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{civil, clock, Html};
-    use alloc::format;
+    use super::{civil, Page};
+    use alloc::string::String;
+
+    fn page(f: impl FnOnce(&mut Page)) -> String {
+        let mut p = Page(String::new());
+        f(&mut p);
+        p.0
+    }
 
     #[test]
     fn dates_and_times() {
@@ -360,16 +434,28 @@ mod tests {
         assert_eq!(civil(19_723), (2024, 1, 1));
         assert_eq!(civil(20_791), (2026, 12, 4));
         assert_eq!(civil(11_016), (2000, 2, 29));
-        assert_eq!(clock(1_796_398_445_000, true), "2026-12-04 17:34:05");
-        assert_eq!(clock(59_999, false), "00:00:59");
+        assert_eq!(page(|p| p.date(1_796_398_445_000)), "2026-12-04 15:34:05");
+        assert_eq!(page(|p| p.clock(59_999)), "00:00:59");
     }
 
     #[test]
     fn escapes_markup() {
         assert_eq!(
-            format!("{}", Html("<a href='x'>&\"</a>")),
+            page(|p| p.esc("<a href='x'>&\"</a>")),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
         );
-        assert_eq!(format!("{}", Html("plain é")), "plain é");
+        assert_eq!(page(|p| p.esc("plain é")), "plain é");
+    }
+
+    #[test]
+    fn throttle_and_ages() {
+        assert_eq!(page(|p| super::throttle(p, 0)), "sheds nothing");
+        assert_eq!(page(|p| super::throttle(p, 250_000)), "sheds 25 % of calls");
+        assert_eq!(
+            page(|p| super::throttle(p, 123_456)),
+            "sheds 12.4 % of calls"
+        );
+        assert_eq!(page(|p| super::ago(p, 200_000, 100_500)), "99 s");
+        assert_eq!(page(|p| super::ago(p, 500_000, 100_000)), "6 min");
     }
 }

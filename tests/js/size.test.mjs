@@ -74,6 +74,15 @@
 // Those three ceilings re-set to these +~3 %. The metrics adapters with the hedge series
 // (`hedges(chain, policy)`): breakwater/prometheus 2.3 (2,352 B; 2,008 before), breakwater/otel
 // 1.6 (1,658 B; 1,349 before), their ceilings re-set to these +~3 %.
+// breakwater/otel with the state-change event (`logger`), `timeToFirstChunk` and its options checked
+// by name: 2.4 (2,440 B; 1,658 before), its ceiling 2.45 (+~3 %); /prometheus 2,361 B (+9, the hook).
+// With the status page in the coordinator's module (the core renders it: src/shared/status.rs, 3.7
+// KB gzip of .wasm with its style sheet; reading whole `/state` views, 2.1; the settings in words,
+// 1.1; the last changes and minutes kept in the record, 2.5; measured by stubbing each out): the
+// coordinator's .wasm 75.0 KB gzip (76,839 B); a Worker with the object alone 101.1 (92.7 before),
+// with its clients 110.3, with clients from breakwater/shared 141.7; breakwater/store 153.7 (node,
+// base64) and 109.9 (Vercel Edge); breakwater/store's own JavaScript 2,357 B (+`statusPage`). Those
+// ceilings re-set to these +5 %, the store's JavaScript to 2.4. The main entry is unchanged.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -231,11 +240,11 @@ const NODE_CEILING = 42.2 * 1024;
 const SHARED_NODE_CEILING = 49.0 * 1024;
 const SHARED_WORKERD_CEILING = 38.0 * 1024;
 // The coordinator's hosts in total, every module included (TOTALS below).
-const COORDINATOR_WORKER_CEILING = 97.3 * 1024;
-const OBJECT_AND_CLIENT_CEILING = 107.0 * 1024;
-const OBJECT_AND_SHARED_CLIENT_CEILING = 139.9 * 1024;
-const STORE_NODE_CEILING = 147.5 * 1024;
-const STORE_BUNDLED_CEILING = 106.6 * 1024;
+const COORDINATOR_WORKER_CEILING = 106.2 * 1024;
+const OBJECT_AND_CLIENT_CEILING = 115.8 * 1024;
+const OBJECT_AND_SHARED_CLIENT_CEILING = 148.8 * 1024;
+const STORE_NODE_CEILING = 161.4 * 1024;
+const STORE_BUNDLED_CEILING = 115.4 * 1024;
 // breakwater/adaptive on top of the main entry: its module (the breaker with the throttle and the
 // concurrency limit) and the limit's JavaScript.
 const ADAPTIVE_CEILING = 14.6 * 1024;
@@ -303,10 +312,10 @@ const SUBPATHS = {
     },
     ceiling: ADAPTIVE_CEILING,
   },
-  'breakwater/store': { size: async () => (await app('breakwater/store', ['StoreCircuitBreaker'], ['import'], [...SHARED_ENTRY, 'breakwater/coordinator'])).atStart, ceiling: 2.3 * 1024 },
+  'breakwater/store': { size: async () => (await app('breakwater/store', ['StoreCircuitBreaker'], ['import'], [...SHARED_ENTRY, 'breakwater/coordinator'])).atStart, ceiling: 2.4 * 1024 },
   'breakwater/ai': { size: async () => (await app('breakwater/ai', ['breakerMiddleware'], ['import'], MAIN_ENTRY)).atStart, ceiling: 3.1 * 1024 },
   'breakwater/prometheus': { size: async () => (await app('breakwater/prometheus', ['PrometheusMetrics'], ['import'])).atStart, ceiling: 2.4 * 1024 },
-  'breakwater/otel': { size: async () => (await app('breakwater/otel', ['OpenTelemetryMetrics'], ['import'], ['@opentelemetry/api'])).atStart, ceiling: 1.7 * 1024 },
+  'breakwater/otel': { size: async () => (await app('breakwater/otel', ['OpenTelemetryMetrics'], ['import'], ['@opentelemetry/api'])).atStart, ceiling: 2.45 * 1024 },
 };
 for (const [name, { size, ceiling }] of Object.entries(SUBPATHS)) {
   test(`gzip size of what ${name} adds stays under ${kb(ceiling)}`, async (t) => {
