@@ -546,6 +546,9 @@ export interface StoreBreakerOptions extends Omit<SharedBreakerOptions, 'shared'
 /** The shortest `keyTtlMs`: the coordinator's dedup window (src/shared/protocol.rs `DEDUP_WINDOW_MS`, 15 min). */
 const MIN_KEY_TTL_MS = 15 * 60_000;
 
+/** `StoreCircuitBreaker`'s hidden method for `statusPage`: the core's view as JSON. */
+const STATE = Symbol('breakwater.state');
+
 /**
  * A circuit breaker whose state lives in a shared store (Redis): every instance of the app sees
  * the same breaker. Keep one per name per process (module scope).
@@ -635,8 +638,6 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
     return this.#t.state();
   }
 }
-
-const STATE = Symbol('breakwater.state');
 
 /**
  * The status page of these breakers, for an app's own route (a Next.js route handler, say):
