@@ -3,12 +3,14 @@
 // in headless Chromium (playwright-core driving the system's /usr/bin/chromium) at a phone's
 // width through an outage and its recovery: OPEN with its retry time and the transition, then
 // CLOSED. The page's strict CSP must let its own style sheet through and nothing else (Chromium
-// enforces it: a wrong hash leaves the page unstyled, and any violation is reported). The
+// enforces it: a wrong hash leaves the page unstyled, and any violation is reported; a control
+// serves the same page under another hash and sees it unstyled). The
 // screenshots are kept in $ARTIFACTS (default out/status-page/). Then the Rust Worker's route
 // serves the same page.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -130,6 +132,29 @@ describe('the status page in Chromium, through an outage', { skip: !existsSync(C
     assert.match(healed.text, /HALF_OPEN → CLOSED at .*OPEN → HALF_OPEN at .*CLOSED → OPEN at/);
     assert.equal(healed.badge, 'rgb(26, 127, 55)');
     assert.deepEqual(violations, [], 'no CSP violation, no script error');
+  });
+
+  test('the control: the same page under a CSP with another hash is left unstyled, and Chromium says why', async () => {
+    const resp = await fetch(`${base}/admin/status`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const html = await resp.text();
+    const wrong = resp.headers.get('content-security-policy').replace(/sha256-[^']+/, `sha256-${'A'.repeat(43)}=`);
+    const server = http.createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': wrong });
+      res.end(html);
+    });
+    await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+    try {
+      const seen = [];
+      const probe = await browser.newPage();
+      probe.on('console', (m) => seen.push(m.text()));
+      await probe.goto(`http://127.0.0.1:${server.address().port}/`);
+      const badge = await probe.evaluate(() => getComputedStyle(document.querySelector('.s')).backgroundColor);
+      assert.equal(badge, 'rgba(0, 0, 0, 0)', 'the style sheet must not apply under a wrong hash');
+      assert.ok(seen.some((m) => /Content Security Policy/.test(m)), seen.join('\n'));
+      await probe.close();
+    } finally {
+      server.close();
+    }
   });
 
   test('the page needs the admin token, and only GET', async () => {
