@@ -27,3 +27,23 @@ ensure_redis() {
   apt-get install -y redis-server >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y redis-server >/dev/null; }
   # The Debian package starts a service on 6379 where systemd runs; the tests never use it.
 }
+
+# Fails (with `fail`, which the caller defines) when a process other than this shell still
+# carries BREAKWATER_DEMO_RUN=<marker> in its environment (workerd included: Miniflare passes the
+# environment on). `what` names who started them.
+fail_if_left_running() {
+  local marker=$1 what=$2 env pid
+  local left=()
+  for env in /proc/[0-9]*/environ; do
+    if { tr '\0' '\n' <"$env"; } 2>/dev/null | grep -qx "BREAKWATER_DEMO_RUN=$marker"; then
+      pid=${env#/proc/}
+      pid=${pid%/environ}
+      [ "$pid" = "$$" ] && continue
+      left+=("$pid $({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | cut -c1-80)")
+    fi
+  done
+  if [ ${#left[@]} -gt 0 ]; then
+    printf '  left running: %s\n' "${left[@]}" >&2
+    fail "${#left[@]} process(es) started by $what are still running"
+  fi
+}

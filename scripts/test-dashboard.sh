@@ -103,16 +103,4 @@ stop "$prom_pid"
 prom_pid=
 export -n BREAKWATER_DEMO_RUN
 sleep 0.5
-left=()
-for env in /proc/[0-9]*/environ; do
-  if { tr '\0' '\n' <"$env"; } 2>/dev/null | grep -qx "BREAKWATER_DEMO_RUN=$marker"; then
-    pid=${env#/proc/}
-    pid=${pid%/environ}
-    [ "$pid" = "$$" ] && continue
-    left+=("$pid $({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | cut -c1-80)")
-  fi
-done
-if [ ${#left[@]} -gt 0 ]; then
-  printf '  left running: %s\n' "${left[@]}" >&2
-  fail "${#left[@]} process(es) started here are still running"
-fi
+fail_if_left_running "$marker" "this test"

@@ -117,17 +117,5 @@ grep -q 'strategies\[0\]\.calls\[1\]' <<<"$err" || fail "plot's error does not n
 # environment on).
 export -n BREAKWATER_DEMO_RUN
 sleep 1
-left=()
-for env in /proc/[0-9]*/environ; do
-  if { tr '\0' '\n' <"$env"; } 2>/dev/null | grep -qx "BREAKWATER_DEMO_RUN=$marker"; then
-    pid=${env#/proc/}
-    pid=${pid%/environ}
-    [ "$pid" = "$$" ] && continue
-    left+=("$pid $({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | cut -c1-80)")
-  fi
-done
-if [ ${#left[@]} -gt 0 ]; then
-  printf '  left running: %s\n' "${left[@]}" >&2
-  fail "${#left[@]} process(es) started by the demo are still running"
-fi
+fail_if_left_running "$marker" "the demo"
 log "ok: the demo ran to completion ($facts), SVGs written, no process left"

@@ -252,3 +252,98 @@ fn settings_in_words() {
     let throttled = SharedSpec::new(BreakerConfig::new().with_throttle(Throttle::new()));
     assert_ne!(plain.fingerprint(), throttled.fingerprint());
 }
+
+#[test]
+fn a_clock_stepped_back_starts_the_minutes_afresh_and_they_count_again() {
+    let mut stored = None;
+    let g = step(&mut stored, |c| c.breaker().generation());
+    step(&mut stored, |c| {
+        c.exchange(Timestamp(T0 + 5_000), &report(1, g, 7, 0), false)
+            .unwrap()
+    });
+    // The clock steps back an hour: nothing counted before it is shown as counted after it.
+    let back = T0 - 3_600_000;
+    let v = step(&mut stored, |c| {
+        c.exchange(Timestamp(back), &report(2, g, 3, 1), false)
+            .unwrap();
+        c.view(Timestamp(back + 1_000))
+    });
+    let minutes: Vec<_> = v
+        .minutes
+        .iter()
+        .map(|m| (m.at, m.calls, m.failures))
+        .collect();
+    assert_eq!(minutes, [(back / 60_000 * 60_000, 4, 1)]);
+    // And on: the next minute counts by itself.
+    let v = step(&mut stored, |c| {
+        c.exchange(Timestamp(back + 60_000), &report(3, g, 2, 0), false)
+            .unwrap();
+        c.view(Timestamp(back + 61_000))
+    });
+    let counts: Vec<_> = v.minutes.iter().map(|m| (m.calls, m.failures)).collect();
+    assert_eq!(counts, [(4, 1), (2, 0)]);
+}
+
+#[test]
+fn a_record_written_before_the_page_reads_and_is_written_back_as_it_was() {
+    let mut stored = None;
+    let g = step(&mut stored, |c| c.breaker().generation());
+    step(&mut stored, |c| {
+        c.exchange(Timestamp(T0), &report(1, g, 1, 3), false)
+            .unwrap()
+    });
+    // The record as an earlier version wrote it: no changes, no minutes.
+    let mut old: serde_json::Value = serde_json::from_str(stored.as_deref().unwrap()).unwrap();
+    let fields = old.as_object_mut().unwrap();
+    assert!(fields.remove("transitions").is_some() && fields.remove("marks").is_some());
+    let old = old.to_string();
+    let c = Coordinator::load_json("llm", spec(), Some(&old), OnMismatch::Adopt).unwrap();
+    let written = c.record_json().unwrap();
+    assert!(
+        !written.contains("\"transitions\"") && !written.contains("\"marks\""),
+        "a read adds nothing to the record: {written}"
+    );
+    let v = c.view(Timestamp(T0 + 1_000));
+    assert_eq!(v.lease.state, State::Open);
+    assert!(v.transitions.is_empty() && v.minutes.is_empty());
+    let page = render(&[v], T0 + 1_000);
+    assert!(
+        page.contains("<dt>since</dt><dd>10:00:00 UTC (1 s ago)</dd>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<p>None since the record began.</p>"),
+        "{page}"
+    );
+}
+
+/// The docs say what the page keeps in words; they must say what the core keeps.
+#[test]
+fn the_docs_state_the_page_as_it_is() {
+    use breakwater::shared::protocol::{ACTIVITY_MINUTES, RECENT_TRANSITIONS};
+    use breakwater::shared::status::REFRESH_S;
+    let word = |n: u64| {
+        [
+            "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+            "eleven", "twelve",
+        ][n as usize]
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md"))
+        .unwrap()
+        .replace('\n', " ");
+    let js = std::fs::read_to_string(root.join("js/README.md"))
+        .unwrap()
+        .replace('\n', " ");
+    let changes = format!("its last {} state changes", word(RECENT_TRANSITIONS as u64));
+    let minutes = format!("each of the last {} minutes", word(ACTIVITY_MINUTES));
+    let refresh = format!("reloads itself every {REFRESH_S} s");
+    for (doc, text) in [
+        (&readme, &changes),
+        (&readme, &minutes),
+        (&readme, &refresh),
+        (&js, &minutes),
+    ] {
+        assert!(doc.contains(text.as_str()), "the docs lack {text:?}");
+    }
+}

@@ -170,6 +170,7 @@ pub fn refusal(code: u32) -> WasmRoute {
         http::STORAGE => HttpError::Storage,
         http::INTERNAL => HttpError::Internal,
         http::UNKNOWN_BREAKER => HttpError::UnknownBreaker,
+        http::NO_SUCH_ROUTE => HttpError::NoSuchRoute,
         _ => HttpError::UnreadableBody,
     };
     WasmRoute::answer(&e.answer())

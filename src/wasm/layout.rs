@@ -424,6 +424,7 @@ layouts! {
         STORAGE = 5,
         INTERNAL = 6,
         UNKNOWN_BREAKER = 7,
+        NO_SUCH_ROUTE = 8,
     }
     /// The request methods of `route` and `object_op`.
     verb / "Verb": u32 {

@@ -59,3 +59,19 @@ test('its options and arguments are checked by name', async () => {
   await assert.rejects(statusPage(get(), [b], { adminToken: 42 }), /invalid option "adminToken".*number/);
   await assert.rejects(statusPage(get(), [{ name: 'x' }], { adminToken: TOKEN }), /`breakers` must be an array of StoreCircuitBreaker/);
 });
+
+test('instances that differ only in their throttle are told apart (the fingerprint covers the throttle)', async () => {
+  const { throttle } = await import('breakwater/adaptive');
+  const store = new MemoryStore();
+  const plain = new StoreCircuitBreaker('anthropic', { store, breaker: { failureThreshold: 5 } });
+  assert.equal(await plain.execute(async () => 'ok'), 'ok');
+  await plain.flush();
+  const shedding = new StoreCircuitBreaker('anthropic', { store, breaker: { failureThreshold: 5, adaptiveThrottle: throttle({ minimumRequests: 10 }) } });
+  const seen = await shedding.inspect();
+  assert.equal(seen.optionsMismatch?.resolution, 'adopted', 'a rolling deploy that adds a throttle is reported');
+  assert.notEqual(seen.optionsMismatch.configured, seen.optionsMismatch.stored);
+  assert.doesNotMatch(seen.settings, /sheds load/, 'the stored settings, without a throttle, still run');
+  const after = await shedding.reset();
+  assert.equal(after.optionsMismatch, undefined);
+  assert.match(after.settings, /; sheds load when calls exceed 2 × successes over 2 min \(from 10 calls, at most 80 %\)$/);
+});

@@ -422,6 +422,7 @@ export const enum Http {
   Storage = 5,
   Internal = 6,
   UnknownBreaker = 7,
+  NoSuchRoute = 8,
 }
 
 /** The request methods of `route` and `object_op`. */

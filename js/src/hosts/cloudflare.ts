@@ -49,9 +49,9 @@ import { DurableObject } from 'cloudflare:workers';
 // workerd), and hands it over as the lease client's glue too: the clients re-exported below, from
 // the code-only breakwater/shared/internal, run in it, and the lease client's own module
 // (breakwater/shared's) is not loaded unless the Worker imports that entry as well.
-import { coordinatorGlue, statusResponse, type WasmCoordinator, type WasmRoute } from 'breakwater/coordinator';
+import { answerOf, coordinatorGlue, json, refusal, statusResponse, verbOf, type WasmCoordinator } from 'breakwater/coordinator';
 import { isBreakerName, SETTINGS_HEADER } from 'breakwater/shared/internal';
-import { Body, Http, Plan, Step, Verb } from '../codes/layout.js';
+import { Body, Http, Plan, Step } from '../codes/layout.js';
 import { STATES } from 'breakwater/internal';
 
 export { SharedCircuitBreaker } from 'breakwater/shared/internal';
@@ -66,34 +66,15 @@ export interface BreakerObjectEnv {
   BREAKERS?: unknown;
 }
 
-function json(status: number, body: string, headers: Record<string, string> = {}): Response {
-  return new Response(body, { status, headers: { 'content-type': 'application/json', ...headers } });
-}
-
 function error(status: number, code: string, message: string): Response {
   return json(status, JSON.stringify({ error: code, message }));
 }
-
-/** A route the core planned, read and freed: its answer. */
-function answerOf(r: WasmRoute): Response {
-  try {
-    if (r.log !== '') console.error(`breakwater: ${r.log}`);
-    return json(r.status, r.answer, r.challenge ? { 'www-authenticate': 'Bearer' } : {});
-  } finally {
-    r.free();
-  }
-}
-
-/** The answer to a refusal the host meets itself (an `Http`). */
-const refusal = (code: Http): Response => answerOf(coordinatorGlue().refusal(code));
 
 type Op = 'acquire' | 'report' | 'state' | 'isolate' | 'reset';
 
 let key: string | undefined;
 /** The record's storage key, the core's (src/shared/coordinator.rs `STORAGE_KEY`), read once. */
 const storageKey = (): string => (key ??= coordinatorGlue().storage_key());
-
-const verbOf = (method: string): Verb => (method === 'GET' ? Verb.Get : method === 'POST' ? Verb.Post : Verb.Other);
 
 /** `BREAKERS` as text, or undefined when the Worker declares none. */
 function breakersText(env: BreakerObjectEnv | undefined): string | undefined {
@@ -413,7 +394,7 @@ export async function breakerRoutes(request: Request, env: object, options: Brea
       views.push(await resp.json());
     }
     const text = JSON.stringify(views);
-    if (kind === Plan.Status) return statusResponse(text, Date.now()) ?? refusal(Http.BadGateway);
+    if (kind === Plan.Status) return statusResponse(text, Date.now());
     if (prometheus) {
       const prom = g.views_prometheus(text);
       if (prom.startsWith('!')) return refusal(Http.BadGateway);

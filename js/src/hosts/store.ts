@@ -39,7 +39,7 @@
 import 'breakwater';
 import type { CircuitBreaker } from 'breakwater';
 import type { BreakerSettings, ConsecutiveTrip, FailureRateTrip } from 'breakwater/internal';
-import { coordinatorGlue, statusResponse, type WasmCoordinator } from 'breakwater/coordinator';
+import { answerOf, coordinatorGlue, refusal, statusResponse, verbOf, type WasmCoordinator } from 'breakwater/coordinator';
 import {
   SharedCircuitBreaker,
   checkBreakerName,
@@ -54,7 +54,7 @@ import {
   type SharedBreakerOptions,
 } from 'breakwater/shared/internal';
 import { checkKeys, withTimeout } from 'breakwater/internal';
-import { Plan, Verb } from '../codes/layout.js';
+import { Http, Plan } from '../codes/layout.js';
 
 
 // ----- the store -----
@@ -676,7 +676,7 @@ export async function statusPage(
   }
   const g = coordinatorGlue();
   const plan = g.route(
-    request.method === 'GET' ? Verb.Get : request.method === 'POST' ? Verb.Post : Verb.Other,
+    verbOf(request.method),
     '/admin/status',
     undefined,
     false,
@@ -687,22 +687,16 @@ export async function statusPage(
     breakers.map((b) => b.name).join('\n'),
     undefined,
   );
-  try {
-    if (plan.kind !== Plan.Status) {
-      const status = plan.kind === Plan.Pass ? 404 : plan.status;
-      const body = plan.kind === Plan.Pass ? JSON.stringify({ error: 'not_found', message: 'no such route' }) : plan.answer;
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
-      if (plan.challenge) headers['www-authenticate'] = 'Bearer';
-      return new Response(body, { status, headers });
-    }
-  } finally {
+  // Off (no token): 404, as the Rust Worker answers a route that is off.
+  if (plan.kind === Plan.Pass) {
     plan.free();
+    return refusal(Http.NoSuchRoute);
   }
+  if (plan.kind !== Plan.Status) return answerOf(plan);
+  plan.free();
   const states = await Promise.all(breakers.map((b) => b[STATE]()));
   const now = Math.max(0, ...states.map((s) => s.now));
-  const page = statusResponse(`[${states.map((s) => s.text).join(',')}]`, now);
-  if (page === undefined) throw new Error('breakwater: statusPage: the views could not be read');
-  return page;
+  return statusResponse(`[${states.map((s) => s.text).join(',')}]`, now);
 }
 
 /** `statusPage`'s options. */
