@@ -23,6 +23,7 @@ const OPEN_MS = 2500;
 const LEASE_MS = 300;
 const SETTINGS = { failureThreshold: 3, resetTimeout: OPEN_MS };
 const PHONE = { width: 390, height: 844 };
+const SERVICE_TOKEN = 'status-service-token-0123456789';
 
 describe('the status page in Chromium, through an outage', { skip: !existsSync(CHROMIUM) && `no browser at ${CHROMIUM}` }, () => {
   let upstream;
@@ -42,7 +43,7 @@ describe('the status page in Chromium, through an outage', { skip: !existsSync(C
           breaker: 'svc',
           settings: SETTINGS,
           leaseMs: LEASE_MS,
-          bindings: n === 'host' ? { ADMIN_TOKEN, NAMES: 'svc,quiet' } : {},
+          bindings: n === 'host' ? { ADMIN_TOKEN, SERVICE_TOKEN, NAMES: 'svc,quiet' } : {},
         }),
       ),
     );
@@ -157,7 +158,10 @@ describe('the status page in Chromium, through an outage', { skip: !existsSync(C
     }
   });
 
-  test('the page needs the admin token, and only GET', async () => {
+  test('the page needs the admin token, and only GET: a service token holder cannot see it', async () => {
+    const service = await fetch(`${base}/admin/status`, { headers: { authorization: `Bearer ${SERVICE_TOKEN}` } });
+    assert.equal(service.status, 401);
+    assert.doesNotMatch(await service.text(), /<section/);
     const anon = await fetch(`${base}/admin/status`);
     assert.equal(anon.status, 401);
     assert.equal(anon.headers.get('www-authenticate'), 'Bearer');
@@ -171,7 +175,9 @@ describe('the status page in Chromium, through an outage', { skip: !existsSync(C
 describe("the Rust Worker's status page", () => {
   let env;
   before(async () => {
-    env = await start([objectWorker({ breakers: { llm: { lease_ms: 500, breaker: { trip: { kind: 'consecutive_failures', threshold: 4 } } } } })]);
+    const w = objectWorker({ breakers: { llm: { lease_ms: 500, breaker: { trip: { kind: 'consecutive_failures', threshold: 4 } } } } });
+    w.bindings.SERVICE_TOKEN = SERVICE_TOKEN;
+    env = await start([w]);
   });
   after(async () => {
     await env?.mf.dispose();
@@ -187,6 +193,8 @@ describe("the Rust Worker's status page", () => {
     assert.match(html, /opens after 4 consecutive failures; stays open 30 s/);
     const anon = await env.mf.dispatchFetch('http://breakwater/admin/status');
     assert.equal(anon.status, 401);
+    const service = await env.mf.dispatchFetch('http://breakwater/admin/status', { headers: { authorization: `Bearer ${SERVICE_TOKEN}` } });
+    assert.equal(service.status, 401, 'a service token holder cannot see the page');
     const view = await admin(env.mf, '/admin/breakers/llm');
     assert.match(view.body.settings, /^opens after 4 consecutive failures/, 'the admin view shows the settings in words');
     assert.equal(typeof view.body.options, 'number');

@@ -654,12 +654,14 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
  * ```ts
  * // app/admin/breakers/route.ts
  * import { statusPage } from 'breakwater/store';
- * import { anthropic, openai } from '@/lib/breakers';
+ * import { anthropicBreaker } from '@/lib/llm-shared';
+ *
  * export const dynamic = 'force-dynamic';
  * export function GET(request: Request): Promise<Response> {
- *   return statusPage(request, [anthropic, openai], { adminToken: process.env.ADMIN_TOKEN });
+ *   return statusPage(request, [anthropicBreaker], { adminToken: process.env.ADMIN_TOKEN });
  * }
  * ```
+ * (js/README's block, type-checked there; the Next.js example serves it under `next start`.)
  */
 export async function statusPage(
   request: Request,
