@@ -332,18 +332,19 @@ fn the_docs_state_the_page_as_it_is() {
     let readme = std::fs::read_to_string(root.join("README.md"))
         .unwrap()
         .replace('\n', " ");
-    let js = std::fs::read_to_string(root.join("js/README.md"))
-        .unwrap()
-        .replace('\n', " ");
+    // js/README.md is not in the published crate (whose tests run unpacked): checked in the
+    // repository.
+    let js = std::fs::read_to_string(root.join("js/README.md")).map(|t| t.replace('\n', " "));
     let changes = format!("its last {} state changes", word(RECENT_TRANSITIONS as u64));
     let minutes = format!("each of the last {} minutes", word(ACTIVITY_MINUTES));
     let refresh = format!("reloads itself every {REFRESH_S} s");
-    for (doc, text) in [
-        (&readme, &changes),
-        (&readme, &minutes),
-        (&readme, &refresh),
-        (&js, &minutes),
-    ] {
-        assert!(doc.contains(text.as_str()), "the docs lack {text:?}");
+    for text in [&changes, &minutes, &refresh] {
+        assert!(readme.contains(text.as_str()), "README.md lacks {text:?}");
+    }
+    if let Ok(js) = js {
+        assert!(
+            js.contains(minutes.as_str()),
+            "js/README.md lacks {minutes:?}"
+        );
     }
 }
