@@ -28,7 +28,8 @@
 //! [`MAX_BATCHES`] batches' worth while unreachable, batches older than [`RESEND_WINDOW_MS`],
 //! batches the coordinator refused) is dropped, counted, and announced with
 //! [`ClientEvent::Dropped`] — never sent again unchanged. A batch refused for being numbered too
-//! far ahead is not dropped: the client renumbers from the coordinator's last applied number.
+//! far ahead is not dropped: none of the outbox was applied, so it moves to a new session,
+//! numbered from 1, and goes again.
 
 use alloc::collections::VecDeque;
 use alloc::format;
@@ -845,12 +846,13 @@ impl LeaseClient {
         let sent_at = flight.sent_at;
         let mut refused = 0u64;
         let mut reason = None;
-        let mut resync = None;
+        let mut resync = false;
         self.outbox.retain(|(b, _)| {
             if let Some(r) = reply.refused.iter().find(|r| r.seq == b.seq) {
-                if let Some(last) = r.last_applied {
-                    // Numbered too far ahead: kept, and renumbered below.
-                    resync = Some(resync.map_or(last, |l: u64| l.min(last)));
+                if r.last_applied.is_some() {
+                    // Numbered too far ahead: kept, and renumbered below (in a new session: the
+                    // numbers after the last applied one are not reused, see `renumber`).
+                    resync = true;
                     return true;
                 }
                 refused += b.outcomes();
@@ -862,8 +864,8 @@ impl LeaseClient {
         if let Some(reason) = reason {
             self.drop_outcomes(refused, &reason);
         }
-        if let Some(last) = resync {
-            self.renumber(last);
+        if resync {
+            self.renumber();
         }
         if self.outbox.is_empty() {
             self.one_at_a_time = false;
@@ -871,12 +873,12 @@ impl LeaseClient {
         self.on_lease(&reply.lease, sent_at);
     }
 
-    /// The coordinator refused a batch numbered too far past `last`, the last it applied for
-    /// this session: none of the outbox's batches was applied. They move to a new session,
-    /// numbered from 1, and go with the next report. A new session rather than the numbers
-    /// after `last`: a report still on its way (abandoned, overdue) may carry those numbers for
-    /// other batches, which would then count twice, or make these count as its duplicates.
-    fn renumber(&mut self, _last: u64) {
+    /// The coordinator refused a batch numbered too far past the last it applied for this
+    /// session: none of the outbox's batches was applied. They move to a new session, numbered
+    /// from 1, and go with the next report. A new session rather than the numbers after the
+    /// last applied one: a report still on its way (abandoned, overdue) may carry those numbers
+    /// for other batches, which would then count twice, or make these count as its duplicates.
+    fn renumber(&mut self) {
         self.session = next_session(self.session);
         let mut seq = 0;
         for (b, _) in self.outbox.iter_mut() {

@@ -8,7 +8,8 @@
 //!   however often it is sent ([`DEDUP_WINDOW_MS`], [`MAX_CLIENTS`]), and at least once after it
 //!   forgot it (the session was evicted by a larger fleet, or expired): a batch it cannot vouch
 //!   for is counted, and counted again in `unverified_batches`. A batch numbered too far ahead
-//!   is refused with the session's last applied number, which the client renumbers from.
+//!   is refused with the session's last applied number and not applied; the client sends it
+//!   again in a new session, numbered from 1.
 //!   Outcomes past their session's budget are the exception, dropped and counted
 //!   (`outcomes_dropped`);
 //! - settings stay put on reads: a host configured differently adopts the stored settings
@@ -644,7 +645,7 @@ impl Coordinator {
                     None
                 }
                 Verdict::Refuse(reason) => Some((reason, None)),
-                // Not counted now; the client renumbers from `last` and sends it again.
+                // Not counted now; the client sends it again in a new session.
                 Verdict::Gap(last) => Some((GAP_REASON, Some(last))),
             };
             match refusal {

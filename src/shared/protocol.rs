@@ -21,7 +21,7 @@
 //! that breaks them alone is listed in [`ExchangeReply::refused`] and not applied, and the client
 //! drops it rather than send it again. A [`LeaseClient`](super::LeaseClient) never builds either.
 //! A batch numbered too far ahead is refused with the session's last applied number: the client
-//! renumbers and sends it again.
+//! sends it again in a new session, numbered from 1.
 //!
 //! One session's weight is bounded: the outcomes it may have counted
 //! ([`MAX_SESSION_OUTCOMES_PER_S`]; more are acknowledged and not counted) and the requests it
@@ -65,7 +65,8 @@ pub const DEDUP_WINDOW_MS: u64 = 3 * RESEND_WINDOW_MS;
 /// How far past the last applied number a session's next batch may be numbered. A client's
 /// numbers only skip the batches it dropped; a larger jump is refused with the last applied
 /// number ([`Refusal::last_applied`]), so a forged number cannot silence a session, and a
-/// client that dropped many batches (a long outage) renumbers and is counted again.
+/// client that dropped many batches (a long outage) sends them again in a new session and is
+/// counted.
 pub const MAX_SEQ_GAP: u64 = 4 * MAX_BATCHES as u64;
 
 /// The longest retry-after a coordinator sends, in ms: the longest open period a shared breaker
@@ -580,8 +581,10 @@ pub struct Refusal {
     /// Why, for the client's event and the log.
     pub reason: String,
     /// When the batch was numbered too far past the session's last applied one: that number.
-    /// The client renumbers its unacknowledged batches from there and sends them again (none
-    /// of them was applied), instead of dropping them. Absent for a batch over a limit.
+    /// None of the client's unacknowledged batches was applied: it moves them to a new session,
+    /// numbered from 1, and sends them again, instead of dropping them. (The number is for the
+    /// log; a client does not number from it, since a report still on its way may use the
+    /// numbers after it.) Absent for a batch over a limit.
     #[cfg_attr(
         feature = "serde",
         serde(default, skip_serializing_if = "Option::is_none")

@@ -39,6 +39,8 @@ pub enum HttpError {
     BreakerRequired,
     /// 404: a name the routes do not serve.
     UnknownBreaker,
+    /// 404: the routes serve no name at all (neither `BREAKERS` nor the host's list names one).
+    NoBreakers,
     /// 413: a body over [`MAX_BODY_BYTES`], declared or read.
     TooLarge,
     /// 400: a `content-length` that is not a number, or a body that could not be read.
@@ -63,7 +65,10 @@ impl HttpError {
     /// The HTTP status.
     pub const fn status(self) -> u16 {
         match self {
-            HttpError::NoSuchRoute | HttpError::UnknownBreaker | HttpError::UnknownOperation => 404,
+            HttpError::NoSuchRoute
+            | HttpError::UnknownBreaker
+            | HttpError::NoBreakers
+            | HttpError::UnknownOperation => 404,
             HttpError::Unauthorized => 401,
             HttpError::WrongMethod | HttpError::ObjectMethod => 405,
             HttpError::BreakerRequired | HttpError::UnreadableBody => 400,
@@ -78,9 +83,10 @@ impl HttpError {
     /// The stable code of the answer's `error` field.
     pub const fn code(self) -> &'static str {
         match self {
-            HttpError::NoSuchRoute | HttpError::UnknownBreaker | HttpError::UnknownOperation => {
-                "not_found"
-            }
+            HttpError::NoSuchRoute
+            | HttpError::UnknownBreaker
+            | HttpError::NoBreakers
+            | HttpError::UnknownOperation => "not_found",
             HttpError::Unauthorized => "unauthorized",
             HttpError::WrongMethod | HttpError::ObjectMethod => "method_not_allowed",
             HttpError::BreakerRequired | HttpError::UnreadableBody => "bad_request",
@@ -100,7 +106,14 @@ impl HttpError {
             HttpError::Unauthorized => "a valid bearer token is required",
             HttpError::WrongMethod => "wrong method for this route",
             HttpError::BreakerRequired => "the `breaker` query parameter is required",
-            HttpError::UnknownBreaker => "no breaker of that name is configured",
+            HttpError::UnknownBreaker => {
+                "no breaker of that name is configured (the served names are those of BREAKERS, \
+                 or of the `names` option of breakerRoutes)"
+            }
+            HttpError::NoBreakers => {
+                "no breakers are configured: list them in the `names` option of breakerRoutes, \
+                 or declare them in BREAKERS"
+            }
             HttpError::TooLarge => "body larger than 64 KiB (65536 bytes)",
             HttpError::UnreadableBody => "unreadable body",
             HttpError::Unreachable => "breaker object unreachable",
@@ -366,8 +379,13 @@ pub fn plan(
             return Plan::Answer(answer);
         }
     };
-    let served = |n: &str| validate_name(n).is_ok() && names.iter().any(|k| k == n);
     let refuse = |e: HttpError| Plan::Answer(e.answer());
+    // Serving nothing is a configuration left out (`breakerRoutes` without `names`, no
+    // `BREAKERS`), not a request for a breaker that does not exist: say which.
+    if names.is_empty() {
+        return refuse(HttpError::NoBreakers);
+    }
+    let served = |n: &str| validate_name(n).is_ok() && names.iter().any(|k| k == n);
     match route {
         Route::Service(op) => {
             if req.method != Verb::Post {
@@ -634,6 +652,38 @@ mod tests {
         assert_eq!(Route::of("/v1/report"), Route::Service(ObjectOp::Report));
         assert_eq!(Route::of("/v1/steal"), Route::None);
         assert_eq!(Route::of("/"), Route::None);
+    }
+
+    #[test]
+    fn serving_no_name_says_which_option_is_missing() {
+        // `breakerRoutes(request, env, { prefix })` with neither `names` nor `BREAKERS`: every
+        // route a token opens says what is missing, rather than "no breaker of that name".
+        let none = || Ok(Vec::new());
+        let admin = "Bearer admin-secret";
+        for (method, path, token) in [
+            (Verb::Get, "/metrics", admin),
+            (Verb::Get, "/admin/status", admin),
+            (Verb::Get, "/admin/breakers/a", admin),
+            (Verb::Post, "/admin/breakers/a/reset", admin),
+            (Verb::Post, "/v1/acquire", "Bearer service-secret"),
+        ] {
+            let Plan::Answer(a) = plan(&req(method, path, Some(token)), &both(), none) else {
+                panic!("{path}: not refused");
+            };
+            assert_eq!((a.status, a.code), (404, "not_found"), "{path}");
+            assert!(a.message.contains("`names` option of breakerRoutes"), "{path}: {}", a.message);
+            assert!(a.message.contains("BREAKERS"), "{path}: {}", a.message);
+        }
+        // Without the token, nothing is said about the configuration.
+        let r = req(Verb::Get, "/metrics", Some("Bearer nope"));
+        assert_eq!(status(&plan(&r, &both(), none)), 401);
+        // A name outside a list that is set still says where the list comes from.
+        let r = req(Verb::Get, "/admin/breakers/zzz", Some(admin));
+        let Plan::Answer(a) = plan(&r, &both(), names) else {
+            panic!("an unserved name is refused");
+        };
+        assert!(a.message.starts_with("no breaker of that name is configured"));
+        assert!(a.message.contains("`names` option of breakerRoutes"));
     }
 
     #[test]

@@ -255,6 +255,29 @@ test('a rolling deploy: the stored settings stay in force until a reset installs
   assert.equal(next.state, 'OPEN');
 });
 
+test('breakerRoutes without `names` nor BREAKERS says which option is missing, on every route a token opens', async () => {
+  // A first Worker written as `breakerRoutes(request, env, { prefix })`: before, /metrics listed
+  // nothing and /admin/breakers/<name> answered "no breaker of that name is configured".
+  const env = { BREAKER: namespace(), ADMIN_TOKEN: 'admin-secret', SERVICE_TOKEN: 'service-secret' };
+  const admin = { authorization: 'Bearer admin-secret' };
+  for (const [path, init] of [
+    ['/breakwater/metrics', { headers: admin }],
+    ['/breakwater/admin/status', { headers: admin }],
+    ['/breakwater/admin/breakers/anthropic', { headers: admin }],
+    ['/breakwater/v1/acquire?breaker=anthropic', { method: 'POST', headers: { authorization: 'Bearer service-secret' }, body: '{}' }],
+  ]) {
+    const resp = await breakerRoutes(new Request(`https://app.example${path}`, init), env, { prefix: '/breakwater' });
+    assert.equal(resp.status, 404, path);
+    const body = await resp.json();
+    assert.equal(body.error, 'not_found', path);
+    assert.match(body.message, /`names` option of breakerRoutes/, path);
+  }
+  // With `names`, the same routes answer.
+  const listed = await breakerRoutes(new Request('https://app.example/breakwater/metrics', { headers: admin }), env, { prefix: '/breakwater', names: ['anthropic'] });
+  assert.equal(listed.status, 200);
+  assert.deepEqual((await listed.json()).map((v) => v.name), ['anthropic']);
+});
+
 test('breakerRoutes: tokens, names, metrics in JSON and Prometheus, isolate and reset, the service for Node clients', async () => {
   now += 3_600_000;
   const ns = namespace();

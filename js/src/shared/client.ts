@@ -197,7 +197,7 @@ export interface Reply {
   };
   /** The `seq` of every batch now applied (including ones applied before). */
   acked: number[];
-  /** Batches not applied; `last_applied` when one was numbered too far ahead (the client renumbers). */
+  /** Batches not applied; `last_applied` when one was numbered too far ahead (the client sends them again in a new session). */
   refused?: Array<{
     /** The batch's number. */
     seq: number;
