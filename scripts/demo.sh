@@ -8,8 +8,8 @@
 # Miniflare. It prints the object's state transitions as they happen and a line per second, then
 # a comparison table (users left with no answer, answers by primary and backup, primary calls,
 # latency); then a heavy-tailed provider streamed without and with `hedge` (time to first token
-# p50/p99, extra requests); and draws it all into out/live.svg (breakwater-sim plot). Then the simulator replays seed 000's longer
-# outage under four strategies (out/seed000.svg), and the built-in overloaded scenario, where the
+# p50/p99, extra requests); and draws it all into out/live.svg (breakwater-sim plot). Then the simulator replays a longer
+# outage under four strategies (out/hung-llm.svg), and the built-in overloaded scenario, where the
 # adaptive throttle sheds an overloaded provider's excess (out/overloaded.svg). About a minute once built; installs and builds
 # what it needs first (idempotent; the first run on a fresh machine compiles tools for minutes).
 # Every server it starts listens on 127.0.0.1 and is stopped at the end, on error and on Ctrl-C.
@@ -107,8 +107,8 @@ if [ "$live" = 1 ]; then
 fi
 
 if [ "$sim" = 1 ]; then
-  printf '\n=== the simulator: seed 000 (40 users, a 90 s outage, retries at 1/2/4/8 s), simulated time ===\n'
-  "$SIM" run seed000 --svg "$out/seed000.svg"
+  printf '\n=== the simulator: hung-llm (40 users, a 90 s outage, retries at 1/2/4/8 s), simulated time ===\n'
+  "$SIM" run hung-llm --svg "$out/hung-llm.svg"
   printf '\n=== the simulator: a provider overloaded for 60 s (capacity 28 calls), a failure-rate breaker with the adaptive throttle, simulated time ===\n'
   "$SIM" run overloaded --svg "$out/overloaded.svg"
   printf '\n=== the simulator: a heavy-tailed provider (3 %% of first tokens ~30 s), hedged within a 10 %% budget, simulated time ===\n'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main-job command, run to completion in its short mode: `scripts/demo.sh --short`
 # (installs and builds what is missing, then the live demo in workerd with a few seconds per phase,
-# then the simulator's seed 000). Asserts that it finished by itself, that the object's state
+# then the simulator's hung-llm). Asserts that it finished by itself, that the object's state
 # transitions, the per-second lines and the table were printed, and, from the totals in live.json:
 # that the backup model answered during the outage; that every answer is accounted for; that
 # every call that reached the stalled primary timed out, and the shared breaker let far fewer
@@ -97,7 +97,7 @@ JS
 ) || fail "live.json: $facts"
 log "live.json: $facts"
 
-for f in live.svg seed000.svg heavy-tail.svg; do
+for f in live.svg hung-llm.svg heavy-tail.svg; do
   [ -s "$work/out/$f" ] || fail "$f was not written"
   grep -q '<svg' "$work/out/$f" || fail "$f is not an SVG document"
 done

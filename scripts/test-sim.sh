@@ -15,7 +15,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 # Every built-in scenario, its timeline written into folders that do not exist yet.
-for scenario in seed000 seed003 rate-limited; do
+for scenario in hung-llm agent-tool rate-limited; do
   "$sim" run "$scenario" --svg "$out/svg/$scenario/timeline.svg"
   grep -q '<svg' "$out/svg/$scenario/timeline.svg"
   grep -q '>time since start (s)</text>' "$out/svg/$scenario/timeline.svg"
@@ -24,7 +24,7 @@ done
 "$sim" run scenarios/rate-limited.toml > "$out/rate-limited.txt"
 grep -q 'attempts rejected by the breaker' "$out/rate-limited.txt"
 # A reader that stops early does not make the binary panic.
-"$sim" run seed000 2> "$out/pipe-err.txt" | head -n 1 > /dev/null
+"$sim" run hung-llm 2> "$out/pipe-err.txt" | head -n 1 > /dev/null
 [ ! -s "$out/pipe-err.txt" ] || { cat "$out/pipe-err.txt"; exit 1; }
 "$sim" run scenarios/flapping.json --json > "$out/flapping.json"
 grep -q '"shared_breaker"' "$out/flapping.json"

@@ -22,7 +22,7 @@
 //! ```
 //! use breakwater::{BreakerConfig, CircuitBreaker, Error, ManualClock, Timestamp, TripRule};
 //!
-//! // Seed 000's configuration: 5 failures within 60 s open; 30 s later one probe; 2 successes close.
+//! // 5 failures within 60 s open it; 30 s later one probe; 2 successes close.
 //! let config = BreakerConfig::new()
 //!     .with_trip(TripRule::FailuresInWindow { threshold: 5, window_ms: 60_000 })
 //!     .with_open_duration_ms(30_000)

@@ -10,10 +10,10 @@ fn report(name: &str) -> Report {
     sim::run(&scenario).expect("built-in scenario runs")
 }
 
-/// Seed 000's report, computed once for the tests that only read it.
-fn seed000() -> &'static Report {
+/// The hung-LLM scenario's report, computed once for the tests that only read it.
+fn hung_llm() -> &'static Report {
     static REPORT: std::sync::OnceLock<Report> = std::sync::OnceLock::new();
-    REPORT.get_or_init(|| report("seed000"))
+    REPORT.get_or_init(|| report("hung-llm"))
 }
 
 fn get(report: &Report, s: Strategy) -> &StrategyReport {
@@ -21,8 +21,8 @@ fn get(report: &Report, s: Strategy) -> &StrategyReport {
 }
 
 #[test]
-fn seed003_breaker_makes_11_real_calls_where_retries_alone_make_21() {
-    let r = &report("seed003");
+fn agent_tool_breaker_makes_11_real_calls_where_retries_alone_make_21() {
+    let r = &report("agent-tool");
     assert_eq!(r.requests, 7);
     assert_eq!(get(r, Strategy::RetryOnly).upstream_calls, 21);
     assert_eq!(get(r, Strategy::NoProtection).upstream_calls, 7);
@@ -40,8 +40,8 @@ fn seed003_breaker_makes_11_real_calls_where_retries_alone_make_21() {
 }
 
 #[test]
-fn seed000_breaker_cuts_upstream_calls_during_the_outage() {
-    let r = seed000();
+fn hung_llm_breaker_cuts_upstream_calls_during_the_outage() {
+    let r = hung_llm();
     let none = get(r, Strategy::NoProtection);
     let retry = get(r, Strategy::RetryOnly);
     assert!(retry.upstream_calls_during_outage > none.upstream_calls_during_outage);
@@ -62,12 +62,12 @@ fn seed000_breaker_cuts_upstream_calls_during_the_outage() {
 }
 
 #[test]
-fn seed000_users_stop_being_affected_sooner_with_a_breaker() {
-    let r = seed000();
+fn hung_llm_users_stop_being_affected_sooner_with_a_breaker() {
+    let r = hung_llm();
     let after = |s| {
         get(r, s)
             .affected_after_recovery_ms
-            .expect("the upstream recovers at a fixed time in seed 000")
+            .expect("the upstream recovers at a fixed time in hung-llm")
     };
     let none = after(Strategy::NoProtection);
     let retry = after(Strategy::RetryOnly);
@@ -95,8 +95,8 @@ fn seed000_users_stop_being_affected_sooner_with_a_breaker() {
 
 #[test]
 fn same_seed_gives_the_same_report_and_another_seed_another() {
-    let scenario = sim::builtin("seed000").unwrap();
-    let a = seed000().clone();
+    let scenario = sim::builtin("hung-llm").unwrap();
+    let a = hung_llm().clone();
     let b = sim::run(&scenario).unwrap();
     assert_eq!(a, b);
     assert_eq!(a.to_json(), b.to_json());
@@ -477,7 +477,7 @@ fn assert_well_formed_xml(xml: &str) {
 
 #[test]
 fn svg_timeline_is_well_formed_with_one_panel_per_strategy() {
-    let r = seed000();
+    let r = hung_llm();
     let svg = sim::render_svg(r).unwrap();
     assert_well_formed_xml(&svg);
     assert!(svg.trim_start().starts_with("<svg"));
@@ -513,10 +513,10 @@ where
 fn binary_writes_the_table_and_the_svg_and_exits_2_on_a_bad_file() {
     let dir = std::env::temp_dir().join(format!("breakwater-sim-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let svg = dir.join("seed003.svg");
+    let svg = dir.join("agent-tool.svg");
     let (code, table, stderr) = sim([
         "run".as_ref(),
-        "seed003".as_ref(),
+        "agent-tool".as_ref(),
         "--svg".as_ref(),
         svg.as_os_str(),
     ]);
@@ -527,7 +527,7 @@ fn binary_writes_the_table_and_the_svg_and_exits_2_on_a_bad_file() {
     );
     assert_well_formed_xml(&std::fs::read_to_string(&svg).unwrap());
 
-    let (_, json, _) = sim(["run", "seed003", "--json"]);
+    let (_, json, _) = sim(["run", "agent-tool", "--json"]);
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["strategies"][3]["upstream_calls"], 11);
 
@@ -767,10 +767,10 @@ fn fewer_users_than_instances_is_refused() {
 fn binary_creates_the_missing_folders_of_its_output_files() {
     let dir = std::env::temp_dir().join(format!("breakwater-sim-dirs-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let svg = dir.join("out/run/seed003.svg");
+    let svg = dir.join("out/run/agent-tool.svg");
     let (code, _, stderr) = sim([
         "run".as_ref(),
-        "seed003".as_ref(),
+        "agent-tool".as_ref(),
         "--svg".as_ref(),
         svg.as_os_str(),
     ]);
@@ -798,7 +798,7 @@ fn binary_creates_the_missing_folders_of_its_output_files() {
     let blocked = dir.join("recording.json/inside.svg");
     let (code, _, stderr) = sim([
         "run".as_ref(),
-        "seed003".as_ref(),
+        "agent-tool".as_ref(),
         "--svg".as_ref(),
         blocked.as_os_str(),
     ]);
@@ -958,9 +958,9 @@ fn assert_readable_layout(svg: &str, report: &Report) {
 
 #[test]
 fn svg_legend_stays_off_the_plots_and_every_axis_is_titled() {
-    for name in ["seed000", "seed003"] {
-        let r = if name == "seed000" {
-            seed000().clone()
+    for name in ["hung-llm", "agent-tool"] {
+        let r = if name == "hung-llm" {
+            hung_llm().clone()
         } else {
             report(name)
         };
@@ -989,7 +989,7 @@ fn svg_time_axis_switches_to_minutes_for_long_runs() {
 
 #[test]
 fn table_and_svg_use_failed_fast_for_requests_and_rejected_for_attempts() {
-    let r = seed000();
+    let r = hung_llm();
     let table = r.to_string();
     let svg = sim::render_svg(r).unwrap();
     for s in [Strategy::BreakerPerInstance, Strategy::SharedBreaker] {

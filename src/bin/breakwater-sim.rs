@@ -2,11 +2,11 @@
 //! print the comparison.
 //!
 //! ```text
-//! breakwater-sim run seed000                  # a built-in scenario
+//! breakwater-sim run hung-llm                  # a built-in scenario
 //! breakwater-sim run my-outage.toml --svg timeline.svg
 //! breakwater-sim run my-outage.json --json    # the report as JSON
 //! breakwater-sim list                         # the built-in scenarios
-//! breakwater-sim show seed003                 # a built-in scenario's TOML, to start from
+//! breakwater-sim show agent-tool                 # a built-in scenario's TOML, to start from
 //! breakwater-sim plot recording.json --svg out/live.svg   # draw recorded per-second series
 //! ```
 //!
@@ -33,7 +33,7 @@ usage: breakwater-sim run <scenario> [--json] [--svg <out.svg>] [--seed <n>]
        breakwater-sim show <builtin>
        breakwater-sim plot <recording.json> --svg <out.svg>
 
-<scenario> is a built-in name (seed000, seed003, rate-limited, degraded, overloaded) or a .toml / .json file.
+<scenario> is a built-in name (hung-llm, agent-tool, rate-limited, degraded, overloaded) or a .toml / .json file.
   --json        print the report as JSON instead of the table
   --svg <file>  also write the timeline (calls/s and breaker state per strategy) as SVG;
                 missing parent folders are created
@@ -307,7 +307,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Some(other) if !other.starts_with('-') => {
-            // `breakwater-sim seed000` is `breakwater-sim run seed000`.
+            // `breakwater-sim hung-llm` is `breakwater-sim run hung-llm`.
             parse_run(std::iter::once(other.to_string()).chain(argv)).and_then(run)
         }
         _ => Err(USAGE.to_string()),

@@ -1052,7 +1052,7 @@ impl LeaseClient {
     }
 
     /// Decides about a call at `now` without waiting for the coordinator, for a host whose
-    /// callers cannot wait (seed 000's synchronous `isHealthy()`): never answers
+    /// callers cannot wait (the synchronous `isHealthy()`): never answers
     /// [`Decision::Acquire`] or [`Decision::Refresh`]. Where [`admit`](Self::admit) would ask the
     /// coordinator, it answers from what this process knows and leaves the request to send in
     /// the background ([`take_background`](Self::take_background)):

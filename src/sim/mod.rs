@@ -8,7 +8,7 @@
 //! ```
 //! use breakwater::sim::{self, Strategy};
 //!
-//! let report = sim::run(&sim::builtin("seed003").unwrap()).unwrap();
+//! let report = sim::run(&sim::builtin("agent-tool").unwrap()).unwrap();
 //! assert_eq!(report.get(Strategy::SharedBreaker).unwrap().upstream_calls, 11);
 //! assert_eq!(report.get(Strategy::RetryOnly).unwrap().upstream_calls, 21);
 //! ```
@@ -24,7 +24,7 @@
 //! The breaker wraps the retries as the scenario's [`Composition`] says: `per_attempt`
 //! (`retry(breaker(call))`: every attempt asks and reports; a refused attempt ends the request at
 //! once, the host serving its fallback) or `per_request` (`breaker(retry(call))`: one admission per
-//! request, the whole retry run reported as one outcome, as in seed 003).
+//! request, the whole retry run reported as one outcome, as in the agent-tool scenario).
 //!
 //! # The model
 //! - **Users** send requests at Poisson (or evenly spaced) times during `duration_ms`, or at
@@ -132,8 +132,8 @@ impl std::error::Error for SimError {
 
 /// The built-in scenarios: name and TOML source (the files in `scenarios/`).
 pub const BUILTINS: [(&str, &str); 6] = [
-    ("seed000", include_str!("../../scenarios/seed000.toml")),
-    ("seed003", include_str!("../../scenarios/seed003.toml")),
+    ("hung-llm", include_str!("../../scenarios/hung-llm.toml")),
+    ("agent-tool", include_str!("../../scenarios/agent-tool.toml")),
     (
         "rate-limited",
         include_str!("../../scenarios/rate-limited.toml"),

@@ -158,7 +158,7 @@ pub enum Composition {
     #[default]
     PerAttempt,
     /// `breaker(retry(call))`: the breaker admits a request once and counts the whole retry run
-    /// as one outcome (seed 003's `call_with_breaker`).
+    /// as one outcome (the agent-tool scenario).
     PerRequest,
 }
 

@@ -19,7 +19,7 @@ function envNumber(name: string, fallback: number): number {
   return n;
 }
 
-/** The breaker settings both routes use (seed 000's, with the open period from the environment). */
+/** The breaker settings both routes use (5 failures in 60 s, 2 probes to close, with the open period from the environment). */
 export function breakerOptions() {
   return {
     failureThreshold: envNumber('BREAKER_FAILURE_THRESHOLD', 5),
@@ -59,7 +59,7 @@ export async function complete(prompt: string, signal: AbortSignal): Promise<str
 /**
  * What a chat route does with a request: the breaker around the retries around the fetch.
  * While the breaker is open the route answers at once: with the fallback if the request asked
- * for one (seed 000: the user should not notice), otherwise 503 with Retry-After.
+ * for one (the user should not notice), otherwise 503 with Retry-After.
  */
 export async function handleChat(breaker: CircuitBreaker, request: Request, runtime: string): Promise<Response> {
   let payload: { prompt?: unknown; fallback?: unknown };

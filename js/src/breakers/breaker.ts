@@ -137,7 +137,7 @@ export interface BreakerSettings {
 export interface ConsecutiveTrip {
   /** Failures that open the breaker: in a row, or within `monitoringWindow` if given. Default 5. */
   failureThreshold?: number | undefined;
-  /** Count failures within this many ms (seed 000's sliding window) instead of in a row. */
+  /** Count failures within this many ms (a sliding window) instead of in a row. */
   monitoringWindow?: number | undefined;
   /** Another trip rule's option: not with this one. */
   failureRate?: undefined;
@@ -655,7 +655,7 @@ export class CircuitBreaker {
   }
 
   /**
-   * Seed 000's check: may a call go ahead now? In HALF_OPEN a `true` takes one of the probe
+   * The synchronous check: may a call go ahead now? In HALF_OPEN a `true` takes one of the probe
    * slots (so that 50 concurrent callers send exactly one probe): report every `true` with
    * `recordSuccess()`, `recordFailure(error)` or `recordIgnored()`. To look without taking a
    * slot use `isOpen()`; to hold a permit of your own, `tryAcquire()`.

@@ -101,7 +101,7 @@ export interface RetryOptions {
   maxDelayMs?: number | undefined;
   /** Growth per retry (≥ 1). Default 2. */
   factor?: number | undefined;
-  /** 'full' (default), 'equal', 'decorrelated', 'none', or a proportion p for ±p (seed 002: 0.3). */
+  /** 'full' (default), 'equal', 'decorrelated', 'none', or a proportion p for ±p (0.3: ±30 %). */
   jitter?: Jitter | undefined;
   /** Statuses worth retrying. Default 408, 409, 429, 500, 502, 503, 504, 529. */
   retryableStatuses?: readonly number[] | undefined;
@@ -125,7 +125,7 @@ export interface RetryOptions {
   shouldRetry?: ((error: unknown, attempt: number) => boolean | undefined) | undefined;
   /** Called before each wait. */
   onRetry?: ((event: RetryEvent) => void) | undefined;
-  /** Called once when the retries end in failure (seed 002's dead-letter hook). */
+  /** Called once when the retries end in failure (a dead-letter hook). */
   onGiveUp?: ((error: unknown, event: GiveUpEvent) => void) | undefined;
   /** Waits; default setTimeout. Injected for tests. */
   sleep?: ((ms: number, signal?: AbortSignal) => Promise<void>) | undefined;
@@ -229,7 +229,7 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T
 
 /**
  * Calls `fn` until it succeeds, retrying transient failures (429, 5xx, 529, network errors) with
- * exponential backoff and jitter, honouring Retry-After. A drop-in for seed 002's `withRetry`.
+ * exponential backoff and jitter, honouring Retry-After. Its options are the usual ones (`maxAttempts`, `baseDelayMs`, `maxDelayMs`, `jitter`...).
  * Non-retryable errors (400, 401, an exhausted quota...) are thrown at once; after the last
  * attempt the last error is thrown. A resolved fetch `Response` with a retryable status is
  * retried too, and returned as is if the retries run out.

@@ -852,7 +852,7 @@ export class SharedCircuitBreaker {
   }
 
   /**
-   * Seed 000's check, synchronous as `CircuitBreaker.isHealthy()`: may one call go ahead now?
+   * The synchronous check, as `CircuitBreaker.isHealthy()`: may one call go ahead now?
    * Answered from the lease, or from this process's own breaker before the first lease and
    * while a renewal is on its way; what must be asked of the coordinator is sent in the
    * background (handed to `waitUntil`). In HALF_OPEN a `true` holds one of the fleet's probes,
