@@ -105,6 +105,41 @@ describe('dashboards/breakwater.json', () => {
   });
 });
 
+describe("js/README.md's alert rules", () => {
+  // The ```yaml block of its Metrics section: a list of rules, as a user pastes them into a group.
+  const jsReadme = fs.readFileSync(new URL('../../js/README.md', import.meta.url), 'utf8');
+  const block = /^```yaml\n(- alert:[\s\S]*?)^```/m.exec(jsReadme)?.[1];
+
+  it('load in Prometheus as written (promtool check rules)', () => {
+    assert.ok(block, 'js/README.md has a ```yaml block of alert rules');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'breakwater-rules-'));
+    try {
+      const indented = block.replace(/^(?=.)/gm, '      ');
+      const file = path.join(dir, 'rules.yml');
+      fs.writeFileSync(file, `groups:\n  - name: breakwater\n    rules:\n${indented}`);
+      const out = execFileSync('/usr/bin/promtool', ['check', 'rules', file], { encoding: 'utf8', stdio: 'pipe' });
+      assert.match(out, /SUCCESS: \d+ rules found/, out);
+    } catch (e) {
+      assert.fail(`promtool rejects js/README.md's alert rules: ${e.stderr ?? e.message}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('name only series the package writes', () => {
+    const written = new Set(
+      ['../../js/src/metrics/prometheus.ts', '../../src/metrics.rs', '../../src/shared/metrics.rs'].flatMap((f) =>
+        [...fs.readFileSync(new URL(f, import.meta.url), 'utf8').matchAll(/breakwater_[a-z_]+/g)].map((m) => m[0]),
+      ),
+    );
+    const named = [...block.matchAll(/breakwater_[a-z_]+/g)].map((m) => m[0]);
+    assert.ok(named.length > 0);
+    // A histogram's series are its name with _bucket, _sum or _count.
+    const family = (series) => series.replace(/_(bucket|sum|count)$/, '');
+    for (const series of named) assert.ok(written.has(series) || written.has(family(series)), `${series} is not a series the package writes`);
+  });
+});
+
 describe('Prometheus, scraping the demo with the README scrape config', () => {
   it('accepts the README scrape config as written (promtool check config)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'breakwater-dashboard-'));
