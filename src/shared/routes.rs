@@ -671,7 +671,11 @@ mod tests {
                 panic!("{path}: not refused");
             };
             assert_eq!((a.status, a.code), (404, "not_found"), "{path}");
-            assert!(a.message.contains("`names` option of breakerRoutes"), "{path}: {}", a.message);
+            assert!(
+                a.message.contains("`names` option of breakerRoutes"),
+                "{path}: {}",
+                a.message
+            );
             assert!(a.message.contains("BREAKERS"), "{path}: {}", a.message);
         }
         // Without the token, nothing is said about the configuration.
@@ -682,7 +686,9 @@ mod tests {
         let Plan::Answer(a) = plan(&r, &both(), names) else {
             panic!("an unserved name is refused");
         };
-        assert!(a.message.starts_with("no breaker of that name is configured"));
+        assert!(a
+            .message
+            .starts_with("no breaker of that name is configured"));
         assert!(a.message.contains("`names` option of breakerRoutes"));
     }
 

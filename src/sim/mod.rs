@@ -133,7 +133,10 @@ impl std::error::Error for SimError {
 /// The built-in scenarios: name and TOML source (the files in `scenarios/`).
 pub const BUILTINS: [(&str, &str); 6] = [
     ("hung-llm", include_str!("../../scenarios/hung-llm.toml")),
-    ("agent-tool", include_str!("../../scenarios/agent-tool.toml")),
+    (
+        "agent-tool",
+        include_str!("../../scenarios/agent-tool.toml"),
+    ),
     (
         "rate-limited",
         include_str!("../../scenarios/rate-limited.toml"),
