@@ -3,7 +3,8 @@
 # tests/js as a user would (scripts/install-pkg.sh), and runs it in every runtime:
 #   - the core's tests compiled to wasm32 under Node and headless Chromium (wasm-pack test)
 #   - node:test suites: ESM, CommonJS require, official SDKs against a fake provider, the README
-#     example as written, the .d.ts under tsc, the gzip size ceiling, the metrics adapters
+#     example as written, the .d.ts under tsc, the gzip size ceiling, docs/sizes.md against a
+#     fresh measurement and no size quoted elsewhere (tests/js/sizes-doc.test.mjs), the metrics adapters
 #     (breakwater/prometheus checked with parse-prometheus-text-format and prom-client,
 #     breakwater/otel with the OpenTelemetry SDK's in-memory exporter; root devDependencies)
 #   - a Chromium page (playwright-core + /usr/bin/chromium), Vercel's edge-runtime, workerd

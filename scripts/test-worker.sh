@@ -99,4 +99,11 @@ rm -rf .tmp
 if [ -f .build/measurements.json ]; then
   log "measurements: $(tr -d ' \n' < .build/measurements.json)"
 fi
+# docs/sizes.md's Workers rows are what `wrangler deploy --dry-run` prints for the README's
+# JavaScript Worker and for the Rust Worker (scripts/sizes.mjs; its entries' rows are checked by
+# tests/js/sizes-doc.test.mjs in scripts/test-js.sh). Here, where wrangler, worker-build and the
+# package in tests/worker are set up; last, because the Rust Worker's dry run rebuilds build/
+# without the demo app the tests above run.
+log "docs/sizes.md: the Workers' figures (wrangler deploy --dry-run)"
+node ../../scripts/sizes.mjs --check --only workers || status=1
 exit $status
