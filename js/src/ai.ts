@@ -5,6 +5,8 @@
  *   guarded call. An OPEN breaker throws `CircuitOpenError`, which the SDK does not retry.
  * - `fallbackModel([{ model }, { model }])`: a language model that answers from the first tier
  *   whose breaker admits the call (a `FallbackChain` of models).
+ * - `answerBegun(result)` and `errorResponse(error)`: a route answers 503 with `Retry-After`,
+ *   not a 200 stream that says "An error occurred.", when no tier could begin the answer.
  *
  * Works with AI SDK 6 (language model specification v3) and AI SDK 7 (v4): it reads only what
  * both specifications share (call options' `abortSignal`, stream part types, generated content)
@@ -29,6 +31,7 @@ import {
   isCircuitOpenError,
   endingOf,
   isTimeoutError,
+  retryAfterMs,
   type CallContext,
   type CircuitBreakerOptions,
   type Ending,
@@ -972,4 +975,61 @@ export function fallbackModel<M extends LanguageModelLike>(
     return false;
   };
   return model as unknown as FallbackModel<M>;
+}
+
+/**
+ * What `answerBegun` reads of a `streamText` result (AI SDK 6 and 7).
+ * @inline
+ */
+export interface StreamTextResultLike {
+  /** The answer's parts (`streamText` hands each reader a copy of them). */
+  readonly fullStream: AsyncIterable<unknown>;
+}
+
+/**
+ * Waits until a `streamText` answer has begun, so that a route can still choose its status:
+ * `toUIMessageStreamResponse()` and `toTextStreamResponse()` answer 200 at once and report a
+ * failure inside the stream ("An error occurred."). Resolves at the answer's first part from the
+ * model (with `breakerMiddleware` or `fallbackModel`: once some tier's stream has begun), or when
+ * the stream ends without one (the caller aborted); rejects with the error that kept it from
+ * beginning: the `CircuitOpenError` with the soonest `retryAfterMs` when every tier refused, else
+ * the last failure (the SDK's `RetryError` when it retried). Hand that error to `errorResponse`.
+ *
+ * It reads a copy of `result.fullStream` up to that part and then lets it go: the SDK keeps the
+ * parts for the response made afterwards, which sends them all. Not for `streamTextLowMemory`
+ * (AI SDK 7), whose result has one reader.
+ */
+export async function answerBegun(result: StreamTextResultLike): Promise<void> {
+  const parts = result.fullStream[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const r = await parts.next();
+      if (r.done === true) return;
+      const p = r.value as { type?: unknown; error?: unknown } | null;
+      if (p?.type === 'error') throw p.error;
+      if (p?.type !== 'start') return;
+    }
+  } finally {
+    void Promise.resolve(parts.return?.()).catch(() => {});
+  }
+}
+
+/**
+ * A `Response` for an error that kept an answer from beginning (`answerBegun`'s, or any call's),
+ * whose body is `message` as plain text (what `useChat` shows as its `error.message`):
+ * - 503 with `Retry-After` (seconds, rounded up, at least 1) for a refusal (`CircuitOpenError`:
+ *   its `retryAfterMs`, the soonest of the tiers' with `fallbackModel`) and for an upstream
+ *   failure (429, 5xx, 529, a time-out, a network error, an error before the first content: the
+ *   wait its response asked for, when it asked; else no `Retry-After`);
+ * - 502 for anything else (a request error such as a 400 from the provider).
+ * The default message says which, and no more (the provider's error is not sent to the client).
+ */
+export function errorResponse(error: unknown, message?: string): Response {
+  const last = (error as { lastError?: unknown } | null | undefined)?.lastError ?? error;
+  const unavailable = isCircuitOpenError(last) || classifyError(error).failure;
+  const wait = unavailable ? retryAfterMs(error) : undefined;
+  const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8' };
+  if (wait !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(wait / 1000)));
+  const text = message ?? (unavailable ? 'The model is unavailable right now. Please try again later.' : 'The model could not answer.');
+  return new Response(text, { status: unavailable ? 503 : 502, headers });
 }

@@ -21,7 +21,7 @@ export function suite({ label, ai, MockModel, createAnthropic, createOpenAI, cre
   // Errors reach the tests through the stream; the SDK's default onError would log them too.
   const streamText = (options) => ai.streamText({ onError: () => {}, ...options });
   const { CircuitBreaker, BreakerRegistry, globalBreakers, isCircuitOpenError, classifyError, retryAfterMs } = breakwater;
-  const { breakerMiddleware, fallbackModel, isModelAnswerError } = bwai;
+  const { breakerMiddleware, fallbackModel, isModelAnswerError, answerBegun, errorResponse } = bwai;
   globalThis.AI_SDK_LOG_WARNINGS = false;
 
   let provider;
@@ -560,6 +560,93 @@ console.log(JSON.stringify({ text }));
     assert.equal(bad.statusCode, 400);
     assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages'], 'a request error is not sent to the backup');
     assert.deepEqual(counts(c), { admitted: 1, rejected: 0, successes: 0, failures: 0, ignored: 1 });
+  });
+
+  /**
+   * js/README's route ("The Vercel AI SDK"): `answerBegun`, then the SDK's response, or
+   * `errorResponse` when the answer could not begin. `respond` makes the SDK's response.
+   */
+  async function route(model, respond, options = {}) {
+    const result = streamText({ model, prompt: 'hi', ...options });
+    try {
+      await answerBegun(result);
+    } catch (error) {
+      return errorResponse(error);
+    }
+    return respond(result);
+  }
+  const ui = (r) => r.toUIMessageStreamResponse();
+  const plain = (r) => r.toTextStreamResponse();
+  /** Two breakers tripped, OPEN for 20 s and 5 s. */
+  const bothOpen = () => {
+    const a = new CircuitBreaker('a', { resetTimeout: 20_000 });
+    const b = new CircuitBreaker('b', { resetTimeout: 5000 });
+    for (let i = 0; i < 5; i++) (a.recordFailure(), b.recordFailure());
+    return fallbackModel([{ model: anthropic('claude-test'), breaker: a }, { model: openai.chat('gpt-test'), breaker: b }]);
+  };
+
+  test(`${label}: the SDK's own response with every tier refused is a 200 "An error occurred." (what answerBegun is for)`, async () => {
+    const model = bothOpen();
+    const res = streamText({ model, prompt: 'hi' }).toUIMessageStreamResponse();
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /"errorText":"An error occurred\."/);
+    const text = streamText({ model, prompt: 'hi' }).toTextStreamResponse();
+    assert.equal(text.status, 200);
+    assert.equal(await text.text(), '');
+  });
+
+  test(`${label}: the documented route with every tier refused answers 503 with Retry-After from the soonest retryAfterMs (UI and text responses)`, async () => {
+    const model = bothOpen();
+    for (const respond of [ui, plain]) {
+      const res = await route(model, respond);
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '5', 'the backup opens again in 5 s, the primary in 20 s');
+      assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8');
+      assert.equal(await res.text(), 'The model is unavailable right now. Please try again later.');
+    }
+    assert.equal(provider.requests.length, 0, 'no request reached the provider');
+  });
+
+  test(`${label}: the documented route with every tier failing before its first word answers 503 with the last failure's Retry-After`, async () => {
+    const model = fallbackModel([
+      { model: anthropic('claude-test'), breaker: new CircuitBreaker('p') },
+      { model: openai.chat('gpt-test'), breaker: new CircuitBreaker('q') },
+    ]);
+    provider.cue({ status: 529, body: errors.anthropic[529], headers: { 'retry-after': '7' } }, { status: 503, body: errors.openai[503], headers: { 'retry-after': '3' } });
+    const res = await route(model, ui, { maxRetries: 0 });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get('retry-after'), '3');
+    assert.deepEqual(provider.requests.map((r) => r.url), ['/v1/messages', '/v1/chat/completions']);
+
+    // A request error stops the chain: 502, no Retry-After, the provider's message not passed on.
+    provider.cue({ status: 400, body: errors.anthropic[400] });
+    const bad = await route(model, ui, { maxRetries: 0 });
+    assert.equal(bad.status, 502);
+    assert.equal(bad.headers.get('retry-after'), null);
+    assert.equal(await bad.text(), 'The model could not answer.');
+  });
+
+  test(`${label}: the documented route with an answer that begins sends it whole (UI and text), a cut after the first words included`, async () => {
+    const a = new CircuitBreaker('a');
+    a.isolate();
+    const model = fallbackModel([{ model: anthropic('claude-test'), breaker: a }, { model: openai.chat('gpt-test'), breaker: new CircuitBreaker('b') }], {
+      onInterrupted: () => ' [cut]',
+    });
+    const text = await route(model, plain);
+    assert.equal(text.status, 200);
+    assert.equal(await text.text(), STREAM_TEXT);
+    const res = await route(model, ui);
+    assert.equal(res.status, 200);
+    const body = await res.text();
+    assert.match(body, /^data: \{"type":"start"\}/);
+    const deltas = [...body.matchAll(/"type":"text-delta","id":"[^"]*","delta":"([^"]*)"/g)].map((m) => m[1]).join('');
+    assert.equal(deltas, STREAM_TEXT);
+    assert.match(body, /"type":"finish"/);
+
+    provider.cue({ cutAfter: 2 });
+    const cut = await route(model, plain);
+    assert.equal(cut.status, 200, 'the answer had begun: the failure is the stream\'s');
+    assert.equal(await cut.text(), `${STREAM_TEXT.split(/(?<= )/).slice(0, 2).join('')} [cut]`);
   });
 
   test(`${label}: fallbackModel: default breakers, one per provider:modelId, in the process-wide registry`, async () => {

@@ -6,7 +6,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { CircuitBreaker } from 'breakwater';
 import { StoreCircuitBreaker, MemoryStore } from 'breakwater/store';
 import { globalBreakers } from 'breakwater';
-import { breakerMiddleware, fallbackModel } from 'breakwater/ai';
+import { breakerMiddleware, fallbackModel, answerBegun, errorResponse } from 'breakwater/ai';
 const anthropic = createAnthropic({ apiKey: 'k' });
 const openai = createOpenAI({ apiKey: 'k' });
 const b = new CircuitBreaker('a');
@@ -35,4 +35,14 @@ export async function f() {
   streamText({ model: assistant, prompt: 'hi', timeout: { totalMs: 180_000 } });
   streamText({ model: m2, prompt: 'hi' });
   streamText({ model: wrapLanguageModel({ model: fb, middleware: breakerMiddleware(b) }), prompt: 'hi' });
+}
+// js/README's route: a streamText result (this SDK version's type) fits answerBegun; a 503 when no tier began.
+export async function route(): Promise<Response> {
+  const result = streamText({ model: assistant, prompt: 'hi' });
+  try {
+    await answerBegun(result);
+  } catch (error) {
+    return errorResponse(error);
+  }
+  return Math.random() < 0.5 ? result.toUIMessageStreamResponse() : errorResponse(new Error('x'), 'busy');
 }

@@ -217,10 +217,50 @@ test('AI SDK route: with every model OPEN the page says so and no request reache
   await control(BACKUP, 'isolate');
   try {
     const r = await ask('ai nobody', AI);
-    assert.equal(r.status, 'done');
-    assert.equal(r.answer, UNAVAILABLE);
+    assert.equal(r.status, 'failed');
+    assert.equal(r.error, UNAVAILABLE);
+    assert.equal(r.answer, '');
     assert.deepEqual(provider.countsFor('ai nobody'), { [PRIMARY]: 0, [BACKUP]: 0 });
   } finally {
+    await control(PRIMARY, 'reset');
+    await control(BACKUP, 'reset');
+  }
+});
+
+test('AI SDK routes (text and UI message streams): with every model OPEN, 503 with Retry-After, not a 200 "An error occurred."', async () => {
+  await control(PRIMARY, 'isolate');
+  await control(BACKUP, 'isolate');
+  try {
+    const post = (route, body) => fetch(`${base}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const text = await post('/api/chat-ai', { prompt: 'ai down text' });
+    const ui = await post('/api/chat-ui', { messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'ai down ui' }] }] });
+    for (const res of [text, ui]) {
+      assert.equal(res.status, 503);
+      // Both breakers are isolated with BREAKER_RESET_MS 600000: the soonest retryAfterMs is 600 s.
+      assert.equal(res.headers.get('retry-after'), '600');
+      assert.equal(await res.text(), UNAVAILABLE);
+    }
+    assert.deepEqual(provider.countsFor('ai down text'), { [PRIMARY]: 0, [BACKUP]: 0 });
+    assert.deepEqual(provider.countsFor('ai down ui'), { [PRIMARY]: 0, [BACKUP]: 0 });
+  } finally {
+    await control(PRIMARY, 'reset');
+    await control(BACKUP, 'reset');
+  }
+});
+
+test('AI SDK routes: with every model failing before its first word, 503 (no answer began), not 200', async () => {
+  // Each model answers 529 on every request the SDK's retries make (the default maxRetries 2).
+  for (let i = 0; i < 3; i++) provider.cue(PRIMARY, { status: 529 }), provider.cue(BACKUP, { status: 529 });
+  const before = await breakers();
+  try {
+    const res = await fetch(`${base}/api/chat-ai`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'ai failing' }) });
+    assert.equal(res.status, 503);
+    assert.equal(await res.text(), UNAVAILABLE);
+    const counts = provider.countsFor('ai failing');
+    assert.ok(counts[PRIMARY] >= 1 && counts[BACKUP] >= 1, JSON.stringify(counts));
+  } finally {
+    const b = await breakers();
+    assert.ok(b[PRIMARY].stats.failures > before[PRIMARY].stats.failures);
     await control(PRIMARY, 'reset');
     await control(BACKUP, 'reset');
   }

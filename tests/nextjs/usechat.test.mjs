@@ -9,6 +9,8 @@ import { launchChromium, nextStart } from './next-start.mjs';
 import { startProvider, PRIMARY, BACKUP } from './anthropic-provider.mjs';
 
 const INTERRUPTED = '\n\n[The answer was interrupted. Please try again.]';
+const UNAVAILABLE = 'Every model is unavailable right now. Please try again later.';
+const ADMIN_TOKEN = 'usechat-admin-token-0123456789';
 
 let provider;
 let next;
@@ -21,6 +23,7 @@ before(async () => {
     ANTHROPIC_API_KEY: 'test-key',
     BREAKER_FAILURE_THRESHOLD: '5',
     BREAKER_RESET_MS: '600000',
+    BREAKER_ADMIN_TOKEN: ADMIN_TOKEN,
   });
   browser = await launchChromium();
 }, { timeout: 90_000 });
@@ -119,4 +122,29 @@ test("useChat: the user's Stop keeps the words so far, ends ready, and is not co
   const after = await stats(PRIMARY);
   assert.equal(after.ignored - before.ignored, 1);
   assert.equal(after.failures - before.failures, 0);
+});
+
+async function control(name, action) {
+  const res = await fetch(`${next.base}/api/breaker`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ name, action }),
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+}
+
+test('useChat: with every model OPEN the route answers 503 and useChat shows the message as its error', async () => {
+  await control(PRIMARY, 'isolate');
+  await control(BACKUP, 'isolate');
+  try {
+    const r = await chat('nobody');
+    assert.equal(r.status, 'error');
+    assert.equal(r.error, UNAVAILABLE);
+    assert.equal(r.answer, '', 'no assistant message: not a 200 whose stream says "An error occurred."');
+    assert.deepEqual(r.pageErrors, []);
+    assert.deepEqual(provider.countsFor('nobody'), { [PRIMARY]: 0, [BACKUP]: 0 });
+  } finally {
+    await control(PRIMARY, 'reset');
+    await control(BACKUP, 'reset');
+  }
 });

@@ -1,8 +1,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
-import type { StreamTextTransform, ToolSet } from 'ai';
 import { fallbackModel } from 'breakwater/ai';
 import { breaker } from './breakers';
-import { BACKUP_MODEL, INTERRUPTED, PRIMARY_MODEL, UNAVAILABLE } from './anthropic-stream';
+import { BACKUP_MODEL, INTERRUPTED, PRIMARY_MODEL } from './anthropic-stream';
 
 // Anthropic at PROVIDER_URL when it is set (the tests' fake provider), otherwise the real API.
 const anthropic = createAnthropic(process.env.PROVIDER_URL ? { baseURL: `${process.env.PROVIDER_URL}/v1` } : {});
@@ -20,19 +19,3 @@ export const chatModel = fallbackModel(
   ],
   { firstChunkTimeoutMs: 15_000, idleTimeoutMs: 30_000, onInterrupted: () => INTERRUPTED },
 );
-
-/**
- * For `streamText`'s `experimental_transform`: an answer that could not start (every model's
- * breaker OPEN, or every model failing before its first word) says so to the reader, rather
- * than ending as an empty 200.
- */
-export const noticeOnError: StreamTextTransform<ToolSet> = () => {
-  let started = false;
-  return new TransformStream({
-    transform(part, out) {
-      if (part.type === 'text-delta') started = true;
-      if (part.type === 'error' && !started) out.enqueue({ type: 'text-delta', id: 'notice', text: UNAVAILABLE });
-      out.enqueue(part);
-    },
-  });
-};

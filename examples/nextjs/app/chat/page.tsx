@@ -29,8 +29,15 @@ export default function ChatPage() {
         body: JSON.stringify({ prompt }),
       });
       if (!res.ok || !res.body) {
-        const body = (await res.json().catch(() => ({}))) as { error?: string };
-        throw new Error(body.error ?? `the server answered ${res.status}`);
+        // /api/chat-stream answers { error } as JSON; /api/chat-ai (errorResponse) as plain text.
+        const text = await res.text().catch(() => '');
+        let message = text || `the server answered ${res.status}`;
+        try {
+          message = (JSON.parse(text) as { error?: string }).error ?? message;
+        } catch {
+          /* plain text */
+        }
+        throw new Error(message);
       }
       setModel(res.headers.get('x-model') ?? '');
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();

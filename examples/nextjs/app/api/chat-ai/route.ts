@@ -1,5 +1,7 @@
 import { streamText } from 'ai';
-import { chatModel, noticeOnError } from '@/lib/models';
+import { answerBegun, errorResponse } from 'breakwater/ai';
+import { chatModel } from '@/lib/models';
+import { UNAVAILABLE } from '@/lib/anthropic-stream';
 import { promptOf } from '@/lib/prompt';
 
 export const runtime = 'nodejs';
@@ -13,7 +15,14 @@ export async function POST(request: Request): Promise<Response> {
     model: chatModel,
     prompt,
     abortSignal: request.signal, // the reader leaving: ignored by the breakers
-    experimental_transform: noticeOnError,
   });
+  try {
+    // Until some model's answer begins: the status is still ours to choose.
+    await answerBegun(result);
+  } catch (error) {
+    // Every model's breaker OPEN, or each failing before its first word: 503 with Retry-After
+    // (the soonest breaker's), not a 200 with an error inside the stream.
+    return errorResponse(error, UNAVAILABLE);
+  }
   return result.toTextStreamResponse();
 }

@@ -1,5 +1,5 @@
 import { convertToModelMessages, streamText, type UIMessage } from 'ai';
-import { isCircuitOpenError } from 'breakwater';
+import { answerBegun, errorResponse } from 'breakwater/ai';
 import { chatModel } from '@/lib/models';
 import { UNAVAILABLE } from '@/lib/anthropic-stream';
 
@@ -24,9 +24,15 @@ export async function POST(request: Request): Promise<Response> {
     messages: await convertToModelMessages(messages),
     abortSignal: request.signal, // the user's Stop: ignored by the breakers
   });
+  try {
+    await answerBegun(result);
+  } catch (error) {
+    // An answer that could not begin (every model's breaker OPEN, or each failing before its
+    // first word): 503 with Retry-After; useChat shows the text as its error.
+    return errorResponse(error, UNAVAILABLE);
+  }
   return result.toUIMessageStreamResponse({
-    // An answer that could not start (every model's breaker OPEN, or each failing before its
-    // first word) reaches useChat as its error.
-    onError: (error) => (isCircuitOpenError(error) || isCircuitOpenError((error as { lastError?: unknown })?.lastError) ? UNAVAILABLE : 'The answer failed. Please try again.'),
+    // A later step failing (after the answer began) reaches useChat as its error.
+    onError: () => 'The answer failed. Please try again.',
   });
 }
