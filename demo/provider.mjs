@@ -5,19 +5,12 @@
 // for several strategies fail at exactly the same moments. The backup model is the same server
 // with a plan that stays healthy (`ALWAYS_HEALTHY`).
 import http from 'node:http';
+import { anthropic } from '../js/src/cli/formats.mjs';
 import { listenLocal } from '../tests/worker/workerd.mjs';
 
-const okBody = (model) =>
-  JSON.stringify({
-    id: 'msg_demo',
-    type: 'message',
-    role: 'assistant',
-    model,
-    content: [{ type: 'text', text: `Hello from ${model}.` }],
-    stop_reason: 'end_turn',
-    usage: { input_tokens: 12, output_tokens: 8 },
-  });
-const OVERLOADED_BODY = JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+// The answers' shapes are those of `breakwater fake-llm` (js/src/cli/formats.mjs).
+const okBody = (model) => JSON.stringify(anthropic.message({ model, text: `Hello from ${model}.` }));
+const OVERLOADED_BODY = JSON.stringify(anthropic.error(529));
 
 /** A plan with no outage: the backup model's. */
 export const ALWAYS_HEALTHY = { healthyMs: Infinity, outageMs: 0, stalledMs: 0, flappingMs: 0, flapMs: 1000, recoveryMs: 0 };

@@ -2,6 +2,7 @@
 // its bundles (ESM, and CommonJS unless it is ESM only), its declarations (.d.ts and .d.cts) and its
 // entry in the exports map. The wasm modules (WASM) are compiled by cargo, bound by wasm-bindgen
 // (`bundler` target, loaded by our own entries: js/entry/) and optimised by binaryen's wasm-opt.
+// The package's command (BINS: `npx breakwater`) is bundled apart from every subpath.
 // pkg/package.json is written last: it is there only after a complete build.
 // Usage: node js/build.mjs [--if-stale]   (scripts/build-pkg.sh installs the tools, then runs this)
 //   --if-stale: do nothing when pkg/package.json is newer than every file the build reads
@@ -108,6 +109,16 @@ const SUBPATHS = [
   // The Durable Object and routes for the user's own Worker: ESM only, it imports the runtime's
   // `cloudflare:workers`, which exists only in workerd.
   { path: './cloudflare', file: 'cloudflare', source: 'js/src/hosts/cloudflare.ts', types: 'hosts/cloudflare', esmOnly: true, external: ['cloudflare:workers'] },
+];
+
+/**
+ * The package's commands (package.json's `bin`), for Node: each bundled from `source` into
+ * dist/FILE.mjs, with the package's own subpaths left as imports, apart from every subpath (no
+ * entry imports it, so no app loads it). `assets`: files it imports at run time by path, copied
+ * into dist/ as they are (`breakwater try` runs dist/quickstart.mjs, the quick start's script).
+ */
+const BINS = [
+  { name: 'breakwater', file: 'cli', source: 'js/src/cli/main.mjs', assets: ['js/src/cli/quickstart.mjs'] },
 ];
 
 /**
@@ -261,6 +272,12 @@ for (const r of SUBPATHS.filter((s) => s.wasm)) {
   });
 }
 
+for (const b of BINS) {
+  log(`bundling the command ${b.name} (${b.source})`);
+  await build({ ...COMMON, platform: 'node', format: 'esm', entryPoints: [b.source], outfile: `${DIST}/${b.file}.mjs`, external: SELF });
+  for (const asset of b.assets) fs.copyFileSync(asset, `${DIST}/${path.basename(asset)}`);
+}
+
 // ----- the declarations -----
 // tsc emits one tree, dist/types/ (ES modules, as the package's "type" says); the same files under
 // dist/types-cjs/, beside a package.json of "type": "commonjs", are the CommonJS declarations. Each
@@ -302,6 +319,7 @@ for (const [key, value] of Object.entries({ ...template, version })) {
       '*': Object.fromEntries(SUBPATHS.filter((r) => r.path !== '.').map((r) => [r.path.slice(2), [`./dist/${r.file}.${r.esmOnly ? 'd.ts' : 'd.cts'}`]])),
     },
     exports: { ...Object.fromEntries(SUBPATHS.map((r) => [r.path, exportsOf(r)])), './package.json': './package.json' },
+    bin: Object.fromEntries(BINS.map((b) => [b.name, `dist/${b.file}.mjs`])),
     files: ['dist/', ...Object.values(WASM).map((w) => `${w.dir}/`), 'README.md', ...LICENSES],
     // What does something when loaded: the runtime entries, which instantiate their wasm module.
     // The rest only defines, and bundlers may leave out what an app does not use.
