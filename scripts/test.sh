@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PARTS=(setup rust sim js ai worker nextjs redis demo dashboard)
+PARTS=(setup rust sim js ai worker nextjs starters redis demo dashboard)
 
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=("${PARTS[@]}")

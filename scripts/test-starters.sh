@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# The starters (starters/nextjs, starters/worker, starters/axum) as a user runs them: each copied
+# out of the repository into a folder of its own, its packages installed from the registries
+# and breakwater from what a user would get (the npm package packed from pkg/, the crate
+# packaged by `cargo package`), built, served on 127.0.0.1 in front of a local fake Anthropic
+# provider that is switched to 529 and back:
+# - nextjs: `next build && next start`; /api/summarize (plain fetch) opens its breaker and
+#   answers 503 + Retry-After without calling the provider, /api/chat (AI SDK, fallbackModel)
+#   answers 503 + Retry-After once both models' breakers are OPEN, the page renders; both
+#   recover after the provider heals.
+# - worker: `wrangler dev` (Node 22, .tools/node22); the breaker in the Durable Object opens,
+#   503 + Retry-After, /metrics (JSON and Prometheus) and /admin/status answer with the breaker,
+#   recovery.
+# - axum: `cargo build` + run; a final 529 after the retries is a 503 + Retry-After (never the
+#   provider's answer), the breakers open and fail fast, recovery.
+# The copies live in $BW_STARTERS_DIR (default ${TMPDIR:-/tmp}/breakwater-starters): the sources
+# are copied afresh every run, node_modules is kept while the starter's package.json and the
+# tarball are unchanged, cargo builds in target/starters/axum-target.
+# Usage: scripts/test-starters.sh [nextjs] [worker] [axum]   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+ROOT=$PWD
+
+WORK=${BW_STARTERS_DIR:-${TMPDIR:-/tmp}/breakwater-starters}
+case "$WORK/" in "$ROOT/"*) log "BW_STARTERS_DIR must be outside the repository"; exit 2 ;; esac
+mkdir -p "$WORK"
+export NEXT_TELEMETRY_DISABLED=1 WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false
+export NO_COLOR=1 FORCE_COLOR=0 npm_config_update_notifier=false
+# Every process this script starts carries the marker: checked at the end (fail_if_left_running).
+export BREAKWATER_DEMO_RUN="starters-$$"
+
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(nextjs worker axum)
+
+status=0
+fail() { log "FAIL: $*"; status=1; }
+ok() { log "ok: $*"; }
+
+# ----- processes: each in a process group of its own, stopped on exit -----
+groups=()
+# Usage: start_bg NAME DIR CMD...   runs CMD in DIR in the background, in a session of its own
+# (its process group is stopped at the end), output in $WORK/NAME.log.
+start_bg() {
+  local name=$1 dir=$2
+  shift 2
+  (cd "$dir" && exec setsid "$@" >"$WORK/$name.log" 2>&1 </dev/null) &
+  groups+=("$!")
+}
+stop_group() {
+  local pid=$1
+  kill -TERM -- "-$pid" 2>/dev/null || return 0
+  for _ in $(seq 50); do kill -0 -- "-$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+}
+stop_all() {
+  local pid
+  for pid in "${groups[@]}"; do stop_group "$pid"; done
+  groups=()
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# Usage: wait_http URL SECONDS NAME   until URL answers any HTTP status.
+wait_http() {
+  local url=$1 deadline=$((SECONDS + $2)) name=$3
+  until curl -s -o /dev/null --max-time 2 "$url"; do
+    if [ $SECONDS -ge $deadline ]; then
+      tail -30 "$WORK/$name.log" >&2
+      log "$name did not answer at $url within $2 s"
+      return 1
+    fi
+    sleep 0.3
+  done
+}
+
+# Usage: req METHOD URL [JSON] [HEADER]   sets CODE, BODY and RETRY_AFTER.
+req() {
+  local args=(-s -X "$1" --max-time 60 -D "$WORK/headers" -o "$WORK/body" -w '%{http_code}')
+  [ -n "${3:-}" ] && args+=(-H 'content-type: application/json' --data "$3")
+  [ -n "${4:-}" ] && args+=(-H "$4")
+  CODE=$(curl "${args[@]}" "$2") || CODE=000
+  BODY=$(cat "$WORK/body")
+  RETRY_AFTER=$(awk 'tolower($1) == "retry-after:" { gsub(/\r/, ""); print $2 }' "$WORK/headers")
+}
+
+# ----- the fake provider: Anthropic's Messages API on 127.0.0.1, switched by POST /__fake/status -----
+cat >"$WORK/fake-provider.mjs" <<'JS'
+// POST /v1/messages answers like Anthropic (JSON, or server-sent events with "stream": true)
+// while the status is 200; otherwise that status with Anthropic's error body (529:
+// overloaded_error) and `retry-after-ms: 50`, so that retries are quick. POST /__fake/status
+// with a number switches it; GET /__fake/count says how many /v1/messages requests came.
+import http from 'node:http';
+let status = 200;
+let count = 0;
+const text = 'hello from the fake provider';
+const sse = (event, data) => `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`;
+const server = http.createServer(async (req, res) => {
+  let body = '';
+  for await (const chunk of req) body += chunk;
+  if (req.url === '/__fake/status' && req.method === 'POST') {
+    status = Number(body);
+    return res.end(String(status));
+  }
+  if (req.url === '/__fake/count') return res.end(String(count));
+  if (!(req.url === '/v1/messages' && req.method === 'POST')) {
+    res.writeHead(404, { 'content-type': 'application/json' });
+    return res.end('{"type":"error","error":{"type":"not_found_error","message":"no such route"}}');
+  }
+  count++;
+  if (status !== 200) {
+    const type = status === 529 ? 'overloaded_error' : status === 429 ? 'rate_limit_error' : 'api_error';
+    res.writeHead(status, { 'content-type': 'application/json', 'retry-after-ms': '50' });
+    return res.end(JSON.stringify({ type: 'error', error: { type, message: `fake ${status}` } }));
+  }
+  const request = JSON.parse(body || '{}');
+  const message = { id: 'msg_fake', type: 'message', role: 'assistant', model: request.model ?? 'claude-fake', stop_sequence: null };
+  if (!request.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return res.end(JSON.stringify({ ...message, content: [{ type: 'text', text }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 5 } }));
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.write(sse('message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 3, output_tokens: 1 } } }));
+  res.write(sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
+  for (const word of text.split(/(?<= )/)) res.write(sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: word } }));
+  res.write(sse('content_block_stop', { index: 0 }));
+  res.write(sse('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }));
+  res.end(sse('message_stop', {}));
+});
+server.listen(Number(process.argv[2]), '127.0.0.1', () => console.log(`fake provider on http://127.0.0.1:${server.address().port}`));
+JS
+FAKE_PORT=$(free_port)
+FAKE=http://127.0.0.1:$FAKE_PORT
+start_bg fake-provider "$WORK" node fake-provider.mjs "$FAKE_PORT"
+wait_http "$FAKE/__fake/count" 10 fake-provider
+fake_status() { curl -s -o /dev/null --max-time 5 -X POST --data "$1" "$FAKE/__fake/status"; }
+fake_count() { curl -s --max-time 5 "$FAKE/__fake/count"; }
+
+# ----- copies and installs -----
+# Usage: fresh_copy NAME KEEP...   copies starters/NAME to $WORK/NAME, keeping only KEEP (e.g.
+# node_modules) from the previous run.
+fresh_copy() {
+  local name=$1 dst=$WORK/$1 entry keep k
+  shift
+  mkdir -p "$dst"
+  for entry in "$dst"/* "$dst"/.[!.]*; do
+    [ -e "$entry" ] || continue
+    keep=0
+    for k in "$@"; do [ "$(basename "$entry")" = "$k" ] && keep=1; done
+    [ $keep = 1 ] || rm -rf "$entry"
+  done
+  cp -r "starters/$name/." "$dst/"
+}
+
+TARBALL=
+# The npm package as a user gets it: pkg/ built unless up to date, packed into target/starters/pack
+# (a folder of this script's own: scripts/install-pkg.sh empties target/pack).
+pack_npm() {
+  [ -n "$TARBALL" ] && return
+  rm -rf target/starters/pack && mkdir -p target/starters/pack
+  flock /tmp/bw-build.lock bash -c 'bash scripts/build-pkg.sh --if-stale && cd pkg && npm pack --silent --pack-destination ../target/starters/pack >/dev/null'
+  TARBALL=$(ls "$ROOT"/target/starters/pack/breakwater-*.tgz)
+}
+
+# Usage: npm_install NAME   `npm install` of the starter with breakwater from the tarball, unless
+# node_modules was installed from the same package.json and tarball.
+npm_install() {
+  local dir=$WORK/$1 stamp
+  pack_npm
+  stamp=$(cat "$dir/package.json" "$TARBALL" | sha256sum | cut -c1-16)
+  if [ "$(cat "$dir/node_modules/.starter-stamp" 2>/dev/null)" = "$stamp" ]; then
+    log "$1: node_modules is current"
+    return
+  fi
+  log "$1: npm install (breakwater from $(basename "$TARBALL"))"
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$TARBALL")
+  echo "$stamp" >"$dir/node_modules/.starter-stamp"
+}
+
+# ----- the Next.js starter -----
+test_nextjs() {
+  local dir=$WORK/nextjs port i before chat first=""
+  fresh_copy nextjs node_modules
+  npm_install nextjs
+  log "nextjs: next build"
+  (cd "$dir" && npx next build >"$WORK/next-build.log" 2>&1) || { tail -40 "$WORK/next-build.log" >&2; fail "nextjs: next build"; return; }
+  port=$(free_port)
+  local base=http://127.0.0.1:$port
+  fake_status 200
+  start_bg next-start "$dir" env ANTHROPIC_BASE_URL="$FAKE" ANTHROPIC_API_KEY=test BREAKER_RESET_TIMEOUT_MS=3000 \
+    node_modules/.bin/next start -H 127.0.0.1 -p "$port"
+  wait_http "$base/" 60 next-start || { fail "nextjs: next start"; return; }
+
+  req GET "$base/"
+  [ "$CODE" = 200 ] && ok "nextjs: the page answers 200" || fail "nextjs: GET / answered $CODE"
+  req POST "$base/api/summarize" '{"text":"a long text"}'
+  [ "$CODE" = 200 ] && grep -q 'hello from the fake provider' <<<"$BODY" && ok "nextjs: /api/summarize answers 200 from the provider" \
+    || fail "nextjs: /api/summarize healthy: $CODE $BODY"
+  chat='{"id":"c1","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}'
+  req POST "$base/api/chat" "$chat"
+  [ "$CODE" = 200 ] && grep -q '"delta":"provider"' <<<"$BODY" && ok "nextjs: /api/chat streams the answer" \
+    || fail "nextjs: /api/chat healthy: $CODE $BODY"
+
+  fake_status 529
+  for i in $(seq 8); do
+    before=$(fake_count)
+    req POST "$base/api/summarize" '{"text":"a long text"}'
+    [ "$CODE" = 503 ] && break
+    [ "$CODE" = 502 ] || fail "nextjs: /api/summarize under 529 answered $CODE $BODY"
+  done
+  if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ]; then
+    ok "nextjs: /api/summarize: breaker OPEN after $((i - 1)) failed requests, 503 Retry-After: $RETRY_AFTER, no provider request"
+  else
+    fail "nextjs: /api/summarize did not fail fast: $CODE retry-after=$RETRY_AFTER count $before -> $(fake_count)"
+  fi
+  for i in $(seq 6); do
+    before=$(fake_count)
+    req POST "$base/api/chat" "$chat"
+    [ "$CODE" = 503 ] && break
+    # Before every tier is OPEN the stream has begun: 200, the failure inside it.
+    [ -z "$first" ] && first="$CODE $(grep -o '"type":"error"[^}]*' <<<"$BODY" | head -1)"
+  done
+  log "nextjs: /api/chat while both models fail, before their breakers open: ${first:-none}"
+  if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ]; then
+    ok "nextjs: /api/chat with every model's breaker OPEN: 503 Retry-After: $RETRY_AFTER, '$BODY', no provider request"
+  else
+    fail "nextjs: /api/chat all tiers down answered $CODE (retry-after=$RETRY_AFTER) $BODY"
+  fi
+
+  fake_status 200
+  sleep "${RETRY_AFTER:-3}"
+  local recovered=0
+  for i in $(seq 20); do
+    req POST "$base/api/summarize" '{"text":"a long text"}'
+    if [ "$CODE" = 200 ]; then recovered=1; break; fi
+    sleep 0.5
+  done
+  [ $recovered = 1 ] && ok "nextjs: /api/summarize recovered" || fail "nextjs: /api/summarize did not recover: $CODE $BODY"
+  recovered=0
+  for i in $(seq 20); do
+    req POST "$base/api/chat" "$chat"
+    if [ "$CODE" = 200 ] && grep -q '"delta":"provider"' <<<"$BODY"; then recovered=1; break; fi
+    sleep 0.5
+  done
+  [ $recovered = 1 ] && ok "nextjs: /api/chat recovered" || fail "nextjs: /api/chat did not recover: $CODE $BODY"
+}
+
+
+# ----- the Worker starter -----
+test_worker() {
+  local dir=$WORK/worker node22 port inspector i before recovered=0
+  node22=$(bash scripts/setup.sh node22 | tail -1)
+  fresh_copy worker node_modules
+  npm_install worker
+  # What a user puts in .dev.vars (see the starter's README), pointing at the fake provider.
+  printf 'ANTHROPIC_BASE_URL=%s\nANTHROPIC_API_KEY=test\nADMIN_TOKEN=starter-admin\nBREAKER_RESET_TIMEOUT_MS=3000\n' "$FAKE" >"$dir/.dev.vars"
+  rm -rf "$WORK/worker-home" && mkdir -p "$WORK/worker-home/xdg" "$WORK/worker-home/tmp"
+  (cd "$dir" && XDG_CONFIG_HOME="$WORK/worker-home/xdg" PATH="$(dirname "$node22"):$PATH" npm run --silent check >"$WORK/worker-check.log" 2>&1) \
+    && ok "worker: npm run check (wrangler types, tsc --noEmit)" || { tail -20 "$WORK/worker-check.log" >&2; fail "worker: npm run check"; }
+  port=$(free_port)
+  inspector=$(free_port)
+  local base=http://127.0.0.1:$port admin='authorization: Bearer starter-admin'
+  fake_status 200
+  log "worker: wrangler dev (Node $("$node22" --version))"
+  start_bg wrangler-dev "$dir" env XDG_CONFIG_HOME="$WORK/worker-home/xdg" TMPDIR="$WORK/worker-home/tmp" \
+    WRANGLER_REGISTRY_PATH="$WORK/worker-home/xdg/.wrangler/registry" \
+    "$node22" node_modules/wrangler/bin/wrangler.js dev --local --ip 127.0.0.1 --port "$port" \
+    --inspector-ip 127.0.0.1 --inspector-port "$inspector" --persist-to "$WORK/worker-home/state" \
+    --show-interactive-dev-session=false
+  wait_http "$base/" 90 wrangler-dev || { fail "worker: wrangler dev"; return; }
+
+  req POST "$base/api/summarize" '{"text":"a long text"}'
+  [ "$CODE" = 200 ] && grep -q 'hello from the fake provider' <<<"$BODY" && ok "worker: /api/summarize answers 200 from the provider" \
+    || fail "worker: /api/summarize healthy: $CODE $BODY"
+  fake_status 529
+  for i in $(seq 8); do
+    before=$(fake_count)
+    req POST "$base/api/summarize" '{"text":"a long text"}'
+    [ "$CODE" = 503 ] && break
+    [ "$CODE" = 502 ] || fail "worker: /api/summarize under 529 answered $CODE $BODY"
+  done
+  if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ]; then
+    ok "worker: breaker OPEN (in the Durable Object) after $((i - 1)) failures: 503 Retry-After: $RETRY_AFTER, no provider request"
+  else
+    fail "worker: did not fail fast: $CODE retry-after=$RETRY_AFTER count $before -> $(fake_count)"
+  fi
+  local ra=${RETRY_AFTER:-3}
+  req GET "$base/metrics"
+  [ "$CODE" = 401 ] && ok "worker: /metrics without the token: 401" || fail "worker: /metrics without the token answered $CODE"
+  req GET "$base/metrics" '' "$admin"
+  [ "$CODE" = 200 ] && grep -q '"anthropic"' <<<"$BODY" && grep -q 'OPEN' <<<"$BODY" \
+    && ok "worker: /metrics (JSON) answers 200 with the breaker, OPEN" || fail "worker: /metrics: $CODE $BODY"
+  req GET "$base/metrics?format=prometheus" '' "$admin"
+  if [ "$CODE" = 200 ] && grep -q '^breakwater_.*breaker="anthropic"' <<<"$BODY"; then
+    ok "worker: /metrics?format=prometheus: $(grep -c '^breakwater_.*breaker="anthropic"' <<<"$BODY") lines of the breaker"
+  else
+    fail "worker: /metrics?format=prometheus: $CODE $(head -c 400 <<<"$BODY")"
+  fi
+  req GET "$base/admin/status" '' "$admin"
+  [ "$CODE" = 200 ] && grep -q 'anthropic' <<<"$BODY" && ok "worker: /admin/status (the status page) lists the breaker" \
+    || fail "worker: /admin/status: $CODE $(head -c 300 <<<"$BODY")"
+
+  fake_status 200
+  sleep "$ra"
+  for i in $(seq 20); do
+    req POST "$base/api/summarize" '{"text":"a long text"}'
+    if [ "$CODE" = 200 ]; then recovered=1; break; fi
+    sleep 0.5
+  done
+  [ $recovered = 1 ] && ok "worker: recovered" || fail "worker: did not recover: $CODE $BODY"
+}
+
+# ----- the axum starter -----
+test_axum() {
+  local dir=$WORK/axum crate version port i before first="" recovered=0
+  fresh_copy axum
+  # The crate as crates.io would serve it: `cargo package` of the repository (the working tree as
+  # it is), unpacked; the copy's [patch] points at it (the committed starter names the version).
+  version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
+  CARGO_TARGET_DIR=$ROOT/target/starters/cargo cargo package --quiet --no-verify --allow-dirty 2>/dev/null
+  rm -rf target/starters/crate && mkdir -p target/starters/crate
+  tar xzf "target/starters/cargo/package/breakwater-llm-$version.crate" -C target/starters/crate
+  crate=$ROOT/target/starters/crate/breakwater-llm-$version
+  printf '\n[patch.crates-io]\nbreakwater-llm = { path = "%s" }\n' "$crate" >>"$dir/Cargo.toml"
+  # Start from the repository's resolved versions (the starter has no lock file of its own).
+  cp Cargo.lock "$dir/Cargo.lock"
+  log "axum: cargo build"
+  (cd "$dir" && CARGO_TARGET_DIR=$ROOT/target/starters/axum-target cargo build --quiet) || { fail "axum: cargo build"; return; }
+  port=$(free_port)
+  local base=http://127.0.0.1:$port
+  fake_status 200
+  start_bg axum "$dir" env BIND="127.0.0.1:$port" ANTHROPIC_BASE_URL="$FAKE" ANTHROPIC_API_KEY=test BREAKER_OPEN_MS=3000 \
+    "$ROOT/target/starters/axum-target/debug/breakwater-starter-axum"
+  wait_http "$base/" 30 axum || { fail "axum: the service did not start"; return; }
+
+  req POST "$base/api/summarize" '{"text":"a long text"}'
+  [ "$CODE" = 200 ] && grep -q 'hello from the fake provider' <<<"$BODY" && ok "axum: /api/summarize answers 200 from the provider" \
+    || fail "axum: /api/summarize healthy: $CODE $BODY"
+  fake_status 529
+  before=$(fake_count)
+  req POST "$base/api/summarize" '{"text":"a long text"}'
+  if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && grep -q 'answered 529 after retries' <<<"$BODY" && [ "$(fake_count)" = $((before + 3)) ]; then
+    ok "axum: a final 529 after 3 attempts is a 503 Retry-After: $RETRY_AFTER with breakwater's error, not the provider's answer"
+  else
+    fail "axum: a final 529 answered $CODE (retry-after=$RETRY_AFTER, attempts $((  $(fake_count) - before ))): $BODY"
+  fi
+  for i in $(seq 8); do
+    before=$(fake_count)
+    req POST "$base/api/summarize" '{"text":"a long text"}'
+    [ "$CODE" = 503 ] || fail "axum: under 529 answered $CODE $BODY"
+    [ "$(fake_count)" = "$before" ] && break
+  done
+  if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ]; then
+    ok "axum: breaker OPEN: 503 Retry-After: $RETRY_AFTER without a provider request${BODY:+ ($BODY)}"
+  else
+    fail "axum: did not fail fast: $CODE retry-after=$RETRY_AFTER"
+  fi
+  # The route's own breaker (BreakerLayer on the router) counts those 503s: once OPEN, it answers
+  # 503 + Retry-After with an empty body before the handler runs.
+  for i in $(seq 8); do
+    req POST "$base/api/summarize" '{"text":"a long text"}'
+    [ "$CODE" = 503 ] && [ -z "$BODY" ] && break
+  done
+  if [ "$CODE" = 503 ] && [ -z "$BODY" ] && [ -n "$RETRY_AFTER" ]; then
+    ok "axum: the route's BreakerLayer OPEN: 503 Retry-After: $RETRY_AFTER before the handler runs"
+  else
+    fail "axum: the route's BreakerLayer did not open: $CODE $BODY"
+  fi
+  fake_status 200
+  sleep "${RETRY_AFTER:-3}"
+  for i in $(seq 30); do
+    req POST "$base/api/summarize" '{"text":"a long text"}'
+    if [ "$CODE" = 200 ]; then recovered=1; break; fi
+    sleep 0.5
+  done
+  [ $recovered = 1 ] && ok "axum: recovered" || fail "axum: did not recover: $CODE $BODY"
+}
+
+# Usage: run_part NAME   test_NAME, then stops what it started (the fake provider stays).
+run_part() {
+  local t0=$SECONDS n=${#groups[@]} i
+  "test_$1"
+  for ((i = ${#groups[@]} - 1; i >= n; i--)); do stop_group "${groups[$i]}"; done
+  groups=("${groups[@]:0:$n}")
+  log "$1: $((SECONDS - t0)) s"
+}
+
+main_parts() {
+  local p
+  for p in "${parts[@]}"; do
+    case "$p" in
+      nextjs | worker | axum) run_part "$p" ;;
+      *) log "unknown starter: $p"; exit 2 ;;
+    esac
+  done
+}
+main_parts
+stop_all
+sleep 0.5
+fail_if_left_running "starters-$$" "scripts/test-starters.sh"
+exit $status
