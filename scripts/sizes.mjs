@@ -13,7 +13,7 @@
 //                  loads under the node condition (the .wasm inlined as base64), each gzip -9,
 //                  given where that differs (the entries with a wasm module of their own).
 //   the Workers    `wrangler deploy --dry-run --outdir` and the "Total Upload: X KiB / gzip: Y KiB"
-//                  it prints, for (a) the README's JavaScript Worker (its "Cloudflare Workers"
+//                  it prints, for (a) the Workers guide's JavaScript Worker (docs/cloudflare.md, its "Cloudflare Workers"
 //                  example and wrangler.toml snippet, as they are written there) with the package
 //                  installed in tests/worker, and (b) the Rust Worker (wrangler.toml at the root;
 //                  this runs its [build], scripts/build-worker.sh, which rewrites build/ without
@@ -281,14 +281,14 @@ export async function wranglerDryRun(cwd, args = []) {
   }
 }
 
-/** The README's "Cloudflare Workers" section: its Worker (the ```ts block) and wrangler.toml lines. */
+/** The Workers guide's first section (docs/cloudflare.md): its Worker (the ```ts block) and wrangler.toml lines. */
 function readmeWorker() {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const readme = fs.readFileSync(path.join(ROOT, 'docs/cloudflare.md'), 'utf8');
   const section = /^## Cloudflare Workers[^\n]*\n([\s\S]*?)^## /m.exec(readme)?.[1];
-  assert.ok(section, 'README.md has no "## Cloudflare Workers" section');
+  assert.ok(section, 'docs/cloudflare.md has no "## Cloudflare Workers" section');
   const toml = /```toml\n([\s\S]*?)```/.exec(section)?.[1];
   const ts = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-  assert.ok(toml && ts, 'README.md\'s "Cloudflare Workers" section lacks its ```toml or ```ts block');
+  assert.ok(toml && ts, 'docs/cloudflare.md\'s "Cloudflare Workers" section lacks its ```toml or ```ts block');
   // The toml block is indented under its list item.
   return { toml: toml.replace(/^ {3}/gm, ''), ts };
 }
@@ -316,7 +316,7 @@ async function workersPart() {
     '',
     '| Worker | what it is | Total Upload | gzip |',
     '|---|---|---|---|',
-    `| JavaScript | the README's "Cloudflare Workers" example: \`BreakerObject\`, \`SharedCircuitBreaker\` and \`breakerRoutes\` from \`breakwater/cloudflare\` | ${js.kib} KiB | ${js.gzipKib} KiB |`,
+    `| JavaScript | the Workers guide's example (docs/cloudflare.md): \`BreakerObject\`, \`SharedCircuitBreaker\` and \`breakerRoutes\` from \`breakwater/cloudflare\` | ${js.kib} KiB | ${js.gzipKib} KiB |`,
     `| Rust | worker/, wrangler.toml at the root (\`BreakerObject\`, the routes, the breaker service; no demo app) | ${rust.kib} KiB | ${rust.gzipKib} KiB |`,
   ];
 }
@@ -333,7 +333,7 @@ const PARTS = { package: packagePart, workers: workersPart };
  * wrangler's "Total Upload" are the same bytes on every build from the same sources (the four
  * modules built twice from scratch, compared byte for byte): no margin. wrangler's gzip figure is
  * the gzip of its modules concatenated in the order it collected them, and that order varies from
- * run to run for a Worker with two .wasm modules (the README's: 118.88 or 119.80 KiB for the same
+ * run to run for a Worker with two .wasm modules (the guide's: 118.88 or 119.80 KiB for the same
  * files, about one run in ten): 1 % on that figure, the last of a Worker's row.
  */
 const MARGIN = {

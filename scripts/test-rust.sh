@@ -88,7 +88,7 @@ list=$(cargo package --list --allow-dirty --quiet)
 for f in Cargo.toml Cargo.lock README.md LICENSE-MIT LICENSE-APACHE src/lib.rs wrangler.toml; do
   grep -qx "$f" <<<"$list" || { log "the crate lacks $f"; exit 1; }
 done
-stray=$(grep -vE '^(\.cargo_vcs_info\.json|Cargo\.toml(\.orig)?|Cargo\.lock|README\.md|LICENSE-(MIT|APACHE)|wrangler\.toml|src/.+\.rs|tests/[^/]+\.rs|tests/conformance/[^/]+\.json|tests/shared_protocol\.proptest-regressions|benches/[^/]+\.rs|examples/[^/]+\.rs|scenarios/[^/]+\.(toml|json|md))$' <<<"$list" || true)
+stray=$(grep -vE '^(\.cargo_vcs_info\.json|Cargo\.toml(\.orig)?|Cargo\.lock|README\.md|docs/(rust|cloudflare)\.md|LICENSE-(MIT|APACHE)|wrangler\.toml|src/.+\.rs|tests/[^/]+\.rs|tests/conformance/[^/]+\.json|tests/shared_protocol\.proptest-regressions|benches/[^/]+\.rs|examples/[^/]+\.rs|scenarios/[^/]+\.(toml|json|md))$' <<<"$list" || true)
 [ -z "$stray" ] || { log "files the crate should not hold:"; echo "$stray" >&2; exit 1; }
 ! grep -qE '^(js|pkg|demo|scripts|examples/nextjs|bench|build|worker|node_modules)/|^tests/(js|worker|ai|nextjs|redis|fixtures|dependent)/|node_modules' <<<"$list" ||
   { log "the crate holds JavaScript, scripts or build output"; exit 1; }

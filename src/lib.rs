@@ -115,6 +115,11 @@ pub use snapshot::{RestoreError, Snapshot, SNAPSHOT_VERSION};
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+/// The Rust guide's examples (docs/rust.md), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/rust.md")]
+pub struct RustGuideDoctests;
+
 /// Every public error type is a `core::error::Error` in every build: scripts/test-rust.sh runs
 /// these with and without `std`.
 #[cfg(test)]

@@ -103,3 +103,39 @@ fn the_table_names_the_refusals_the_core_gives() {
     );
     assert!(table.contains("`'isolated'`") && table.contains("| `resetTimeout` |"));
 }
+
+/// The README's lease sequence: every request an isolate sends is one of the breaker service's
+/// operations (`/v1/<op>`), and every answer is a lease in one of the core's states, or a permit.
+#[test]
+fn the_lease_sequence_sends_only_the_protocol_s_operations() {
+    use breakwater::shared::routes::Route;
+    let start = README
+        .find("```mermaid\nsequenceDiagram")
+        .expect("README.md has a mermaid sequence diagram");
+    let block = &README[start..];
+    let end = block[3..].find("```").expect("the diagram's block ends") + 3;
+    let states = [State::Closed, State::Open, State::HalfOpen].map(State::as_str);
+    let (mut asked, mut answered) = (0, 0);
+    for line in block[..end].lines().map(str::trim) {
+        if let Some((_, message)) = line.split_once("-->>") {
+            let (_, text) = message.split_once(':').expect("an answer has a text");
+            let text = text.trim();
+            let named = states
+                .iter()
+                .any(|s| text.starts_with(&format!("lease: {s}")));
+            assert!(named || text.starts_with("permit"), "answer {text:?}");
+            answered += 1;
+        } else if let Some((_, message)) = line.split_once("->>") {
+            let (_, text) = message.split_once(':').expect("a request has a text");
+            let op = text.split_whitespace().next().unwrap_or_default();
+            let op = op.trim_end_matches(':');
+            let path = format!("/v1/{op}");
+            assert!(
+                matches!(Route::of(&path), Route::Service(_)),
+                "request {text:?}: {path} is not an operation of the protocol"
+            );
+            asked += 1;
+        }
+    }
+    assert!(asked > 0 && asked == answered, "{asked} requests, {answered} answers");
+}

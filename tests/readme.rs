@@ -151,3 +151,24 @@ fn public_docs_speak_no_private_jargon() {
     }
     assert!(found.is_empty(), "private jargon:\n{}", found.join("\n"));
 }
+
+/// Every `BREAKERS = '''…'''` a doc shows in a ```toml block is one the core accepts.
+#[test]
+fn every_breakers_block_is_one_the_core_accepts() {
+    let mut checked = 0;
+    for doc in public_docs() {
+        let text = read(&doc);
+        for block in text.split("```toml\n").skip(1) {
+            let block = block.split("```").next().unwrap_or_default();
+            let Some(rest) = block.split_once("BREAKERS = '''") else {
+                continue;
+            };
+            let json = rest.1.split("'''").next().unwrap_or_default();
+            if let Err(e) = breakwater::shared::spec::parse_breakers(json) {
+                panic!("{doc}: its BREAKERS block is refused: {e}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no BREAKERS block found");
+}

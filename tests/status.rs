@@ -329,7 +329,8 @@ fn the_docs_state_the_page_as_it_is() {
         ][n as usize]
     };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md"))
+    // The guide that describes the page (in the published crate too).
+    let readme = std::fs::read_to_string(root.join("docs/cloudflare.md"))
         .unwrap()
         .replace('\n', " ");
     // js/README.md is not in the published crate (whose tests run unpacked): checked in the
@@ -339,7 +340,10 @@ fn the_docs_state_the_page_as_it_is() {
     let minutes = format!("each of the last {} minutes", word(ACTIVITY_MINUTES));
     let refresh = format!("reloads itself every {REFRESH_S} s");
     for text in [&changes, &minutes, &refresh] {
-        assert!(readme.contains(text.as_str()), "README.md lacks {text:?}");
+        assert!(
+            readme.contains(text.as_str()),
+            "docs/cloudflare.md lacks {text:?}"
+        );
     }
     if let Ok(js) = js {
         assert!(
