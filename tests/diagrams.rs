@@ -137,5 +137,8 @@ fn the_lease_sequence_sends_only_the_protocol_s_operations() {
             asked += 1;
         }
     }
-    assert!(asked > 0 && asked == answered, "{asked} requests, {answered} answers");
+    assert!(
+        asked > 0 && asked == answered,
+        "{asked} requests, {answered} answers"
+    );
 }
