@@ -2,11 +2,13 @@
 # The starters (starters/nextjs, starters/worker, starters/axum) as a user runs them: each copied
 # out of the repository into a folder of its own, its packages installed from the registries
 # and breakwater from what a user would get (the npm package packed from pkg/, the crate
-# packaged by `cargo package`), built, served on 127.0.0.1 in front of a local fake Anthropic
-# provider that is switched to 529 and back:
+# packaged by `cargo package`), built, served on 127.0.0.1 in front of the packed package's own
+# `breakwater fake-llm` (what each README tells users to run), switched to 529 and back:
 # - nextjs: `next build && next start`; /api/summarize (plain fetch) opens its breaker and
 #   answers 503 + Retry-After without calling the provider, /api/chat (AI SDK, fallbackModel)
-#   answers 503 + Retry-After once both models' breakers are OPEN, the page renders; both
+#   answers 503 (answerBegun + errorResponse), never a 200 stream, when every model fails
+#   before its first word (429: with the provider's Retry-After; 529), and 503 + Retry-After
+#   without a provider request once both models' breakers are OPEN; the page renders; both
 #   recover after the provider heals.
 # - worker: `wrangler dev` (Node 22, .tools/node22); the breaker in the Durable Object opens,
 #   503 + Retry-After, /metrics (JSON and Prometheus) and /admin/status answer with the breaker,
@@ -88,57 +90,27 @@ req() {
   RETRY_AFTER=$(awk 'tolower($1) == "retry-after:" { gsub(/\r/, ""); print $2 }' "$WORK/headers")
 }
 
-# ----- the fake provider: Anthropic's Messages API on 127.0.0.1, switched by POST /__fake/status -----
-cat >"$WORK/fake-provider.mjs" <<'JS'
-// POST /v1/messages answers like Anthropic (JSON, or server-sent events with "stream": true)
-// while the status is 200; otherwise that status with Anthropic's error body (529:
-// overloaded_error) and `retry-after-ms: 50`, so that retries are quick. POST /__fake/status
-// with a number switches it; GET /__fake/count says how many /v1/messages requests came.
-import http from 'node:http';
-let status = 200;
-let count = 0;
-const text = 'hello from the fake provider';
-const sse = (event, data) => `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`;
-const server = http.createServer(async (req, res) => {
-  let body = '';
-  for await (const chunk of req) body += chunk;
-  if (req.url === '/__fake/status' && req.method === 'POST') {
-    status = Number(body);
-    return res.end(String(status));
-  }
-  if (req.url === '/__fake/count') return res.end(String(count));
-  if (!(req.url === '/v1/messages' && req.method === 'POST')) {
-    res.writeHead(404, { 'content-type': 'application/json' });
-    return res.end('{"type":"error","error":{"type":"not_found_error","message":"no such route"}}');
-  }
-  count++;
-  if (status !== 200) {
-    const type = status === 529 ? 'overloaded_error' : status === 429 ? 'rate_limit_error' : 'api_error';
-    res.writeHead(status, { 'content-type': 'application/json', 'retry-after-ms': '50' });
-    return res.end(JSON.stringify({ type: 'error', error: { type, message: `fake ${status}` } }));
-  }
-  const request = JSON.parse(body || '{}');
-  const message = { id: 'msg_fake', type: 'message', role: 'assistant', model: request.model ?? 'claude-fake', stop_sequence: null };
-  if (!request.stream) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    return res.end(JSON.stringify({ ...message, content: [{ type: 'text', text }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 5 } }));
-  }
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  res.write(sse('message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 3, output_tokens: 1 } } }));
-  res.write(sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
-  for (const word of text.split(/(?<= )/)) res.write(sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: word } }));
-  res.write(sse('content_block_stop', { index: 0 }));
-  res.write(sse('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }));
-  res.end(sse('message_stop', {}));
-});
-server.listen(Number(process.argv[2]), '127.0.0.1', () => console.log(`fake provider on http://127.0.0.1:${server.address().port}`));
-JS
-FAKE_PORT=$(free_port)
-FAKE=http://127.0.0.1:$FAKE_PORT
-start_bg fake-provider "$WORK" node fake-provider.mjs "$FAKE_PORT"
-wait_http "$FAKE/__fake/count" 10 fake-provider
-fake_status() { curl -s -o /dev/null --max-time 5 -X POST --data "$1" "$FAKE/__fake/status"; }
-fake_count() { curl -s --max-time 5 "$FAKE/__fake/count"; }
+# ----- the fake provider: the packed package's `breakwater fake-llm`, as each README runs it -----
+# Started per starter from that copy's install (node_modules/.bin/breakwater: the bin of the
+# tarball under test), on 127.0.0.1 and a free port; switched by POST /_fake/mode, requests
+# counted by GET /_fake. Its 529 carries no retry-after (as Anthropic's does not).
+FAKE=
+# Usage: start_fake NAME BIN   starts BIN fake-llm (log in $WORK/NAME.log); sets FAKE to its URL.
+start_fake() {
+  local port
+  port=$(free_port)
+  start_bg "$1" "$WORK" "$2" fake-llm --host 127.0.0.1 --port "$port"
+  FAKE=http://127.0.0.1:$port
+  wait_http "$FAKE/_fake" 10 "$1" || return 1
+  log "$1: $(head -1 "$WORK/$1.log")"
+}
+fake_mode() {
+  curl -s -o /dev/null --max-time 5 -X POST --data "{\"mode\":\"$1\"}" "$FAKE/_fake/mode" || { log "could not set the fake's mode $1"; return 1; }
+}
+fake_count() { curl -s --max-time 5 "$FAKE/_fake" | sed -n 's/.*"requests":\([0-9]*\).*/\1/p'; }
+# What the fake answers in mode ok (its words, as the stream deltas carry them).
+FAKE_TEXT='Hello from the fake LLM.'
+FAKE_DELTA='"delta":"LLM. "'
 
 # ----- copies and installs -----
 # Usage: fresh_copy NAME KEEP...   copies starters/NAME to $WORK/NAME, keeping only KEEP (e.g.
@@ -181,16 +153,30 @@ npm_install() {
   echo "$stamp" >"$dir/node_modules/.starter-stamp"
 }
 
+# Usage: npm_install_tarball DIR   the tarball alone installed into DIR (a package.json of its own),
+# unless DIR was installed from the same tarball.
+npm_install_tarball() {
+  local dir=$1 stamp
+  pack_npm
+  stamp=$(sha256sum <"$TARBALL" | cut -c1-16)
+  [ "$(cat "$dir/node_modules/.starter-stamp" 2>/dev/null)" = "$stamp" ] && return
+  rm -rf "$dir" && mkdir -p "$dir"
+  printf '{ "name": "fake-llm-host", "private": true }\n' >"$dir/package.json"
+  log "$(basename "$dir"): npm install $(basename "$TARBALL")"
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$TARBALL")
+  echo "$stamp" >"$dir/node_modules/.starter-stamp"
+}
+
 # ----- the Next.js starter -----
 test_nextjs() {
-  local dir=$WORK/nextjs port i before chat first=""
+  local dir=$WORK/nextjs port i before chat
   fresh_copy nextjs node_modules
   npm_install nextjs
+  start_fake fake-llm-nextjs "$dir/node_modules/.bin/breakwater" || { fail "nextjs: breakwater fake-llm did not start"; return; }
   log "nextjs: next build"
   (cd "$dir" && npx next build >"$WORK/next-build.log" 2>&1) || { tail -40 "$WORK/next-build.log" >&2; fail "nextjs: next build"; return; }
   port=$(free_port)
   local base=http://127.0.0.1:$port
-  fake_status 200
   start_bg next-start "$dir" env ANTHROPIC_BASE_URL="$FAKE" ANTHROPIC_API_KEY=test BREAKER_RESET_TIMEOUT_MS=3000 \
     node_modules/.bin/next start -H 127.0.0.1 -p "$port"
   wait_http "$base/" 60 next-start || { fail "nextjs: next start"; return; }
@@ -198,14 +184,27 @@ test_nextjs() {
   req GET "$base/"
   [ "$CODE" = 200 ] && ok "nextjs: the page answers 200" || fail "nextjs: GET / answered $CODE"
   req POST "$base/api/summarize" '{"text":"a long text"}'
-  [ "$CODE" = 200 ] && grep -q 'hello from the fake provider' <<<"$BODY" && ok "nextjs: /api/summarize answers 200 from the provider" \
+  [ "$CODE" = 200 ] && grep -qF "$FAKE_TEXT" <<<"$BODY" && ok "nextjs: /api/summarize answers 200 from the provider" \
     || fail "nextjs: /api/summarize healthy: $CODE $BODY"
   chat='{"id":"c1","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}'
   req POST "$base/api/chat" "$chat"
-  [ "$CODE" = 200 ] && grep -q '"delta":"provider"' <<<"$BODY" && ok "nextjs: /api/chat streams the answer" \
+  [ "$CODE" = 200 ] && grep -qF "$FAKE_DELTA" <<<"$BODY" && ok "nextjs: /api/chat streams the answer" \
     || fail "nextjs: /api/chat healthy: $CODE $BODY"
 
-  fake_status 529
+  # Every model answering 429 with retry-after: 1, their breakers CLOSED (the AI SDK's three
+  # attempts: 3 failures each, under 5): no answer can begin, so a 503 (answerBegun +
+  # errorResponse) rather than a 200 stream, with the wait the provider asked for.
+  fake_mode 429
+  before=$(fake_count)
+  req POST "$base/api/chat" "$chat"
+  if [ "$CODE" = 503 ] && [ "$RETRY_AFTER" = 1 ] && [ "$(fake_count)" -gt "$before" ]; then
+    ok "nextjs: /api/chat with every model answering 429 retry-after: 1: 503 Retry-After: 1 after $(($(fake_count) - before)) provider requests"
+  else
+    fail "nextjs: /api/chat with every model answering 429 answered $CODE (retry-after=$RETRY_AFTER): $(head -c 300 <<<"$BODY")"
+  fi
+  fake_mode ok
+
+  fake_mode 529
   for i in $(seq 8); do
     before=$(fake_count)
     req POST "$base/api/summarize" '{"text":"a long text"}'
@@ -217,21 +216,31 @@ test_nextjs() {
   else
     fail "nextjs: /api/summarize did not fail fast: $CODE retry-after=$RETRY_AFTER count $before -> $(fake_count)"
   fi
+  # Every model answering 529 before its first word: no answer can begin, so the route answers
+  # 503 (answerBegun + errorResponse), never a 200 stream with the failure inside it. The AI SDK
+  # retries first (twice, 2 s then 4 s: Anthropic's 529 asks for no wait), each attempt trying
+  # both models; Retry-After comes once the breakers refuse and say how long.
+  before=$(fake_count)
+  req POST "$base/api/chat" "$chat"
+  if [ "$CODE" = 503 ] && [ "$(fake_count)" -gt "$before" ] && grep -q 'unavailable' <<<"$BODY"; then
+    ok "nextjs: /api/chat with every model answering 529 before its first word: 503${RETRY_AFTER:+ Retry-After: $RETRY_AFTER} after $(($(fake_count) - before)) provider requests, '$BODY'"
+  else
+    fail "nextjs: /api/chat with every model answering 529 answered $CODE (retry-after=$RETRY_AFTER, provider requests $before -> $(fake_count)): $(head -c 300 <<<"$BODY")"
+  fi
   for i in $(seq 6); do
     before=$(fake_count)
     req POST "$base/api/chat" "$chat"
-    [ "$CODE" = 503 ] && break
-    # Before every tier is OPEN the stream has begun: 200, the failure inside it.
-    [ -z "$first" ] && first="$CODE $(grep -o '"type":"error"[^}]*' <<<"$BODY" | head -1)"
+    [ "$CODE" = 503 ] || fail "nextjs: /api/chat under 529 answered $CODE: $(head -c 300 <<<"$BODY")"
+    log "nextjs: /api/chat under 529: $CODE retry-after=${RETRY_AFTER:-none} after $(($(fake_count) - before)) provider requests"
+    [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ] && break
   done
-  log "nextjs: /api/chat while both models fail, before their breakers open: ${first:-none}"
   if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ]; then
     ok "nextjs: /api/chat with every model's breaker OPEN: 503 Retry-After: $RETRY_AFTER, '$BODY', no provider request"
   else
     fail "nextjs: /api/chat all tiers down answered $CODE (retry-after=$RETRY_AFTER) $BODY"
   fi
 
-  fake_status 200
+  fake_mode ok
   sleep "${RETRY_AFTER:-3}"
   local recovered=0
   for i in $(seq 20); do
@@ -243,7 +252,7 @@ test_nextjs() {
   recovered=0
   for i in $(seq 20); do
     req POST "$base/api/chat" "$chat"
-    if [ "$CODE" = 200 ] && grep -q '"delta":"provider"' <<<"$BODY"; then recovered=1; break; fi
+    if [ "$CODE" = 200 ] && grep -qF "$FAKE_DELTA" <<<"$BODY"; then recovered=1; break; fi
     sleep 0.5
   done
   [ $recovered = 1 ] && ok "nextjs: /api/chat recovered" || fail "nextjs: /api/chat did not recover: $CODE $BODY"
@@ -256,6 +265,7 @@ test_worker() {
   node22=$(bash scripts/setup.sh node22 | tail -1)
   fresh_copy worker node_modules
   npm_install worker
+  start_fake fake-llm-worker "$dir/node_modules/.bin/breakwater" || { fail "worker: breakwater fake-llm did not start"; return; }
   # What a user puts in .dev.vars (see the starter's README), pointing at the fake provider.
   printf 'ANTHROPIC_BASE_URL=%s\nANTHROPIC_API_KEY=test\nADMIN_TOKEN=starter-admin\nBREAKER_RESET_TIMEOUT_MS=3000\n' "$FAKE" >"$dir/.dev.vars"
   rm -rf "$WORK/worker-home" && mkdir -p "$WORK/worker-home/xdg" "$WORK/worker-home/tmp"
@@ -264,7 +274,7 @@ test_worker() {
   port=$(free_port)
   inspector=$(free_port)
   local base=http://127.0.0.1:$port admin='authorization: Bearer starter-admin'
-  fake_status 200
+  fake_mode ok
   log "worker: wrangler dev (Node $("$node22" --version))"
   start_bg wrangler-dev "$dir" env XDG_CONFIG_HOME="$WORK/worker-home/xdg" TMPDIR="$WORK/worker-home/tmp" \
     WRANGLER_REGISTRY_PATH="$WORK/worker-home/xdg/.wrangler/registry" \
@@ -274,9 +284,9 @@ test_worker() {
   wait_http "$base/" 90 wrangler-dev || { fail "worker: wrangler dev"; return; }
 
   req POST "$base/api/summarize" '{"text":"a long text"}'
-  [ "$CODE" = 200 ] && grep -q 'hello from the fake provider' <<<"$BODY" && ok "worker: /api/summarize answers 200 from the provider" \
+  [ "$CODE" = 200 ] && grep -qF "$FAKE_TEXT" <<<"$BODY" && ok "worker: /api/summarize answers 200 from the provider" \
     || fail "worker: /api/summarize healthy: $CODE $BODY"
-  fake_status 529
+  fake_mode 529
   for i in $(seq 8); do
     before=$(fake_count)
     req POST "$base/api/summarize" '{"text":"a long text"}'
@@ -304,7 +314,7 @@ test_worker() {
   [ "$CODE" = 200 ] && grep -q 'anthropic' <<<"$BODY" && ok "worker: /admin/status (the status page) lists the breaker" \
     || fail "worker: /admin/status: $CODE $(head -c 300 <<<"$BODY")"
 
-  fake_status 200
+  fake_mode ok
   sleep "$ra"
   for i in $(seq 20); do
     req POST "$base/api/summarize" '{"text":"a long text"}'
@@ -318,6 +328,10 @@ test_worker() {
 test_axum() {
   local dir=$WORK/axum crate version port i before first="" recovered=0
   fresh_copy axum
+  # No node_modules in a Rust project: the bin from the tarball installed in a folder of its own,
+  # as `npx breakwater fake-llm` would run it.
+  npm_install_tarball "$WORK/fake-llm"
+  start_fake fake-llm-axum "$WORK/fake-llm/node_modules/.bin/breakwater" || { fail "axum: breakwater fake-llm did not start"; return; }
   # The crate as crates.io would serve it: `cargo package` of the repository (the working tree as
   # it is), unpacked; the copy's [patch] points at it (the committed starter names the version).
   version=$(awk -F'"' '/^version = / { print $2; exit }' Cargo.toml)
@@ -332,15 +346,15 @@ test_axum() {
   (cd "$dir" && CARGO_TARGET_DIR=$ROOT/target/starters/axum-target cargo build --quiet) || { fail "axum: cargo build"; return; }
   port=$(free_port)
   local base=http://127.0.0.1:$port
-  fake_status 200
+  fake_mode ok
   start_bg axum "$dir" env BIND="127.0.0.1:$port" ANTHROPIC_BASE_URL="$FAKE" ANTHROPIC_API_KEY=test BREAKER_OPEN_MS=3000 \
     "$ROOT/target/starters/axum-target/debug/breakwater-starter-axum"
   wait_http "$base/" 30 axum || { fail "axum: the service did not start"; return; }
 
   req POST "$base/api/summarize" '{"text":"a long text"}'
-  [ "$CODE" = 200 ] && grep -q 'hello from the fake provider' <<<"$BODY" && ok "axum: /api/summarize answers 200 from the provider" \
+  [ "$CODE" = 200 ] && grep -qF "$FAKE_TEXT" <<<"$BODY" && ok "axum: /api/summarize answers 200 from the provider" \
     || fail "axum: /api/summarize healthy: $CODE $BODY"
-  fake_status 529
+  fake_mode 529
   before=$(fake_count)
   req POST "$base/api/summarize" '{"text":"a long text"}'
   if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && grep -q 'answered 529 after retries' <<<"$BODY" && [ "$(fake_count)" = $((before + 3)) ]; then
@@ -370,7 +384,7 @@ test_axum() {
   else
     fail "axum: the route's BreakerLayer did not open: $CODE $BODY"
   fi
-  fake_status 200
+  fake_mode ok
   sleep "${RETRY_AFTER:-3}"
   for i in $(seq 30); do
     req POST "$base/api/summarize" '{"text":"a long text"}'
@@ -380,7 +394,7 @@ test_axum() {
   [ $recovered = 1 ] && ok "axum: recovered" || fail "axum: did not recover: $CODE $BODY"
 }
 
-# Usage: run_part NAME   test_NAME, then stops what it started (the fake provider stays).
+# Usage: run_part NAME   test_NAME, then stops what it started (its fake provider too).
 run_part() {
   local t0=$SECONDS n=${#groups[@]} i
   "test_$1"

@@ -1,7 +1,8 @@
 // The package's command, `breakwater` (dist/cli.mjs), as a user gets it: the bin of the packed
 // package installed here (tests/js/node_modules/.bin/breakwater), spawned as a process.
 //   - fake-llm answers the official SDKs (@anthropic-ai/sdk, openai) in every mode, JSON and
-//     stream; its mode changes by POST /_fake/mode and on an --outage schedule; GET /_fake
+//     stream, on the paths with and without /v1 (what @ai-sdk/anthropic and @ai-sdk/openai call
+//     is tested with those SDKs in tests/ai/suite.mjs); it listens on 8788 unless told; its mode changes by POST /_fake/mode and on an --outage schedule; GET /_fake
 //     counts what it served; it logs one line per request; a wrong flag exits 2 naming it;
 //     SIGINT and SIGTERM stop it with exit code 0.
 //   - `breakwater try` exits 0 after showing the breaker open and close.
@@ -115,8 +116,12 @@ const openaiText = (c) => c.choices[0]?.delta?.content ?? '';
 test('fake-llm listens on 127.0.0.1, prints how to point the SDKs at it, and answers them (mode ok, JSON and stream)', async () => {
   const fake = await startFake();
   const banner = fake.proc.out();
-  assert.match(banner, /Anthropic SDK: +new Anthropic\(\{ baseURL: 'http:\/\/127\.0\.0\.1:\d+'/);
-  assert.match(banner, /OpenAI SDK: +new OpenAI\(\{ baseURL: 'http:\/\/127\.0\.0\.1:\d+\/v1'/);
+  // Each SDK's base URL in its own convention: @anthropic-ai/sdk without /v1, the others with it.
+  const u = fake.url.replaceAll('.', '\\.');
+  assert.match(banner, new RegExp(`@anthropic-ai/sdk +ANTHROPIC_BASE_URL=${u}  or  new Anthropic\\(\\{ baseURL: '${u}'`));
+  assert.match(banner, new RegExp(`@ai-sdk/anthropic +ANTHROPIC_BASE_URL=${u}/v1  or  createAnthropic\\(\\{ baseURL: '${u}/v1'`));
+  assert.match(banner, new RegExp(`openai +OPENAI_BASE_URL=${u}/v1  or  new OpenAI\\(\\{ baseURL: '${u}/v1'`));
+  assert.match(banner, new RegExp(`@ai-sdk/openai +OPENAI_BASE_URL=${u}/v1 .*\\n +with openai\\.chat\\(model\\)`));
   const { anthropic, openai } = clients(fake.url);
 
   const message = await anthropic.messages.create(ASK);
@@ -143,6 +148,51 @@ test('fake-llm listens on 127.0.0.1, prints how to point the SDKs at it, and ans
   assert.match(fake.proc.out(), /\d\d:\d\d:\d\d\.\d{3} {2}POST \/v1\/messages {2}mode ok {2}200\n/);
   assert.deepEqual(await fake.stop('SIGINT'), { code: 0, signal: null });
   assert.match(fake.proc.out(), /SIGINT: stopping the fake LLM/);
+});
+
+test('fake-llm answers each path without /v1 too: /messages and /chat/completions, for SDKs whose base URL ends in /v1', async () => {
+  const fake = await startFake();
+  // The official SDKs given the other convention's base URL: openai without /v1 calls /chat/completions.
+  const openai = new OpenAI({ apiKey: 'fake', baseURL: fake.url, maxRetries: 0 });
+  assert.equal((await openai.chat.completions.create(CHAT)).choices[0].message.content, TEXT);
+  const post = (path, body) => fetch(`${fake.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const message = await post('/messages', ASK);
+  assert.equal(message.status, 200);
+  assert.equal(message.headers.get('content-type'), 'application/json');
+  assert.deepEqual((await message.json()).content, [{ type: 'text', text: TEXT }]);
+  const streamed = await post('/messages', { ...ASK, stream: true });
+  assert.match(streamed.headers.get('content-type'), /^text\/event-stream/);
+  assert.match(await streamed.text(), /event: message_stop/);
+
+  await fake.mode('529');
+  const overloaded = await post('/messages', ASK);
+  assert.equal(overloaded.status, 529);
+  assert.equal((await overloaded.json()).error.type, 'overloaded_error');
+  const busy = await rejection(openai.chat.completions.create(CHAT));
+  assert.equal(busy.status, 503);
+
+  // Anything else: 404 in the provider's error shape, naming the paths it answers.
+  const missing = await post('/v1/v1/messages', ASK);
+  assert.equal(missing.status, 404);
+  assert.match((await missing.json()).error.message, /answers POST \/v1\/messages, \/messages, \/v1\/chat\/completions, \/chat\/completions/);
+  const { requests, statuses } = await fake.state();
+  assert.deepEqual({ requests, statuses }, { requests: 5, statuses: { 200: 3, 529: 1, 503: 1 } });
+  await waitFor(fake.proc, /POST \/chat\/completions {2}mode 529 {2}503/);
+  assert.match(fake.proc.out(), /POST \/messages {2}mode ok {2}200 {2}\(stream\)/);
+  await fake.stop();
+});
+
+test('fake-llm listens on 127.0.0.1:8788 when no --port is given (wrangler dev takes 8787)', async (t) => {
+  const proc = spawnTracked(BIN, ['fake-llm']);
+  const started = await Promise.race([
+    waitFor(proc, /a fake LLM provider on (http:\/\/127\.0\.0\.1:\d+)/).then(([, url]) => url),
+    proc.exited.then(() => undefined),
+  ]);
+  if (started === undefined && /port 8788 is in use/.test(proc.err())) return t.skip('port 8788 is in use on this machine');
+  assert.equal(started, 'http://127.0.0.1:8788', proc.err());
+  assert.equal((await (await fetch(`${started}/_fake`)).json()).mode, 'ok');
+  proc.child.kill('SIGTERM');
+  assert.deepEqual(await proc.exited, { code: 0, signal: null });
 });
 
 test('modes 529 and 429: the SDKs throw OverloadedError (529), InternalServerError (503) and RateLimitError with retry-after', async () => {
@@ -270,6 +320,8 @@ test('a wrong flag or value exits with code 2, naming it, with the usage; a port
   const help = spawnTracked(BIN, ['fake-llm', '--help']);
   assert.equal((await help.exited).code, 0);
   assert.match(help.out(), /--outage SPEC/);
+  assert.match(help.out(), /--port N +the port to listen on \(default 8788; 0 picks a free one\)/);
+  assert.match(help.out(), /@ai-sdk\/anthropic +ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:8788\/v1\n/);
 
   const first = await startFake();
   const port = new URL(first.url).port;

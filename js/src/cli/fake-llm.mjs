@@ -1,6 +1,7 @@
 // `breakwater fake-llm`'s server: a local fake LLM provider that answers Anthropic Messages
 // (POST /v1/messages) and OpenAI Chat Completions (POST /v1/chat/completions), JSON or a stream
-// (`"stream": true`), healthy or failing as its mode says. The mode changes while it runs: by
+// (`"stream": true`), healthy or failing as its mode says. Each path is answered without its
+// `/v1` too (ROUTES), for the SDKs whose base URL carries it. The mode changes while it runs: by
 // hand (POST /_fake/mode), or on a schedule (`--outage`). GET /_fake says the mode and what was
 // served. The answers' shapes are ./formats.mjs's. Node ≥ 18 (node:http), no dependencies.
 import http from 'node:http';
@@ -20,8 +21,35 @@ export const MODE_NAMES = [...MODES.keys()];
 /** What an answer says, and the pause between two stream deltas (a stream that looks like one). */
 const TEXT = 'Hello from the fake LLM. Nothing was sent to a real provider.';
 const DELTA_GAP_MS = 15;
+/** The port when none is given: `wrangler dev` takes 8787, so a Worker and the fake run side by side. */
+export const DEFAULT_PORT = 8788;
 /** The status that answers an overload, by provider (OpenAI has no 529). */
 const OVERLOADED = { anthropic: 529, openai: 503 };
+
+/**
+ * The provider paths, each with its dialect: the API's own (`/v1/messages`), which the SDKs
+ * call whose base URL has no `/v1` (@anthropic-ai/sdk: `${baseURL}/v1/messages`), and the same
+ * without `/v1` (`/messages`), which those call whose base URL ends in `/v1` and is given
+ * without (@ai-sdk/anthropic: `${baseURL}/messages`; openai and @ai-sdk/openai:
+ * `${baseURL}/chat/completions`). Either way of writing a base URL reaches the fake.
+ */
+export const ROUTES = new Map([anthropic, openai].flatMap((d) => [[d.path, d], [d.path.replace(/^\/v1\//, '/'), d]]));
+
+/**
+ * What the usage text and the banner print: for each SDK, its base URL for the fake at `url`, as
+ * the environment variable it reads and as its option, and what else it needs.
+ */
+export const baseUrls = (url) => [
+  { sdk: '@anthropic-ai/sdk', variable: `ANTHROPIC_BASE_URL=${url}`, option: `new Anthropic({ baseURL: '${url}', apiKey: 'fake', maxRetries: 0 })` },
+  { sdk: '@ai-sdk/anthropic', variable: `ANTHROPIC_BASE_URL=${url}/v1`, option: `createAnthropic({ baseURL: '${url}/v1', apiKey: 'fake' })` },
+  { sdk: 'openai', variable: `OPENAI_BASE_URL=${url}/v1`, option: `new OpenAI({ baseURL: '${url}/v1', apiKey: 'fake', maxRetries: 0 })` },
+  {
+    sdk: '@ai-sdk/openai',
+    variable: `OPENAI_BASE_URL=${url}/v1`,
+    option: `createOpenAI({ baseURL: '${url}/v1', apiKey: 'fake' })`,
+    note: 'with openai.chat(model): the fake has no Responses API',
+  },
+];
 
 /** A usage error: the CLI prints its message and the usage text, and exits with code 2. */
 export class UsageError extends Error {
@@ -148,7 +176,7 @@ async function answer(res, dialect, mode, { model, streamed, delayMs }) {
 
 /**
  * Starts the fake provider. Options:
- *   port (default 8787; 0: any free port), host (default 127.0.0.1),
+ *   port (default 8788, off wrangler dev's 8787; 0: any free port), host (default 127.0.0.1),
  *   mode (default 'ok'), or schedule: parseOutage's steps, started at once,
  *   delayMs: slow-first-token's delay (default 3000),
  *   onRequest({ at, method, path, mode, status, note }): after each request is over,
@@ -156,7 +184,7 @@ async function answer(res, dialect, mode, { model, streamed, delayMs }) {
  * Resolves, once it listens, to { url, port, state(), setMode(mode), schedule(steps), close() }.
  */
 export async function startFakeLlm(options = {}) {
-  const { port = 8787, host = '127.0.0.1', delayMs = 3000, onRequest = () => {}, onModeChange = () => {} } = options;
+  const { port = DEFAULT_PORT, host = '127.0.0.1', delayMs = 3000, onRequest = () => {}, onModeChange = () => {} } = options;
   let mode = checkMode(options.mode ?? 'ok', 'mode');
   let since = Date.now();
   let steps;
@@ -218,10 +246,10 @@ export async function startFakeLlm(options = {}) {
       return sendJson(res, 200, state());
     }
 
-    const dialect = [anthropic, openai].find((d) => d.path === path);
+    const dialect = ROUTES.get(path);
     if (!dialect || req.method !== 'POST') {
       const shape = dialect ?? (path.includes('chat/completions') ? openai : anthropic);
-      const message = `${req.method} ${path}: the fake answers POST ${anthropic.path} and POST ${openai.path} (and GET /_fake, POST /_fake/mode)`;
+      const message = `${req.method} ${path}: the fake answers POST ${[...ROUTES.keys()].join(', ')} (and GET /_fake, POST /_fake/mode)`;
       sendJson(res, 404, shape.error(404, message));
       return log({ mode: '-', status: 404 });
     }

@@ -6,7 +6,7 @@
 // Usage errors exit with code 2, after the message (which names the flag and its value) and the
 // usage text; other failures with 1.
 import { isIP } from 'node:net';
-import { MODES, MODE_NAMES, UsageError, checkMode, parseDuration, parseOutage, startFakeLlm } from './fake-llm.mjs';
+import { DEFAULT_PORT, MODES, MODE_NAMES, UsageError, baseUrls, checkMode, parseDuration, parseOutage, startFakeLlm } from './fake-llm.mjs';
 
 const MODE_LIST = [...MODES]
   .map(([mode, what]) => `  ${mode.padEnd(18)} ${what}`)
@@ -18,7 +18,7 @@ Commands:
   fake-llm   run a fake LLM provider (Anthropic Messages, OpenAI Chat Completions) for your code
 
 breakwater fake-llm [options]
-  --port N          the port to listen on (default 8787; 0 picks a free one)
+  --port N          the port to listen on (default ${DEFAULT_PORT}; 0 picks a free one)
   --host ADDRESS    the IP address to listen on (default 127.0.0.1: this machine only)
   --mode MODE       how it answers (default ok); see the modes below
   --outage SPEC     change the mode on a schedule: 10s (529 for 10 s, then ok) or steps such as
@@ -28,9 +28,14 @@ breakwater fake-llm [options]
 Modes:
 ${MODE_LIST}
 
+Base URLs (the fake answers /v1/messages and /v1/chat/completions, and both without /v1):
+${baseUrls(`http://127.0.0.1:${DEFAULT_PORT}`)
+  .map(({ sdk, variable, note }) => `  ${sdk.padEnd(18)} ${variable}${note ? `  (${note})` : ''}`)
+  .join('\n')}
+
 While it runs (POST /_fake/mode ends any --outage schedule):
-  curl http://127.0.0.1:8787/_fake                                    the mode, requests served
-  curl -X POST http://127.0.0.1:8787/_fake/mode -d '{"mode":"529"}'   change the mode
+  curl http://127.0.0.1:${DEFAULT_PORT}/_fake                                    the mode, requests served
+  curl -X POST http://127.0.0.1:${DEFAULT_PORT}/_fake/mode -d '{"mode":"529"}'   change the mode
 `;
 
 /** The flags of fake-llm: each one's parser, and its value when not given. */
@@ -86,7 +91,7 @@ async function fakeLlm(args) {
     throw new UsageError(`--mode ${flags['--mode']} and --outage cannot go together: --outage sets the modes (e.g. --outage ${flags['--mode']}:10s,ok)`);
   }
   const fake = await startFakeLlm({
-    port: flags['--port'] ?? 8787,
+    port: flags['--port'] ?? DEFAULT_PORT,
     host: flags['--host'] ?? '127.0.0.1',
     mode: flags['--mode'] ?? 'ok',
     delayMs: flags['--delay'] ?? 3000,
@@ -100,10 +105,12 @@ async function fakeLlm(args) {
   });
   const { url } = fake;
   const schedule = flags['--outage'];
+  const sdks = baseUrls(url)
+    .map(({ sdk, variable, option, note }) => `    ${sdk.padEnd(18)} ${variable}  or  ${option}${note ? `\n${' '.repeat(23)}${note}` : ''}`)
+    .join('\n');
   console.log(`breakwater fake-llm: a fake LLM provider on ${url}, ${schedule ? 'modes on the --outage schedule' : `mode ${fake.state().mode}`}
-  Anthropic SDK:  new Anthropic({ baseURL: '${url}', apiKey: 'fake', maxRetries: 0 })
-  OpenAI SDK:     new OpenAI({ baseURL: '${url}/v1', apiKey: 'fake', maxRetries: 0 })
-  or set ANTHROPIC_BASE_URL=${url}  OPENAI_BASE_URL=${url}/v1
+  Point each SDK at it (every key is accepted; the fake answers each path with or without /v1):
+${sdks}
   change the mode: curl -X POST ${url}/_fake/mode -d '{"mode":"529"}'   (modes: ${MODE_NAMES.join(', ')})
   see the mode and the requests served: curl ${url}/_fake
   Ctrl-C stops it.`);

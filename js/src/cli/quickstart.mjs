@@ -1,7 +1,7 @@
 // quickstart.mjs: 10 calls a second to a fake LLM (`npx breakwater fake-llm`) through a circuit breaker.
 import { CircuitBreaker, isCircuitOpenError } from 'breakwater';
 
-const url = `${process.env.FAKE_LLM_URL ?? 'http://127.0.0.1:8787'}/v1/messages`;
+const url = `${process.env.FAKE_LLM_URL ?? 'http://127.0.0.1:8788'}/v1/messages`;
 const seconds = Number(process.env.RUN_SECONDS ?? 120);
 
 // Opens after 5 failures in a row; 3 s later lets a call through (a probe); 2 good probes close it.

@@ -27,10 +27,3 @@ export const chatModel = fallbackModel(
     onInterrupted: () => '\n\n[The answer was interrupted. Please try again.]',
   },
 );
-
-/** When every tier is OPEN: how long until the first one takes a call again; otherwise undefined. */
-export function allTiersOpenFor(): number | undefined {
-  const breakers = [primaryBreaker, backupBreaker];
-  if (!breakers.every((b) => b.isOpen())) return undefined;
-  return Math.min(...breakers.map((b) => b.retryAfterMs));
-}

@@ -9,9 +9,13 @@ import * as bwai from 'breakwater/ai';
 import * as store from 'breakwater/store';
 import * as adaptive from 'breakwater/adaptive';
 import { suite } from '../suite.mjs';
+import { fakeLlmTests } from '../fake-llm.mjs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
 // The CommonJS copy of the package, a second copy in this process (as Next.js bundles one per layer).
 const breakwaterCjs = createRequire(import.meta.url)('breakwater');
 
 suite({ label: 'ai@6', ai, MockModel: MockLanguageModelV3, createAnthropic, createOpenAI, createGoogleGenerativeAI, breakwater, breakwaterCjs, bwai, store, adaptive });
+// The package's `breakwater fake-llm` (its bin, installed here) against this version's providers.
+fakeLlmTests({ label: 'ai@6', ai, createAnthropic, createOpenAI, bin: fileURLToPath(new URL('node_modules/.bin/breakwater', import.meta.url)) });

@@ -1,7 +1,6 @@
 import { convertToModelMessages, streamText, type UIMessage } from 'ai';
-import { isCircuitOpenError } from 'breakwater';
-import { allTiersOpenFor, chatModel } from '@/lib/models';
-import { retryAfterSeconds } from '@/lib/provider';
+import { answerBegun, errorResponse } from 'breakwater/ai';
+import { chatModel } from '@/lib/models';
 
 const UNAVAILABLE = 'The assistant is unavailable right now. Please try again shortly.';
 
@@ -12,28 +11,24 @@ export async function POST(request: Request): Promise<Response> {
     return Response.json({ error: 'the body must be JSON: {"messages": [...]} (what useChat sends)' }, { status: 400 });
   }
 
-  // Every model's breaker OPEN: answer 503 + Retry-After before streaming. Once the stream has
-  // started its status is 200, and a failure can only travel inside it (below). isOpen() only
-  // looks: it takes no half-open probe slot.
-  const openFor = allTiersOpenFor();
-  if (openFor !== undefined) {
-    return new Response(UNAVAILABLE, {
-      status: 503,
-      headers: { 'content-type': 'text/plain; charset=utf-8', 'retry-after': retryAfterSeconds(openFor) },
-    });
-  }
-
   const result = streamText({
     model: chatModel,
     messages: await convertToModelMessages(messages),
     abortSignal: request.signal, // the user's Stop: not counted against the provider
   });
+  try {
+    // Until some model's answer begins. The status is still ours to choose: once the stream
+    // has started it is 200, and a failure can only travel inside it.
+    await answerBegun(result);
+  } catch (error) {
+    // No answer could begin (every model's breaker OPEN, or every model failing before its
+    // first word): 503 with Retry-After when the refusal or the provider said how long;
+    // useChat shows the text as its error.
+    return errorResponse(error, UNAVAILABLE);
+  }
   return result.toUIMessageStreamResponse({
-    // An answer that could not start (every model failing before its first word, or refused)
-    // reaches useChat as its `error`, with this message rather than "An error occurred.".
-    onError: (error) =>
-      isCircuitOpenError(error) || isCircuitOpenError((error as { lastError?: unknown } | null)?.lastError)
-        ? UNAVAILABLE
-        : 'The answer failed. Please try again.',
+    // A failure after the answer began reaches useChat as its error, with this message rather
+    // than "An error occurred.".
+    onError: () => 'The answer failed. Please try again.',
   });
 }
