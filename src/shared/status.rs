@@ -84,7 +84,10 @@ pub fn render(views: &[StateView], now: u64) -> String {
     p.n(REFRESH_S.into());
     p.s(" s</p></header><main>");
     if views.is_empty() {
-        p.s("<p>No breaker is served here.</p>");
+        p.s(
+            "<p>No breaker is served here: list them in the <code>names</code> option of \
+             breakerRoutes, in BREAKERS, or in the breakers given to statusPage.</p>",
+        );
     }
     for v in views {
         breaker(&mut p, v, now);

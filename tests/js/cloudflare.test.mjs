@@ -262,7 +262,6 @@ test('breakerRoutes without `names` nor BREAKERS says which option is missing, o
   const admin = { authorization: 'Bearer admin-secret' };
   for (const [path, init] of [
     ['/breakwater/metrics', { headers: admin }],
-    ['/breakwater/admin/status', { headers: admin }],
     ['/breakwater/admin/breakers/anthropic', { headers: admin }],
     ['/breakwater/v1/acquire?breaker=anthropic', { method: 'POST', headers: { authorization: 'Bearer service-secret' }, body: '{}' }],
   ]) {
@@ -272,6 +271,10 @@ test('breakerRoutes without `names` nor BREAKERS says which option is missing, o
     assert.equal(body.error, 'not_found', path);
     assert.match(body.message, /`names` option of breakerRoutes/, path);
   }
+  // The status page answers, and says the same in its words.
+  const page = await breakerRoutes(new Request('https://app.example/breakwater/admin/status', { headers: admin }), env, { prefix: '/breakwater' });
+  assert.equal(page.status, 200);
+  assert.match(await page.text(), /No breaker is served here: list them in the <code>names<\/code> option of breakerRoutes/);
   // With `names`, the same routes answer.
   const listed = await breakerRoutes(new Request('https://app.example/breakwater/metrics', { headers: admin }), env, { prefix: '/breakwater', names: ['anthropic'] });
   assert.equal(listed.status, 200);
