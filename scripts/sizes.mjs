@@ -259,17 +259,18 @@ const WORKER_DIR = path.join(ROOT, 'tests/worker');
 const WRANGLER = path.join(WORKER_DIR, 'node_modules/.bin/wrangler');
 
 /**
- * `wrangler deploy --dry-run --outdir` in `cwd` (tests/worker's wrangler, no account, its
- * configuration and temporary files in a folder of their own): wrangler's own figures.
+ * `wrangler deploy --dry-run` in `cwd` (tests/worker's wrangler, no account, its configuration
+ * and temporary files in a folder of their own): wrangler's own figures. The bundle goes to
+ * `outdir` when given (kept, for a caller that reads its modules), else to a folder removed after.
  */
-export async function wranglerDryRun(cwd, args = []) {
+export async function wranglerDryRun(cwd, { outdir } = {}) {
   const scratch = fs.mkdtempSync(path.join(WORKER_DIR, '.tmp-sizes-'));
   try {
     const env = { ...process.env, XDG_CONFIG_HOME: path.join(scratch, 'xdg'), TMPDIR: path.join(scratch, 'tmp'), WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', FORCE_COLOR: '0' };
     for (const k of Object.keys(env)) if (/^(CLOUDFLARE|CF)_/.test(k)) delete env[k];
     fs.mkdirSync(env.TMPDIR, { recursive: true });
     const out = await new Promise((resolve, reject) =>
-      execFile(WRANGLER, ['deploy', '--dry-run', '--outdir', path.join(scratch, 'out'), ...args], { cwd, env, timeout: 600_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
+      execFile(WRANGLER, ['deploy', '--dry-run', '--outdir', outdir ?? path.join(scratch, 'out')], { cwd, env, timeout: 600_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
         err ? reject(new Error(`wrangler deploy --dry-run in ${cwd}: ${err.message}\n${stdout}\n${stderr}`)) : resolve(`${stdout}${stderr}`),
       ),
     );

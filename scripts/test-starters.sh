@@ -90,6 +90,39 @@ req() {
   RETRY_AFTER=$(awk 'tolower($1) == "retry-after:" { gsub(/\r/, ""); print $2 }' "$WORK/headers")
 }
 
+# Usage: until_refused LABEL URL BODY   with the fake answering 529: posts BODY until the route
+# answers 503 (each answer before it a 502: the call failed), then checks that the 503 carries
+# Retry-After and reached no provider (the breaker refused it).
+until_refused() {
+  local label=$1 url=$2 body=$3 i before
+  for i in $(seq 8); do
+    before=$(fake_count)
+    req POST "$url" "$body"
+    [ "$CODE" = 503 ] && break
+    [ "$CODE" = 502 ] || fail "$label under 529 answered $CODE $BODY"
+  done
+  if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ]; then
+    ok "$label: breaker OPEN after $((i - 1)) failed requests: 503 Retry-After: $RETRY_AFTER, no provider request"
+  else
+    fail "$label did not fail fast: $CODE retry-after=$RETRY_AFTER count $before -> $(fake_count)"
+  fi
+}
+
+# Usage: until_recovered LABEL URL BODY TRIES [TEXT]   once the fake is healed and the breaker's
+# wait is over: posts BODY every 0.5 s until a 200 (holding TEXT, when given).
+until_recovered() {
+  local label=$1 url=$2 body=$3 tries=$4 text=${5:-} i
+  for i in $(seq "$tries"); do
+    req POST "$url" "$body"
+    if [ "$CODE" = 200 ] && { [ -z "$text" ] || grep -qF "$text" <<<"$BODY"; }; then
+      ok "$label recovered"
+      return
+    fi
+    sleep 0.5
+  done
+  fail "$label did not recover: $CODE $BODY"
+}
+
 # ----- the fake provider: the packed package's `breakwater fake-llm`, as each README runs it -----
 # Started per starter from that copy's install (node_modules/.bin/breakwater: the bin of the
 # tarball under test), on 127.0.0.1 and a free port; switched by POST /_fake/mode, requests
@@ -205,17 +238,7 @@ test_nextjs() {
   fake_mode ok
 
   fake_mode 529
-  for i in $(seq 8); do
-    before=$(fake_count)
-    req POST "$base/api/summarize" '{"text":"a long text"}'
-    [ "$CODE" = 503 ] && break
-    [ "$CODE" = 502 ] || fail "nextjs: /api/summarize under 529 answered $CODE $BODY"
-  done
-  if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ]; then
-    ok "nextjs: /api/summarize: breaker OPEN after $((i - 1)) failed requests, 503 Retry-After: $RETRY_AFTER, no provider request"
-  else
-    fail "nextjs: /api/summarize did not fail fast: $CODE retry-after=$RETRY_AFTER count $before -> $(fake_count)"
-  fi
+  until_refused "nextjs: /api/summarize" "$base/api/summarize" '{"text":"a long text"}'
   # Every model answering 529 before its first word: no answer can begin, so the route answers
   # 503 (answerBegun + errorResponse), never a 200 stream with the failure inside it. The AI SDK
   # retries first (twice, 2 s then 4 s: Anthropic's 529 asks for no wait), each attempt trying
@@ -242,26 +265,14 @@ test_nextjs() {
 
   fake_mode ok
   sleep "${RETRY_AFTER:-3}"
-  local recovered=0
-  for i in $(seq 20); do
-    req POST "$base/api/summarize" '{"text":"a long text"}'
-    if [ "$CODE" = 200 ]; then recovered=1; break; fi
-    sleep 0.5
-  done
-  [ $recovered = 1 ] && ok "nextjs: /api/summarize recovered" || fail "nextjs: /api/summarize did not recover: $CODE $BODY"
-  recovered=0
-  for i in $(seq 20); do
-    req POST "$base/api/chat" "$chat"
-    if [ "$CODE" = 200 ] && grep -qF "$FAKE_DELTA" <<<"$BODY"; then recovered=1; break; fi
-    sleep 0.5
-  done
-  [ $recovered = 1 ] && ok "nextjs: /api/chat recovered" || fail "nextjs: /api/chat did not recover: $CODE $BODY"
+  until_recovered "nextjs: /api/summarize" "$base/api/summarize" '{"text":"a long text"}' 20
+  until_recovered "nextjs: /api/chat" "$base/api/chat" "$chat" 20 "$FAKE_DELTA"
 }
 
 
 # ----- the Worker starter -----
 test_worker() {
-  local dir=$WORK/worker node22 port inspector i before recovered=0
+  local dir=$WORK/worker node22 port inspector i
   node22=$(bash scripts/setup.sh node22 | tail -1)
   fresh_copy worker node_modules
   npm_install worker
@@ -287,17 +298,7 @@ test_worker() {
   [ "$CODE" = 200 ] && grep -qF "$FAKE_TEXT" <<<"$BODY" && ok "worker: /api/summarize answers 200 from the provider" \
     || fail "worker: /api/summarize healthy: $CODE $BODY"
   fake_mode 529
-  for i in $(seq 8); do
-    before=$(fake_count)
-    req POST "$base/api/summarize" '{"text":"a long text"}'
-    [ "$CODE" = 503 ] && break
-    [ "$CODE" = 502 ] || fail "worker: /api/summarize under 529 answered $CODE $BODY"
-  done
-  if [ "$CODE" = 503 ] && [ -n "$RETRY_AFTER" ] && [ "$(fake_count)" = "$before" ]; then
-    ok "worker: breaker OPEN (in the Durable Object) after $((i - 1)) failures: 503 Retry-After: $RETRY_AFTER, no provider request"
-  else
-    fail "worker: did not fail fast: $CODE retry-after=$RETRY_AFTER count $before -> $(fake_count)"
-  fi
+  until_refused "worker: /api/summarize (the breaker in the Durable Object)" "$base/api/summarize" '{"text":"a long text"}'
   local ra=${RETRY_AFTER:-3}
   req GET "$base/metrics"
   [ "$CODE" = 401 ] && ok "worker: /metrics without the token: 401" || fail "worker: /metrics without the token answered $CODE"
@@ -316,17 +317,12 @@ test_worker() {
 
   fake_mode ok
   sleep "$ra"
-  for i in $(seq 20); do
-    req POST "$base/api/summarize" '{"text":"a long text"}'
-    if [ "$CODE" = 200 ]; then recovered=1; break; fi
-    sleep 0.5
-  done
-  [ $recovered = 1 ] && ok "worker: recovered" || fail "worker: did not recover: $CODE $BODY"
+  until_recovered "worker: /api/summarize" "$base/api/summarize" '{"text":"a long text"}' 20
 }
 
 # ----- the axum starter -----
 test_axum() {
-  local dir=$WORK/axum crate version port i before first="" recovered=0
+  local dir=$WORK/axum crate version port i before
   fresh_copy axum
   # No node_modules in a Rust project: the bin from the tarball installed in a folder of its own,
   # as `npx breakwater fake-llm` would run it.
@@ -386,12 +382,7 @@ test_axum() {
   fi
   fake_mode ok
   sleep "${RETRY_AFTER:-3}"
-  for i in $(seq 30); do
-    req POST "$base/api/summarize" '{"text":"a long text"}'
-    if [ "$CODE" = 200 ]; then recovered=1; break; fi
-    sleep 0.5
-  done
-  [ $recovered = 1 ] && ok "axum: recovered" || fail "axum: did not recover: $CODE $BODY"
+  until_recovered "axum: /api/summarize" "$base/api/summarize" '{"text":"a long text"}' 30
 }
 
 # Usage: run_part NAME   test_NAME, then stops what it started (its fake provider too).

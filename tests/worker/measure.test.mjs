@@ -7,12 +7,12 @@
 // `wrangler deploy --dry-run` bundles it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { startUpstream, objectWorker, rustApp, jsApp, start, call, drive, sleep, tmpDir, admin, COMPAT_DATE, JS_APP } from './harness.mjs';
 import { moduleWorker } from './workerd.mjs';
+import { wranglerDryRun } from '../../scripts/sizes.mjs';
 
 const BREAKERS = {
   upstream: { lease_ms: 1000, breaker: { trip: { kind: 'consecutive_failures', threshold: 5 }, open_duration_ms: 30_000 } },
@@ -311,8 +311,6 @@ test('the JavaScript object and the Rust object on the same paced workloads: obj
 
 // ----- the size of a user's Worker with the object -----
 
-const WRANGLER = path.join(path.dirname(path.dirname(JS_APP)), 'node_modules/.bin/wrangler');
-
 /** `wrangler deploy --dry-run --outdir` of `source` (with or without the object): its modules' sizes. */
 async function dryRun(dir, source, withObject) {
   fs.mkdirSync(dir, { recursive: true });
@@ -322,15 +320,7 @@ async function dryRun(dir, source, withObject) {
   if (withObject) toml.push('', '[[migrations]]', 'tag = "v1"', 'new_sqlite_classes = ["BreakerObject"]');
   else toml.push('script_name = "breakwater"');
   fs.writeFileSync(path.join(dir, 'wrangler.toml'), `${toml.join('\n')}\n`);
-  const env = { ...process.env, XDG_CONFIG_HOME: path.join(dir, 'xdg'), TMPDIR: path.join(dir, 'tmp'), WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', FORCE_COLOR: '0' };
-  fs.mkdirSync(env.TMPDIR, { recursive: true });
-  const out = await new Promise((resolve, reject) =>
-    execFile(WRANGLER, ['deploy', '--dry-run', '--outdir', 'out'], { cwd: dir, env, timeout: 60_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(`${stdout}${stderr}`),
-    ),
-  );
-  const m = /Total Upload: ([\d.]+) KiB \/ gzip: ([\d.]+) KiB/.exec(out);
-  assert.ok(m, out);
+  const reported = await wranglerDryRun(dir, { outdir: path.join(dir, 'out') });
   const modules = {};
   const contents = [];
   for (const f of fs.readdirSync(path.join(dir, 'out')).sort()) {
@@ -343,7 +333,7 @@ async function dryRun(dir, source, withObject) {
   return {
     modules,
     total: { bytes: contents.reduce((a, b) => a + b.length, 0), gzip: zlib.gzipSync(Buffer.concat(contents)).length },
-    wrangler_reports: { kib: Number(m[1]), gzip_kib: Number(m[2]) },
+    wrangler_reports: { kib: Number(reported.kib), gzip_kib: Number(reported.gzipKib) },
   };
 }
 
