@@ -17,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CircuitBreaker, FallbackChain } from 'breakwater';
 import { hedge } from 'breakwater/adaptive';
+import { anthropic } from '../js/src/cli/formats.mjs';
 import { quantile, rng } from './provider.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -31,6 +32,9 @@ export const tail = (short) => ({ fastMs: 300, slowShare: 0.03, slowMs: short ? 
  */
 async function startTailProvider({ seed, fastMs, slowShare, slowMs }) {
   const random = rng(seed);
+  // Every answer's frames, in the shapes of `breakwater fake-llm` (js/src/cli/formats.mjs): the
+  // same id, model and usage each time.
+  const frames = anthropic.stream({ id: 'msg_demo', model: 'claude-demo', inputTokens: 40, outputTokens: 5 });
   const stats = { requests: 0, closedEarly: 0 };
   const sockets = new Set();
   const server = http.createServer((req, res) => {
@@ -44,22 +48,15 @@ async function startTailProvider({ seed, fastMs, slowShare, slowMs }) {
       if (!done) stats.closedEarly += 1;
     });
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    res.write(
-      'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_demo","type":"message","role":"assistant","model":"claude-demo","content":[],"stop_reason":null,"usage":{"input_tokens":40,"output_tokens":1}}}\n\n',
-    );
-    const delta = (text) =>
-      `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })}\n\n`;
+    res.write(frames.start());
     timers.push(
       setTimeout(() => {
-        res.write('event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n');
-        res.write(delta('Hello'));
+        res.write(frames.blockStart() + frames.delta('Hello'));
         timers.push(
           setTimeout(() => {
-            res.write(delta(' from the demo.'));
-            res.write('event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n');
-            res.write('event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}\n\n');
+            res.write(frames.delta(' from the demo.'));
             done = true;
-            res.end('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+            res.end(frames.tail());
           }, 50),
         );
       }, first),

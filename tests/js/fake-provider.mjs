@@ -6,102 +6,52 @@
 // tests/fixtures/llm (any provider's format, on whatever path the SDK calls), then stall with
 // keep-alives or hold the response until the client aborts.
 import http from 'node:http';
+import { anthropic, openai, deltasOf } from '../../js/src/cli/formats.mjs';
 import { anthropicText, openaiChatText, responsesText, geminiText, anthropicPrefillRefused400 } from '../fixtures/llm/index.mjs';
 
-const ANTHROPIC_OK = {
-  id: 'msg_test',
-  type: 'message',
-  role: 'assistant',
-  model: 'claude-test',
-  content: [{ type: 'text', text: 'hello from the fake provider' }],
-  stop_reason: 'end_turn',
-  stop_sequence: null,
-  usage: { input_tokens: 3, output_tokens: 5 },
-};
-const OPENAI_OK = {
-  id: 'chatcmpl-test',
-  object: 'chat.completion',
-  created: 1_700_000_000,
-  model: 'gpt-test',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'hello from the fake provider' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 },
-};
+// The answers' shapes are those of `breakwater fake-llm` (js/src/cli/formats.mjs); what is fixed
+// here is what the tests read: the ids, the models, the text, the token counts.
+
+/** The answer a stream spells out by default, one delta per word; the JSON answers' text too. */
+export const STREAM_TEXT = 'hello from the fake provider';
+const DELTAS = deltasOf(STREAM_TEXT);
+
+/** Each provider's answer: its id, model and usage (3 tokens in, a token a word out). */
+const ANTHROPIC = { id: 'msg_test', model: 'claude-test', text: STREAM_TEXT, inputTokens: 3 };
+const OPENAI = { id: 'chatcmpl-test', created: 1_700_000_000, model: 'gpt-test', text: STREAM_TEXT, inputTokens: 3 };
+const ANTHROPIC_OK = anthropic.message(ANTHROPIC);
+const OPENAI_OK = openai.message(OPENAI);
 
 /** Well-formed answers with no content (the empty answer), in each provider's shape. */
 export const emptyAnswers = {
-  anthropic: { ...ANTHROPIC_OK, id: 'msg_empty', content: [], usage: { input_tokens: 3, output_tokens: 0 } },
-  openai: {
-    ...OPENAI_OK,
-    id: 'chatcmpl-empty',
-    choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 3, completion_tokens: 0, total_tokens: 3 },
-  },
+  anthropic: anthropic.message({ ...ANTHROPIC, id: 'msg_empty', text: '' }),
+  openai: openai.message({ ...OPENAI, id: 'chatcmpl-empty', text: '' }),
 };
 
 export const errors = {
   anthropic: {
-    529: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
-    429: { type: 'error', error: { type: 'rate_limit_error', message: 'Rate limited' } },
-    503: { type: 'error', error: { type: 'api_error', message: 'Service unavailable' } },
-    400: { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: required' } },
-    401: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } },
+    529: anthropic.error(529),
+    429: anthropic.error(429, 'Rate limited'),
+    503: anthropic.error(503, 'Service unavailable'),
+    400: anthropic.error(400, 'max_tokens: required'),
+    401: anthropic.error(401),
   },
   openai: {
-    429: { error: { message: 'Rate limit reached', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
-    quota: { error: { message: 'You exceeded your current quota', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } },
-    503: { error: { message: 'The server is overloaded', type: 'server_error', param: null, code: null } },
-    400: { error: { message: 'Invalid model', type: 'invalid_request_error', param: 'model', code: null } },
-    401: { error: { message: 'Incorrect API key', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } },
+    429: openai.error(429, 'Rate limit reached'),
+    quota: openai.error('quota', 'You exceeded your current quota'),
+    503: openai.error(503, 'The server is overloaded'),
+    400: openai.error(400, 'Invalid model', { param: 'model' }),
+    401: openai.error(401, 'Incorrect API key'),
   },
 };
 
-/** The answer a stream spells out by default, one delta per word. */
-export const STREAM_TEXT = 'hello from the fake provider';
-const DELTAS = STREAM_TEXT.split(/(?<= )/);
-
-const sse = (event, data) => (event ? `event: ${event}\n` : '') + `data: ${JSON.stringify(data)}\n\n`;
-
-/** Anthropic Messages stream events: [before the first delta, each delta, after the last]. */
-const anthropicEvents = {
-  head: () =>
-    sse('message_start', {
-      type: 'message_start',
-      message: { ...ANTHROPIC_OK, content: [], stop_reason: null, usage: { input_tokens: 3, output_tokens: 1 } },
-    }) +
-    sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
-    sse('ping', { type: 'ping' }),
-  delta: (text) => sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }),
-  tail: () =>
-    sse('content_block_stop', { type: 'content_block_stop', index: 0 }) +
-    sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }) +
-    sse('message_stop', { type: 'message_stop' }),
-  empty: () =>
-    sse('message_start', {
-      type: 'message_start',
-      message: { ...ANTHROPIC_OK, content: [], stop_reason: null, usage: { input_tokens: 3, output_tokens: 0 } },
-    }) +
-    sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } }) +
-    sse('message_stop', { type: 'message_stop' }),
-  error: () => sse('error', errors.anthropic[529]),
-};
-
-const chunk = (delta, finish_reason = null) => ({
-  id: OPENAI_OK.id,
-  object: 'chat.completion.chunk',
-  created: OPENAI_OK.created,
-  model: OPENAI_OK.model,
-  choices: [{ index: 0, delta, finish_reason }],
-});
-/** OpenAI Chat Completions stream lines, likewise. */
+/** Each provider's stream frames: head, delta, tail, error (after n deltas), empty (a whole answer). */
+const anthropicEvents = anthropic.stream(ANTHROPIC);
+const openaiFrames = openai.stream({ ...OPENAI, includeUsage: true });
 const openaiEvents = {
-  head: () => sse(undefined, chunk({ role: 'assistant', content: '' })),
-  delta: (content) => sse(undefined, chunk({ content })),
-  tail: () =>
-    sse(undefined, chunk({}, 'stop')) +
-    sse(undefined, { ...chunk({}), choices: [], usage: OPENAI_OK.usage }) +
-    'data: [DONE]\n\n',
-  empty: () => openaiEvents.head() + openaiEvents.tail(),
-  error: () => sse(undefined, errors.openai[503]),
+  ...openaiFrames,
+  empty: () => openaiFrames.head() + openaiFrames.tail(),
+  error: () => openaiFrames.error(errors.openai[503].error.message),
 };
 
 /** Writes one streamed answer as `cue` says; resolves when done (or when the socket is gone). */
@@ -218,7 +168,7 @@ export async function startFakeProvider() {
     if (cue?.refusePrefill && lastRole(body) === 'assistant') return replay(res, { transcript: anthropicPrefillRefused400 });
     const transcript = cue?.transcript ?? (cue ? undefined : defaultTranscript(req.url));
     if (transcript) return replay(res, { ...cue, transcript });
-    const openai = req.url.includes('/chat/completions');
+    const chat = req.url.includes('/chat/completions');
     // Stalled before anything: no status line at all.
     if (cue?.stall === 'silent' || res.destroyed) return;
     const status = cue?.status ?? 200;
@@ -228,8 +178,8 @@ export async function startFakeProvider() {
     } catch {
       /* not JSON: answered as JSON below */
     }
-    if (streamed && status === 200) return stream(res, openai ? openaiEvents : anthropicEvents, cue);
-    const payload = cue?.body ?? (openai ? OPENAI_OK : ANTHROPIC_OK);
+    if (streamed && status === 200) return stream(res, chat ? openaiEvents : anthropicEvents, cue);
+    const payload = cue?.body ?? (chat ? OPENAI_OK : ANTHROPIC_OK);
     res.writeHead(status, { 'content-type': 'application/json', ...(cue?.headers ?? {}) });
     if (cue?.stall === 'headers') return void res.flushHeaders();
     res.end(JSON.stringify(payload));

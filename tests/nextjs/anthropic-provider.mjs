@@ -1,25 +1,15 @@
 // A fake Anthropic Messages API on 127.0.0.1 for the e2e suites of the example's chat pages:
 // server-sent events in Anthropic's format, two models, each with cues of its own.
 import http from 'node:http';
+import { anthropic } from '../../js/src/cli/formats.mjs';
 
 export const PRIMARY = 'claude-sonnet-4-5';
 export const BACKUP = 'claude-haiku-4-5';
 
-const sse = (event, data) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-const usage = (output_tokens) => ({ input_tokens: 3, output_tokens });
-const HEAD = (model) =>
-  sse('message_start', {
-    type: 'message_start',
-    message: { id: 'msg_test', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: usage(1) },
-  }) +
-  sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
-  sse('ping', { type: 'ping' });
-const DELTA = (text) => sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
-const TAIL =
-  sse('content_block_stop', { type: 'content_block_stop', index: 0 }) +
-  sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }) +
-  sse('message_stop', { type: 'message_stop' });
-const OVERLOADED = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
+// The answers' shapes are those of `breakwater fake-llm` (js/src/cli/formats.mjs): a stream of the
+// model's own (3 tokens in, 5 out, whatever the deltas), and an overloaded_error for any error status.
+const frames = (model) => anthropic.stream({ id: 'msg_test', model, inputTokens: 3, outputTokens: 5 });
+const OVERLOADED = anthropic.error(529);
 
 /**
  * A fake Anthropic Messages API. Each model takes its own cues, one per request:
@@ -44,15 +34,16 @@ export async function startProvider() {
       return res.end(JSON.stringify(OVERLOADED));
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    res.write(HEAD(model));
+    const events = frames(model);
+    res.write(events.head());
     const deltas = cue.deltas ?? ['Hello ', 'from ', model, '.'];
     for (let i = 0; i < deltas.length; i++) {
       if (cue.cutAfter === i) return res.write('', () => res.destroy());
       if (cue.pauseAfter === i) await cue.resume;
-      res.write(DELTA(deltas[i]));
+      res.write(events.delta(deltas[i]));
       await new Promise((r) => setTimeout(r, 5)); // each delta its own read
     }
-    res.end(TAIL);
+    res.end(events.tail());
   });
   server.on('connection', (s) => {
     sockets.add(s);

@@ -1,21 +1,32 @@
 // A fake LLM provider for the Next.js e2e suites (non-streaming Messages API), on 127.0.0.1, and
 // the example app started in front of it.
 import http from 'node:http';
+import { anthropic } from '../../js/src/cli/formats.mjs';
 import { nextStart } from './next-start.mjs';
+
+/** The model a request asks for (the answer names it), if its body says. */
+function modelOf(body) {
+  try {
+    return JSON.parse(body).model ?? 'claude-fake';
+  } catch {
+    return 'claude-fake';
+  }
+}
 
 /** A provider that is up or down (answering `status`), optionally slow, and counts calls. */
 export function startProvider() {
   const state = { status: 200, delayMs: 0, calls: 0 };
   const server = http.createServer(async (req, res) => {
-    for await (const _ of req);
+    let body = '';
+    for await (const chunk of req) body += chunk;
     state.calls += 1;
     if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
     if (state.status === 200) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ type: 'message', content: [{ type: 'text', text: 'hello from the provider' }] }));
+      res.end(JSON.stringify(anthropic.message({ id: 'msg_test', model: modelOf(body), text: 'hello from the provider', inputTokens: 3 })));
     } else {
       res.writeHead(state.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+      res.end(JSON.stringify(anthropic.error(529)));
     }
   });
   return new Promise((resolve) =>
