@@ -541,6 +541,24 @@ const NO_USAGE = {
   outputTokens: { total: undefined, text: undefined, reasoning: undefined },
 };
 
+/** An answer a tier gave: the stream the guard watches, and its response (for the headers). */
+type StreamResult = { stream: ReadableStream<unknown>; response?: { headers?: Record<string, string> } };
+
+/** What the guard of one `doStream` learns as the answer goes (see `modelStreamOptions`). */
+interface StreamState {
+  /** The last answer a tier gave. */
+  result?: StreamResult | undefined;
+  /** Each tier's answer, by tier (a hedged call runs two at once). */
+  results: Array<StreamResult | undefined>;
+  /** An error part was the provider's own error. */
+  providerFailed: boolean;
+  /** The answer was cut after its first words, and its end left to `shape`. */
+  interrupted?: { error: unknown } | undefined;
+}
+
+/** A stream's `finish` part, as far as a contingency's `finish` reads it. */
+type Finish = { usage?: unknown; providerMetadata?: unknown };
+
 /**
  * The guard's options for one `doStream`, and what it learns: the result whose stream it guards.
  * Before the first content an `error` part fails the attempt. After it error parts reach the
@@ -549,57 +567,14 @@ const NO_USAGE = {
  * contingency (see `GuardOptions.onInterrupted`).
  */
 function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions, continuing?: Continue) {
-  // Error parts seen: a chunk the schema rejected, or the provider's own error.
-  let rejected = false;
-  let providerFailed = false;
   let began = false;
-  let interrupted: { error: unknown } | undefined;
   const { own, release } = follow(params.abortSignal, (reason) =>
     began && isBudget(reason)
       ? new DOMException(`the answer's time limit ran out after its first words (the app's budget, not counted): ${messageOf(reason)}`, 'AbortError')
       : reason,
   );
-  type Result = { stream: ReadableStream<unknown>; response?: { headers?: Record<string, string> } };
-  // `result`: the last answer a tier gave; `results`: each tier's (a hedged call runs two at once).
-  const state: { result?: Result | undefined; results: Array<Result | undefined> } = { results: [] };
-  const options: BreakerStreamOptions<unknown> = {
-    signal: own.signal,
-    firstChunkTimeoutMs: guard.firstChunkTimeoutMs,
-    idleTimeoutMs: guard.idleTimeoutMs,
-    totalTimeoutMs: guard.totalTimeoutMs,
-    firstOutputTimeoutMs: guard.firstOutputTimeoutMs,
-    maxThinkingMs: guard.maxThinkingMs,
-    retry: guard.retry,
-    endingOf: (part) => {
-      const ending = finishEnding(part);
-      // @ai-sdk/openai ends with finishReason `error` (raw: none) after a rejected chunk, even
-      // when the answer had finished: with no error of the provider's, the content decides.
-      const raw = (part as { finishReason?: { raw?: unknown } }).finishReason?.raw;
-      return ending === 'failed' && rejected && !providerFailed && raw === undefined ? 'unknown' : ending;
-    },
-    errorOf: (part) => {
-      const p = part as { type?: unknown; error?: unknown } | null;
-      if (typeof p !== 'object' || p === null || p.type !== 'error') return undefined;
-      // A chunk the schema rejected passes on to the reader and counts for nothing (vercel/ai
-      // #7417: a proxy's usage chunk without `choices`, the last chunk of every answer).
-      if (typeof p.error === 'object' && p.error !== null && (p.error as Record<symbol, unknown>)[VALIDATION_ERROR] === true) {
-        rejected = true;
-        return undefined;
-      }
-      providerFailed = true;
-      return partFailure(p.error, state.result?.response?.headers);
-    },
-    onInterrupted: (error) => {
-      if (guard.onInterrupted === undefined && continuing === undefined) {
-        // The provider's error part has gone through to the reader already.
-        if (providerFailed) return undefined;
-        throw error;
-      }
-      // `shape` below ends the stream: continued on the next tier, or with the contingency.
-      interrupted = { error };
-      return undefined;
-    },
-  };
+  const state: StreamState = { results: [], providerFailed: false };
+  const options = streamGuardOptions(own.signal, guard, state, continuing !== undefined);
   const call = (stream: Stream, tier = 0) => async (ctx?: CallContext) => {
     const result = await stream(ctx?.signal ?? own.signal);
     state.result = state.results[tier] = result;
@@ -622,7 +597,7 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions, conti
       return releasing(guarded.pipeThrough(new TransformStream({ transform: (part, out) => void (rawPart(part) || out.enqueue(part)) })), release);
     }
     const held: unknown[] = [];
-    let finish: { usage?: unknown; providerMetadata?: unknown } | undefined;
+    let finish: Finish | undefined;
     // What the reader has of the answer, for a continuation: its text, the text block still open,
     // and the first part that makes continuing unsafe (a tool call, reasoning, a file...).
     const sent: Sent = { text: '', open: undefined, unsafe: undefined };
@@ -632,41 +607,23 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions, conti
           const type = (part as { type?: unknown } | null)?.type;
           if (rawPart(part)) return;
           if (type === 'error') return void held.push(part);
-          if (type === 'finish') return void (finish = part as typeof finish);
+          if (type === 'finish') return void (finish = part as Finish);
           if (continuing !== undefined) track(sent, part);
           out.enqueue(part);
         },
         async flush(out) {
-          if (interrupted === undefined) {
+          let cut = state.interrupted;
+          if (cut === undefined) {
             for (const p of held) out.enqueue(p);
             if (finish !== undefined) out.enqueue(finish);
             return;
           }
           if (continuing !== undefined && sent.unsafe === undefined && sent.text !== '') {
-            const ended = await continuing(sent, out, interrupted.error);
+            const ended = await continuing(sent, out, cut.error);
             if (ended === true) return;
-            if (ended !== false) interrupted = ended;
+            if (ended !== false) cut = ended;
           }
-          if (guard.onInterrupted === undefined) {
-            // Today's end: the provider's error parts as they came, or the cut as the stream's error.
-            for (const p of held) out.enqueue(p);
-            if (!providerFailed) throw interrupted.error;
-            if (finish !== undefined) out.enqueue(finish);
-            return;
-          }
-          const text = guard.onInterrupted(interrupted.error);
-          if (text !== undefined && text !== '') {
-            const id = `breakwater-interrupted-${++contingencies}`;
-            out.enqueue({ type: 'text-start', id });
-            out.enqueue({ type: 'text-delta', id, delta: text });
-            out.enqueue({ type: 'text-end', id });
-          }
-          out.enqueue({
-            type: 'finish',
-            finishReason: { unified: 'error', raw: 'breakwater-interrupted' },
-            usage: finish?.usage ?? NO_USAGE,
-            ...(finish?.providerMetadata === undefined ? {} : { providerMetadata: finish.providerMetadata }),
-          });
+          endInterrupted(out, cut.error, held, finish, state.providerFailed, guard);
         },
       }),
     ), release);
@@ -674,6 +631,93 @@ function modelStreamOptions(params: ModelCallOptions, guard: GuardOptions, conti
   /** The answer began (the guard resolved): a budget running out later is the app's. */
   const begin = (stream: ReadableStream<unknown>): ReadableStream<unknown> => ((began = true), stream);
   return { options, state, call, shape, release, begin };
+}
+
+/**
+ * The stream guard's options for a model's answer: `guard`'s limits and `retry`, and how it reads
+ * the parts (`endingOf`, `errorOf`) and an answer cut after its first words (`onInterrupted`),
+ * noting in `state` what it saw.
+ */
+function streamGuardOptions(
+  signal: AbortSignal,
+  guard: GuardOptions,
+  state: StreamState,
+  continuing: boolean,
+): BreakerStreamOptions<unknown> {
+  // An error part was a chunk the schema rejected (the provider's own error: `state.providerFailed`).
+  let rejected = false;
+  return {
+    signal,
+    firstChunkTimeoutMs: guard.firstChunkTimeoutMs,
+    idleTimeoutMs: guard.idleTimeoutMs,
+    totalTimeoutMs: guard.totalTimeoutMs,
+    firstOutputTimeoutMs: guard.firstOutputTimeoutMs,
+    maxThinkingMs: guard.maxThinkingMs,
+    retry: guard.retry,
+    endingOf: (part) => {
+      const ending = finishEnding(part);
+      // @ai-sdk/openai ends with finishReason `error` (raw: none) after a rejected chunk, even
+      // when the answer had finished: with no error of the provider's, the content decides.
+      const raw = (part as { finishReason?: { raw?: unknown } }).finishReason?.raw;
+      return ending === 'failed' && rejected && !state.providerFailed && raw === undefined ? 'unknown' : ending;
+    },
+    errorOf: (part) => {
+      const p = part as { type?: unknown; error?: unknown } | null;
+      if (typeof p !== 'object' || p === null || p.type !== 'error') return undefined;
+      // A chunk the schema rejected passes on to the reader and counts for nothing (vercel/ai
+      // #7417: a proxy's usage chunk without `choices`, the last chunk of every answer).
+      if (typeof p.error === 'object' && p.error !== null && (p.error as Record<symbol, unknown>)[VALIDATION_ERROR] === true) {
+        rejected = true;
+        return undefined;
+      }
+      state.providerFailed = true;
+      return partFailure(p.error, state.result?.response?.headers);
+    },
+    onInterrupted: (error) => {
+      if (guard.onInterrupted === undefined && !continuing) {
+        // The provider's error part has gone through to the reader already.
+        if (state.providerFailed) return undefined;
+        throw error;
+      }
+      // `shape` ends the stream: continued on the next tier, or with the contingency.
+      state.interrupted = { error };
+      return undefined;
+    },
+  };
+}
+
+/**
+ * Ends an answer cut after its first words that no tier continued. Without `onInterrupted`, as
+ * it ends today: the provider's error parts as they came, or the cut as the stream's error. With
+ * it, its text in a block of its own, then a `finish` of reason `error`.
+ */
+function endInterrupted(
+  out: TransformStreamDefaultController<unknown>,
+  error: unknown,
+  held: unknown[],
+  finish: Finish | undefined,
+  providerFailed: boolean,
+  guard: GuardOptions,
+): void {
+  if (guard.onInterrupted === undefined) {
+    for (const p of held) out.enqueue(p);
+    if (!providerFailed) throw error;
+    if (finish !== undefined) out.enqueue(finish);
+    return;
+  }
+  const text = guard.onInterrupted(error);
+  if (text !== undefined && text !== '') {
+    const id = `breakwater-interrupted-${++contingencies}`;
+    out.enqueue({ type: 'text-start', id });
+    out.enqueue({ type: 'text-delta', id, delta: text });
+    out.enqueue({ type: 'text-end', id });
+  }
+  out.enqueue({
+    type: 'finish',
+    finishReason: { unified: 'error', raw: 'breakwater-interrupted' },
+    usage: finish?.usage ?? NO_USAGE,
+    ...(finish?.providerMetadata === undefined ? {} : { providerMetadata: finish.providerMetadata }),
+  });
 }
 
 const GUARD_KEYS = ['timeoutMs', 'firstChunkTimeoutMs', 'idleTimeoutMs', 'totalTimeoutMs', 'firstOutputTimeoutMs', 'maxThinkingMs', 'retry', 'onInterrupted'] as const;
@@ -872,30 +916,16 @@ export function fallbackModel<M extends LanguageModelLike>(
   const breakerOptions = obj('breakerOptions', o.breakerOptions) as CircuitBreakerOptions | undefined;
   // Checked now, under this function's name (a registry of your own checks them over its defaults).
   if (breakerOptions !== undefined && o.registry === undefined) breakerConfig(breakerOptions, 'fallbackModel options.breakerOptions');
-  let version: string | undefined;
-  const defs = tiers.map((t, i) => {
-    const tier = obj(`tiers[${i}]`, t) ?? fail(`tiers[${i}]`, t, 'an object { model, breaker? }', true);
-    checkKeys(`tiers[${i}]`, tier, ['model', 'breaker', 'name']);
-    const model = tier.model as M;
-    if (typeof model?.doGenerate !== 'function' || typeof model.doStream !== 'function' || typeof model.specificationVersion !== 'string') {
-      fail(`tiers[${i}].model`, model, 'a language model object (e.g. anthropic("claude-…"); model id strings are not supported)', true);
-    }
-    version ??= model.specificationVersion;
-    if (model.specificationVersion !== version) {
-      fail(`tiers[${i}].model.specificationVersion`, model.specificationVersion, `"${version}" like tiers[0] (one AI SDK version for every tier)`, true);
-    }
-    const breaker =
-      tier.breaker === undefined
-        ? ((o.registry as BreakerRegistry | undefined) ?? globalBreakers()).get(`${model.provider}:${model.modelId}`, breakerOptions)
-        : checkBreaker(`tiers[${i}].breaker`, tier.breaker);
-    return { model, breaker, ...(tier.name === undefined ? {} : { name: tier.name as string }) };
-  });
+  const defs = checkTiers<M>(tiers, o.registry as BreakerRegistry | undefined, breakerOptions);
   const chainOptions = {
     name: (o.name as string | undefined) ?? 'fallback-model',
     ...(o.fallThrough === undefined ? {} : { fallThrough: o.fallThrough as (e: unknown) => boolean }),
     ...(o.hedge === undefined ? {} : { hedge: o.hedge as HedgeOption }),
   };
   const events = new Emitter<TierEvent>();
+  const emit = (e: Omit<TierEvent, 'chain'>): void => {
+    if (events.size) events.emit({ chain: chainOptions.name, ...e });
+  };
   /** A chain for one call: each tier's `call` closes over this call's options. */
   const chain = <T>(call: (model: M, tier: number) => (ctx?: CallContext) => T | Promise<T>): FallbackChain<T> => {
     const c = new FallbackChain<T>(
@@ -927,7 +957,7 @@ export function fallbackModel<M extends LanguageModelLike>(
       // One guard serves every tier; its result is the answering tier's (a hedge runs two).
       let answered = -1;
       const continuing: Continue | undefined =
-        o.continueOnBackup === true ? (sent, out, error) => continueOn(answered + 1, params, sent, out, error) : undefined;
+        o.continueOnBackup === true ? (sent, out, error) => continueOn(defs, guard, emit, answered + 1, params, sent, out, error) : undefined;
       const g = modelStreamOptions(params, guard, continuing);
       const c = chain((m, i) => g.call((signal) => m.doStream({ ...params, includeRawChunks: true, abortSignal: signal }), i));
       const options = hedging ? { ...g.options, inputTokens: promptTokens(params) } : g.options;
@@ -938,43 +968,81 @@ export function fallbackModel<M extends LanguageModelLike>(
     },
     onTier: (listener: (event: TierEvent) => void): Unsubscribe => events.subscribe(listener),
   };
-  /**
-   * Continues the answer cut on a tier before `from` on the first tier from `from` on that can
-   * (`continuationOf`) and whose stream begins; see `Continue`.
-   */
-  const continueOn = async (
-    from: number,
-    params: ModelCallOptions,
-    sent: Sent,
-    out: TransformStreamDefaultController<unknown>,
-    cause: unknown,
-  ): Promise<true | false | { error: unknown }> => {
-    const emit = (e: Omit<TierEvent, 'chain'>): void => {
-      if (events.size) events.emit({ chain: chainOptions.name, ...e });
-    };
-    for (let i = from; i < defs.length; i++) {
-      const d = defs[i]!;
-      const name = d.name ?? d.breaker.name;
-      const style = continuationOf(d.model, { thinking: thinkingOn(params as { providerOptions?: unknown }) });
-      if (style === 'restart') continue;
-      const prompt = continuationPrompt(params.prompt, sent.text, style);
-      const next = { ...params, prompt };
-      const g = modelStreamOptions(next, { ...guard, onInterrupted: undefined });
-      const stream = d.breaker.stream as (fn: (c: CallContext) => unknown, o?: object) => Promise<ReadableStream<unknown>>;
-      let parts: ReadableStream<unknown>;
-      try {
-        parts = g.shape(g.begin(await stream.call(d.breaker, g.call((signal) => d.model.doStream({ ...next, includeRawChunks: true, abortSignal: signal })), g.options)));
-      } catch (e) {
-        g.release();
-        emit({ tier: i, name, outcome: isCircuitOpenError(e) ? 'skipped' : 'failed', error: e });
-        continue;
-      }
-      emit({ tier: i, name, outcome: 'continued', inputTokens: promptTokens(next), error: cause });
-      return pipeContinuation(parts.getReader(), sent, out);
-    }
-    return false;
-  };
   return model as unknown as FallbackModel<M>;
+}
+
+/** A tier of `fallbackModel`, checked: its model, its breaker (given or found) and its name if given. */
+interface CheckedTier<M extends LanguageModelLike> {
+  model: M;
+  breaker: ChainBreaker;
+  name?: string;
+}
+
+/**
+ * `fallbackModel`'s tiers, checked: each an object with a language model of the first one's
+ * specification version; a tier without `breaker` gets the one named `provider:modelId` in
+ * `registry` (default `globalBreakers()`), made with `breakerOptions` if it is new.
+ */
+function checkTiers<M extends LanguageModelLike>(
+  tiers: ReadonlyArray<FallbackTier<M>>,
+  registry: BreakerRegistry | undefined,
+  breakerOptions: CircuitBreakerOptions | undefined,
+): CheckedTier<M>[] {
+  let version: string | undefined;
+  return tiers.map((t, i) => {
+    const tier = obj(`tiers[${i}]`, t) ?? fail(`tiers[${i}]`, t, 'an object { model, breaker? }', true);
+    checkKeys(`tiers[${i}]`, tier, ['model', 'breaker', 'name']);
+    const model = tier.model as M;
+    if (typeof model?.doGenerate !== 'function' || typeof model.doStream !== 'function' || typeof model.specificationVersion !== 'string') {
+      fail(`tiers[${i}].model`, model, 'a language model object (e.g. anthropic("claude-…"); model id strings are not supported)', true);
+    }
+    version ??= model.specificationVersion;
+    if (model.specificationVersion !== version) {
+      fail(`tiers[${i}].model.specificationVersion`, model.specificationVersion, `"${version}" like tiers[0] (one AI SDK version for every tier)`, true);
+    }
+    const breaker =
+      tier.breaker === undefined
+        ? (registry ?? globalBreakers()).get(`${model.provider}:${model.modelId}`, breakerOptions)
+        : checkBreaker(`tiers[${i}].breaker`, tier.breaker);
+    return { model, breaker, ...(tier.name === undefined ? {} : { name: tier.name as string }) };
+  });
+}
+
+/**
+ * Continues the answer cut on a tier before `from` on the first tier from `from` on that can
+ * (`continuationOf`) and whose stream begins; see `Continue`. `emit` reports the tiers tried.
+ */
+async function continueOn(
+  tiers: ReadonlyArray<CheckedTier<LanguageModelLike>>,
+  guard: GuardOptions,
+  emit: (e: Omit<TierEvent, 'chain'>) => void,
+  from: number,
+  params: ModelCallOptions,
+  sent: Sent,
+  out: TransformStreamDefaultController<unknown>,
+  cause: unknown,
+): Promise<true | false | { error: unknown }> {
+  for (let i = from; i < tiers.length; i++) {
+    const d = tiers[i]!;
+    const name = d.name ?? d.breaker.name;
+    const style = continuationOf(d.model, { thinking: thinkingOn(params as { providerOptions?: unknown }) });
+    if (style === 'restart') continue;
+    const prompt = continuationPrompt(params.prompt, sent.text, style);
+    const next = { ...params, prompt };
+    const g = modelStreamOptions(next, { ...guard, onInterrupted: undefined });
+    const stream = d.breaker.stream as (fn: (c: CallContext) => unknown, o?: object) => Promise<ReadableStream<unknown>>;
+    let parts: ReadableStream<unknown>;
+    try {
+      parts = g.shape(g.begin(await stream.call(d.breaker, g.call((signal) => d.model.doStream({ ...next, includeRawChunks: true, abortSignal: signal })), g.options)));
+    } catch (e) {
+      g.release();
+      emit({ tier: i, name, outcome: isCircuitOpenError(e) ? 'skipped' : 'failed', error: e });
+      continue;
+    }
+    emit({ tier: i, name, outcome: 'continued', inputTokens: promptTokens(next), error: cause });
+    return pipeContinuation(parts.getReader(), sent, out);
+  }
+  return false;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { create, wasm } from '../glue.js';
 import { Budget, BudgetOp, GiveUp, Jitter as JitterCode, Retry } from '../codes/layout.js';
-import { checkKeys, fail, fn, num, obj } from '../helpers/options.js';
+import { checkKeys, fail, fn as optFn, num, obj } from '../helpers/options.js';
 import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from '../classify.js';
 import { guardCall } from '../guards/call.js';
 
@@ -227,6 +227,45 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T
   });
 }
 
+/** Throws naming the first of `withRetry`'s object options that is not what it should be. */
+function checkObjects(
+  metrics: RetryObserver | undefined,
+  budget: RetryBudget | undefined,
+  breaker: RetryBreaker | undefined,
+  signal: AbortSignal | undefined,
+): void {
+  if (metrics !== undefined && typeof metrics.observeRetries !== 'function') fail('metrics', metrics, 'a RetryObserver');
+  // Not `instanceof`: a budget may come from another bundled copy of the package.
+  if (budget !== undefined && typeof (budget as Partial<RetryBudget> | null)?.withdraw !== 'function') {
+    fail('budget', budget, 'a RetryBudget');
+  }
+  if (breaker !== undefined && (typeof breaker !== 'object' || typeof breaker.execute !== 'function')) {
+    fail('breaker', breaker, 'a CircuitBreaker');
+  }
+  if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
+    fail('signal', signal, 'an AbortSignal');
+  }
+}
+
+/**
+ * Starts attempt number `attempt` of `fn`, through `breaker` if given. With `attemptTimeoutMs` it
+ * runs under execute's guard (the breaker's, or the same guard alone): its own signal, aborted by
+ * the caller's or with a TimeoutError; else with the caller's signal.
+ */
+function startAttempt<T>(
+  fn: (context: AttemptContext) => T | Promise<T>,
+  attempt: number,
+  signal: AbortSignal | undefined,
+  breaker: RetryBreaker | undefined,
+  attemptTimeoutMs: number | undefined,
+): Promise<T> {
+  const call = (c: { signal?: AbortSignal | undefined }) => fn(c.signal ? { attempt, signal: c.signal } : { attempt });
+  const guarded = signal !== undefined || attemptTimeoutMs !== undefined;
+  if (breaker) return breaker.execute(call, guarded ? { signal, timeoutMs: attemptTimeoutMs } : undefined);
+  if (attemptTimeoutMs !== undefined) return guardCall(call, signal, attemptTimeoutMs, uncounted, uncounted);
+  return Promise.resolve().then(() => call({ signal }));
+}
+
 /**
  * Calls `fn` until it succeeds, retrying transient failures (429, 5xx, 529, network errors) with
  * exponential backoff and jitter, honouring Retry-After. Its options are the usual ones (`maxAttempts`, `baseDelayMs`, `maxDelayMs`, `jitter`...).
@@ -239,30 +278,18 @@ export async function withRetry<T>(
   options: RetryOptions = {},
 ): Promise<T> {
   if (typeof fn !== 'function') fail('fn', fn, 'a function');
-  const o = obj('options', options) ?? {};
-  checkKeys('withRetry options', o, KEYS);
-  const opts = o as RetryOptions;
-  const sleep = fn_<NonNullable<RetryOptions['sleep']>>('sleep', opts.sleep) ?? defaultSleep;
-  const random = fn_<() => number>('random', opts.random) ?? Math.random;
-  const clock = fn_<() => number>('clock', opts.clock) ?? Date.now;
-  const shouldRetry = fn_<RetryOptions['shouldRetry']>('shouldRetry', opts.shouldRetry);
-  const onRetry = fn_<RetryOptions['onRetry']>('onRetry', opts.onRetry);
-  const onGiveUp = fn_<RetryOptions['onGiveUp']>('onGiveUp', opts.onGiveUp);
+  const opts: RetryOptions = obj('options', options) ?? {};
+  checkKeys('withRetry options', opts, KEYS);
+  const sleep = optFn<NonNullable<RetryOptions['sleep']>>('sleep', opts.sleep) ?? defaultSleep;
+  const random = optFn<() => number>('random', opts.random) ?? Math.random;
+  const clock = optFn<() => number>('clock', opts.clock) ?? Date.now;
+  const shouldRetry = optFn<RetryOptions['shouldRetry']>('shouldRetry', opts.shouldRetry);
+  const onRetry = optFn<RetryOptions['onRetry']>('onRetry', opts.onRetry);
+  const onGiveUp = optFn<RetryOptions['onGiveUp']>('onGiveUp', opts.onGiveUp);
   const { signal, budget, breaker, metrics } = opts;
-  if (metrics !== undefined && typeof metrics.observeRetries !== 'function') fail('metrics', metrics, 'a RetryObserver');
-  // Not `instanceof`: a budget may come from another bundled copy of the package.
-  if (budget !== undefined && typeof (budget as Partial<RetryBudget> | null)?.withdraw !== 'function') {
-    fail('budget', budget, 'a RetryBudget');
-  }
-  if (breaker !== undefined && (typeof breaker !== 'object' || typeof breaker.execute !== 'function')) {
-    fail('breaker', breaker, 'a CircuitBreaker');
-  }
-  if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
-    fail('signal', signal, 'an AbortSignal');
-  }
+  checkObjects(metrics, budget, breaker, signal);
   const attemptTimeoutMs =
     opts.attemptTimeoutMs === undefined ? undefined : num('attemptTimeoutMs', opts.attemptTimeoutMs, 0, 1);
-  const guarded = signal !== undefined || attemptTimeoutMs !== undefined;
   // Validate everything now (cheap); build the core's policy only when a first attempt fails.
   const cfg = policy(opts);
   const x = wasm();
@@ -275,18 +302,10 @@ export async function withRetry<T>(
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw signal.reason;
-      // With attemptTimeoutMs each attempt runs under execute's guard (the breaker's, or the
-      // same guard alone): its own signal, aborted by the caller's or with a TimeoutError.
-      const call = (c: { signal?: AbortSignal | undefined }) => fn(c.signal ? { attempt, signal: c.signal } : { attempt });
       let error: unknown;
       let resolved = false;
       try {
-        const run = breaker
-          ? breaker.execute(call, guarded ? { signal, timeoutMs: attemptTimeoutMs } : undefined)
-          : attemptTimeoutMs !== undefined
-            ? guardCall(call, signal, attemptTimeoutMs, uncounted, uncounted)
-            : Promise.resolve().then(() => fn(signal ? { attempt, signal } : { attempt }));
-        const v = await raceAbort(run, signal);
+        const v = await raceAbort(startAttempt(fn, attempt, signal, breaker, attemptTimeoutMs), signal);
         if (!isResponse(v) || v.status < 400) return v;
         error = v;
         resolved = true;
@@ -356,10 +375,6 @@ export async function streamWithRetry<S>(
   return withRetry((c) => attempt(c.signal), { ...o, signal });
 }
 
-function fn_<F>(option: string, v: unknown): F | undefined {
-  return fn<F>(option, v);
-}
-
 /**
  * `RetryBudget`'s options, each optional.
  * @inline
@@ -393,7 +408,7 @@ export class RetryBudget {
     const ttl = num('ttlMs', o.ttlMs, 10_000, 1_000, 60_000);
     const min = num('minPerSec', o.minPerSec, 10, 0, 2 ** 32 - 1);
     const pct = num('retryPercent', o.retryPercent, 20, 0, 1000, false);
-    this.#clock = fn<() => number>('clock', o.clock) ?? Date.now;
+    this.#clock = optFn<() => number>('clock', o.clock) ?? Date.now;
     const cfg = new Float64Array(Budget.Len);
     cfg[Budget.Ttl] = ttl;
     cfg[Budget.MinPerSec] = min;

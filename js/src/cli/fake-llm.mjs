@@ -175,107 +175,129 @@ async function answer(res, dialect, mode, { model, streamed, delayMs }) {
 }
 
 /**
- * Starts the fake provider. Options:
- *   port (default 8788, off wrangler dev's 8787; 0: any free port), host (default 127.0.0.1),
- *   mode (default 'ok'), or schedule: parseOutage's steps, started at once,
- *   delayMs: slow-first-token's delay (default 3000),
- *   onRequest({ at, method, path, mode, status, note }): after each request is over,
- *   onModeChange({ mode, by }): `by` 'schedule' or 'POST /_fake/mode'.
- * Resolves, once it listens, to { url, port, state(), setMode(mode), schedule(steps), close() }.
+ * The fake's mode, set by hand or by a schedule (parseOutage's steps): `current()`, `set(mode,
+ * by)`, `reschedule(steps)` (ends the schedule, if any, and follows `steps` if given), `stop()`
+ * (the schedule's timer), and `describe()`: the mode, since when, and what is left of the
+ * schedule, as GET /_fake says them.
  */
-export async function startFakeLlm(options = {}) {
-  const { port = DEFAULT_PORT, host = '127.0.0.1', delayMs = 3000, onRequest = () => {}, onModeChange = () => {} } = options;
-  let mode = checkMode(options.mode ?? 'ok', 'mode');
+function modeSchedule(initial, onModeChange) {
+  let mode = initial;
   let since = Date.now();
   let steps;
   let timer;
-  // Requests to the provider paths: by the mode that answered them, by the status answered
-  // ('none': no answer), and those whose client went away before the answer was complete.
-  const counts = { requests: 0, served: Object.fromEntries(MODE_NAMES.map((m) => [m, 0])), statuses: {}, aborted: 0 };
-
-  const setMode = (next, by) => {
+  const set = (next, by) => {
     mode = checkMode(next, 'mode');
     since = Date.now();
     onModeChange({ mode, by });
   };
-  /** Ends the schedule, if any, and starts `next` (parseOutage's steps) if given. */
-  const reschedule = (next) => {
-    clearTimeout(timer);
-    steps = next && [...next];
-    nextStep();
-  };
   const nextStep = () => {
     const step = steps?.shift();
     if (!step) return void (steps = undefined);
-    setMode(step.mode, 'schedule');
+    set(step.mode, 'schedule');
     if (step.ms !== Infinity) timer = setTimeout(nextStep, step.ms);
   };
-  const state = () => ({
-    mode,
-    since: new Date(since).toISOString(),
-    schedule: steps?.length ? spell(steps) : null,
-    ...counts,
-    served: { ...counts.served },
-    statuses: { ...counts.statuses },
+  return {
+    current: () => mode,
+    set,
+    reschedule(next) {
+      clearTimeout(timer);
+      steps = next && [...next];
+      nextStep();
+    },
+    stop: () => clearTimeout(timer),
+    describe: () => ({ mode, since: new Date(since).toISOString(), schedule: steps?.length ? spell(steps) : null }),
+  };
+}
+
+/** The request's body as text; undefined when the client went away before it was complete. */
+async function bodyOf(req) {
+  let body = '';
+  try {
+    for await (const chunk of req) body += chunk;
+  } catch {
+    return undefined;
+  }
+  return body;
+}
+
+/** The body parsed when it is a JSON object; else undefined. */
+function jsonObject(body) {
+  let value;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  return value === null || typeof value !== 'object' || Array.isArray(value) ? undefined : value;
+}
+
+/**
+ * Answers one request: the fake's own routes (GET /_fake, POST /_fake/mode), a provider path as
+ * the mode says, or a 404 in the provider's shape. `fake`: startFakeLlm's mode, counts, state,
+ * delay and onRequest.
+ */
+async function handle(fake, req, res) {
+  const at = new Date();
+  const path = new URL(req.url ?? '/', 'http://fake').pathname;
+  const body = await bodyOf(req);
+  if (body === undefined) return; // the client went away before its request was complete
+  const log = (entry) => fake.onRequest({ at, method: req.method, path, ...entry });
+
+  if (path === '/_fake' && req.method === 'GET') return sendJson(res, 200, fake.state());
+  if (path === '/_fake/mode' && req.method === 'POST') return setModeByHand(fake, res, body);
+
+  const dialect = ROUTES.get(path);
+  if (!dialect || req.method !== 'POST') {
+    const shape = dialect ?? (path.includes('chat/completions') ? openai : anthropic);
+    const message = `${req.method} ${path}: the fake answers POST ${[...ROUTES.keys()].join(', ')} (and GET /_fake, POST /_fake/mode)`;
+    sendJson(res, 404, shape.error(404, message));
+    return log({ mode: '-', status: 404 });
+  }
+  const request = jsonObject(body);
+  if (request === undefined) {
+    sendJson(res, 400, dialect.error(400, 'The request body is not a JSON object'));
+    return log({ mode: '-', status: 400 });
+  }
+  log(await serve(fake, res, dialect, request));
+}
+
+/** POST /_fake/mode: `{"mode": M}` sets the mode by hand, which ends the schedule. */
+function setModeByHand(fake, res, body) {
+  let next;
+  try {
+    next = JSON.parse(body).mode;
+  } catch {
+    /* answered below */
+  }
+  if (!MODE_NAMES.includes(next)) {
+    return sendJson(res, 400, { error: `expected {"mode": M} with M one of ${MODE_NAMES.join(', ')}; got ${body.slice(0, 200) || 'nothing'}` });
+  }
+  fake.modes.reschedule(); // a mode set by hand ends the schedule
+  fake.modes.set(next, 'POST /_fake/mode');
+  return sendJson(res, 200, fake.state());
+}
+
+/**
+ * Answers a provider request as the current mode says, and counts it: by mode, by status, and
+ * whether its client went away first. Returns the log line's `{ mode, status, note }`.
+ */
+async function serve(fake, res, dialect, request) {
+  const { counts } = fake;
+  const served = fake.modes.current();
+  counts.requests += 1;
+  counts.served[served] += 1;
+  res.once('close', () => {
+    if (!res.writableFinished) counts.aborted += 1;
   });
+  const model = typeof request.model === 'string' ? request.model : `${dialect.name}-fake`;
+  const outcome = await answer(res, dialect, served, { model, streamed: request.stream === true, delayMs: fake.delayMs });
+  const status = outcome.status ?? 'none';
+  counts.statuses[status] = (counts.statuses[status] ?? 0) + 1;
+  return { mode: served, ...outcome };
+}
 
-  const server = http.createServer(async (req, res) => {
-    const at = new Date();
-    const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    let body = '';
-    try {
-      for await (const chunk of req) body += chunk;
-    } catch {
-      return; // the client went away before its request was complete
-    }
-    const log = (entry) => onRequest({ at, method: req.method, path, ...entry });
-
-    if (path === '/_fake' && req.method === 'GET') return sendJson(res, 200, state());
-    if (path === '/_fake/mode' && req.method === 'POST') {
-      let next;
-      try {
-        next = JSON.parse(body).mode;
-      } catch {
-        /* answered below */
-      }
-      if (!MODE_NAMES.includes(next)) {
-        return sendJson(res, 400, { error: `expected {"mode": M} with M one of ${MODE_NAMES.join(', ')}; got ${body.slice(0, 200) || 'nothing'}` });
-      }
-      reschedule(); // a mode set by hand ends the schedule
-      setMode(next, 'POST /_fake/mode');
-      return sendJson(res, 200, state());
-    }
-
-    const dialect = ROUTES.get(path);
-    if (!dialect || req.method !== 'POST') {
-      const shape = dialect ?? (path.includes('chat/completions') ? openai : anthropic);
-      const message = `${req.method} ${path}: the fake answers POST ${[...ROUTES.keys()].join(', ')} (and GET /_fake, POST /_fake/mode)`;
-      sendJson(res, 404, shape.error(404, message));
-      return log({ mode: '-', status: 404 });
-    }
-    let request;
-    try {
-      request = JSON.parse(body);
-    } catch {
-      /* answered below */
-    }
-    if (request === null || typeof request !== 'object' || Array.isArray(request)) {
-      sendJson(res, 400, dialect.error(400, 'The request body is not a JSON object'));
-      return log({ mode: '-', status: 400 });
-    }
-    const served = mode;
-    counts.requests += 1;
-    counts.served[served] += 1;
-    res.once('close', () => {
-      if (!res.writableFinished) counts.aborted += 1;
-    });
-    const model = typeof request.model === 'string' ? request.model : `${dialect.name}-fake`;
-    const outcome = await answer(res, dialect, served, { model, streamed: request.stream === true, delayMs });
-    const status = outcome.status ?? 'none';
-    counts.statuses[status] = (counts.statuses[status] ?? 0) + 1;
-    log({ mode: served, ...outcome });
-  });
-
+/** Starts `server` listening; resolves to the URL and the port clients reach it at. */
+async function listen(server, port, host) {
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -286,21 +308,47 @@ export async function startFakeLlm(options = {}) {
   const bound = server.address().port;
   // Clients reach a server on every interface (0.0.0.0, ::) through the loopback address.
   const reachable = { '0.0.0.0': '127.0.0.1', '::': '::1' }[host] ?? host;
-  const url = `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${bound}`;
-  reschedule(options.schedule);
+  return { url: `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${bound}`, port: bound };
+}
+
+/**
+ * Starts the fake provider. Options:
+ *   port (default 8788, off wrangler dev's 8787; 0: any free port), host (default 127.0.0.1),
+ *   mode (default 'ok'), or schedule: parseOutage's steps, started at once,
+ *   delayMs: slow-first-token's delay (default 3000),
+ *   onRequest({ at, method, path, mode, status, note }): after each request is over,
+ *   onModeChange({ mode, by }): `by` 'schedule' or 'POST /_fake/mode'.
+ * Resolves, once it listens, to { url, port, state(), setMode(mode), schedule(steps), close() }.
+ */
+export async function startFakeLlm(options = {}) {
+  const { port = DEFAULT_PORT, host = '127.0.0.1', delayMs = 3000, onRequest = () => {}, onModeChange = () => {} } = options;
+  const modes = modeSchedule(checkMode(options.mode ?? 'ok', 'mode'), onModeChange);
+  // Requests to the provider paths: by the mode that answered them, by the status answered
+  // ('none': no answer), and those whose client went away before the answer was complete.
+  const counts = { requests: 0, served: Object.fromEntries(MODE_NAMES.map((m) => [m, 0])), statuses: {}, aborted: 0 };
+  const state = () => ({
+    ...modes.describe(),
+    ...counts,
+    served: { ...counts.served },
+    statuses: { ...counts.statuses },
+  });
+  const fake = { modes, counts, state, delayMs, onRequest };
+  const server = http.createServer((req, res) => handle(fake, req, res));
+  const { url, port: bound } = await listen(server, port, host);
+  modes.reschedule(options.schedule);
   return {
     url,
     port: bound,
     state,
     /** Sets the mode now, ending any schedule. */
     setMode: (next) => {
-      reschedule();
-      setMode(next, 'setMode');
+      modes.reschedule();
+      modes.set(next, 'setMode');
     },
     /** Follows parseOutage's steps from now on, in place of any schedule. */
-    schedule: (next) => reschedule(next),
+    schedule: (next) => modes.reschedule(next),
     close() {
-      clearTimeout(timer);
+      modes.stop();
       server.closeAllConnections();
       return new Promise((resolve) => server.close(() => resolve()));
     },

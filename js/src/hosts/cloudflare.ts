@@ -70,7 +70,7 @@ function error(status: number, code: string, message: string): Response {
   return json(status, JSON.stringify({ error: code, message }));
 }
 
-type Op = 'acquire' | 'report' | 'state' | 'isolate' | 'reset';
+type ObjectOp = 'acquire' | 'report' | 'state' | 'isolate' | 'reset';
 
 let key: string | undefined;
 /** The record's storage key, the core's (src/shared/coordinator.rs `STORAGE_KEY`), read once. */
@@ -109,6 +109,13 @@ async function readBody(req: Request): Promise<string | Response> {
     return refusal(Http.Unreadable);
   } finally {
     body.free();
+  }
+}
+
+/** Logs each state change of a step (the core's transitions, `Step.Len` numbers each). */
+function logTransitions(name: string, t: Float64Array): void {
+  for (let i = 0; i + Step.Len <= t.length; i += Step.Len) {
+    console.log(`breakwater ${name}: ${STATES[t[i + Step.From]!]} -> ${STATES[t[i + Step.To]!]} at ${t[i + Step.At]}`);
   }
 }
 
@@ -151,7 +158,7 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     const g = coordinatorGlue();
     const asked = g.object_op(url.pathname, verbOf(req.method));
     if (asked.kind !== Plan.Object) return answerOf(asked);
-    const op = asked.op as Op;
+    const op = asked.op as ObjectOp;
     asked.free();
     // 1. Everything that is not storage first: the body.
     const body = await readBody(req);
@@ -160,39 +167,10 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     const name = this.#nameOf(url.searchParams.get('breaker'));
     if (name instanceof Response) return name;
     const pinned = breakersText(this.env);
-    let found: string | undefined;
-    if (pinned !== undefined) {
-      // `BREAKERS` is the same text on every request of a deploy: read once per name.
-      if (this.#pinned?.text !== pinned || this.#pinned.name !== name) {
-        this.#pinned = { text: pinned, name, found: g.breakers(pinned, name) };
-      }
-      found = this.#pinned.found;
-      if (found.startsWith('!')) {
-        console.error(`breakwater: ${found.slice(1)}`);
-        return error(500, 'misconfigured', found.slice(1));
-      }
-      if (found === '') return refusal(Http.UnknownBreaker);
-    }
-    // A reset may name the settings to install (an operator's, through the admin route).
-    let named = '';
-    if (op === 'reset') {
-      const r = g.reset_settings(body, found);
-      if (r.kind !== Plan.Object) return answerOf(r);
-      named = r.settings;
-      r.free();
-    }
-    let settings: string | undefined;
-    if (found !== undefined) {
-      settings = found;
-    } else {
-      const sent = named !== '' ? named : req.headers.get(SETTINGS_HEADER);
-      // Settings the running coordinator was made with were accepted then: checked once.
-      if (sent !== null && !(this.#co !== undefined && sent === this.#settings)) {
-        const why = g.check_spec(sent);
-        if (why !== '') return error(400, 'bad_request', `invalid ${SETTINGS_HEADER}: ${why}`);
-      }
-      settings = sent ?? (this.#co ? this.#settings : undefined);
-    }
+    const found = pinned === undefined ? undefined : this.#pinnedFor(pinned, name);
+    if (found instanceof Response) return found;
+    let settings = this.#settingsOf(req, op, body, found);
+    if (settings instanceof Response) return settings;
     this.#name ??= name;
     // 3. Load lazily (storage only: the input gate keeps other events out meanwhile).
     await (this.#loading ??= this.#load());
@@ -217,23 +195,73 @@ export class BreakerObject extends DurableObject<BreakerObjectEnv> {
     // step is the previous request's, already stored and reported.
     const stepped = op !== 'state';
     if (stepped && status === 200 && co.changed()) {
-      const record = co.record();
-      try {
-        await this.ctx.storage.put(storageKey(), record);
-        this.#stored = record;
-      } catch (e) {
-        console.error(`breakwater object ${name}: could not persist: ${e instanceof Error ? e.message : String(e)}`);
-        // Back to what is stored: the client hears 503 and will ask again, so a probe granted
-        // or a batch applied in this step must not stay in memory.
-        this.#drop();
-        return refusal(Http.Storage);
-      }
+      const refused = await this.#persist(name, co);
+      if (refused !== undefined) return refused;
     }
-    const t = stepped ? co.transitions() : [];
-    for (let i = 0; i + Step.Len <= t.length; i += Step.Len) {
-      console.log(`breakwater ${name}: ${STATES[t[i + Step.From]!]} -> ${STATES[t[i + Step.To]!]} at ${t[i + Step.At]}`);
-    }
+    if (stepped) logTransitions(name, co.transitions());
     return json(status, text);
+  }
+
+  /**
+   * What `BREAKERS` (the text `pinned`) declares for `name`: its settings, or the answer that
+   * refuses the request (an unknown name, or a `BREAKERS` the core cannot read).
+   */
+  #pinnedFor(pinned: string, name: string): string | Response {
+    // `BREAKERS` is the same text on every request of a deploy: read once per name.
+    if (this.#pinned?.text !== pinned || this.#pinned.name !== name) {
+      this.#pinned = { text: pinned, name, found: coordinatorGlue().breakers(pinned, name) };
+    }
+    const found = this.#pinned.found;
+    if (found.startsWith('!')) {
+      console.error(`breakwater: ${found.slice(1)}`);
+      return error(500, 'misconfigured', found.slice(1));
+    }
+    if (found === '') return refusal(Http.UnknownBreaker);
+    return found;
+  }
+
+  /**
+   * The settings `op` runs under: the pinned ones (`found`), else those a reset's body names,
+   * those the client sent, or the running coordinator's; undefined before any is known. A reset
+   * that names settings it may not, or settings the core refuses, get their answer instead.
+   */
+  #settingsOf(req: Request, op: ObjectOp, body: string, found: string | undefined): string | undefined | Response {
+    const g = coordinatorGlue();
+    // A reset may name the settings to install (an operator's, through the admin route).
+    let named = '';
+    if (op === 'reset') {
+      const r = g.reset_settings(body, found);
+      if (r.kind !== Plan.Object) return answerOf(r);
+      named = r.settings;
+      r.free();
+    }
+    if (found !== undefined) return found;
+    const sent = named !== '' ? named : req.headers.get(SETTINGS_HEADER);
+    // Settings the running coordinator was made with were accepted then: checked once.
+    if (sent !== null && !(this.#co !== undefined && sent === this.#settings)) {
+      const why = g.check_spec(sent);
+      if (why !== '') return error(400, 'bad_request', `invalid ${SETTINGS_HEADER}: ${why}`);
+    }
+    return sent ?? (this.#co ? this.#settings : undefined);
+  }
+
+  /**
+   * Stores the coordinator's record after a step that changed it. When the write fails, the
+   * coordinator goes back to what is stored and the client hears 503 (the answer returned).
+   */
+  async #persist(name: string, co: WasmCoordinator): Promise<Response | undefined> {
+    const record = co.record();
+    try {
+      await this.ctx.storage.put(storageKey(), record);
+      this.#stored = record;
+      return undefined;
+    } catch (e) {
+      console.error(`breakwater object ${name}: could not persist: ${e instanceof Error ? e.message : String(e)}`);
+      // Back to what is stored: the client hears 503 and will ask again, so a probe granted
+      // or a batch applied in this step must not stay in memory.
+      this.#drop();
+      return refusal(Http.Storage);
+    }
   }
 
   /** The breaker this object holds (src/shared/routes.rs `object_name`). */
