@@ -419,89 +419,107 @@ where
     I: IntoIterator<Item = (&'a str, Series<'a>)>,
     I::IntoIter: Clone,
 {
-    let all = breakers.into_iter();
-    writeln!(out, "# TYPE breakwater_state gauge")?;
-    for (name, m) in all.clone() {
-        let name = EscapedLabel(name);
-        for (label, s) in [
-            ("closed", State::Closed),
-            ("open", State::Open),
-            ("half_open", State::HalfOpen),
-        ] {
-            writeln!(
-                out,
-                "breakwater_state{{breaker=\"{name}\",state=\"{label}\"}} {}",
-                (m.state == s) as u8
-            )?;
-        }
-    }
-    writeln!(out, "# TYPE breakwater_opened_total counter")?;
-    for (name, m) in all.clone() {
-        let name = EscapedLabel(name);
-        writeln!(
-            out,
-            "breakwater_opened_total{{breaker=\"{name}\"}} {}",
-            m.opened
-        )?;
-    }
-    writeln!(out, "# TYPE breakwater_calls_total counter")?;
-    for (name, m) in all.clone() {
-        let name = EscapedLabel(name);
-        for (label, n) in [
-            ("success", m.successes),
-            ("failure", m.failures),
-            ("ignored", m.ignored),
-            ("rejected", m.rejected),
-            ("throttled", m.throttled),
-            ("full", m.full),
-        ] {
-            writeln!(
-                out,
-                "breakwater_calls_total{{breaker=\"{name}\",result=\"{label}\"}} {n}"
-            )?;
-        }
-    }
+    let mut x = Exposition {
+        breakers: breakers.into_iter(),
+        out,
+    };
+    x.states()?;
+    x.counter("breakwater_opened_total", |m| Some(m.opened))?;
+    x.calls()?;
     if families.fallbacks {
-        writeln!(out, "# TYPE breakwater_fallbacks_total counter")?;
-        for (name, m) in all.clone() {
-            if let Some(n) = m.fallbacks {
-                let name = EscapedLabel(name);
-                writeln!(out, "breakwater_fallbacks_total{{breaker=\"{name}\"}} {n}")?;
-            }
-        }
+        x.counter("breakwater_fallbacks_total", |m| m.fallbacks)?;
     }
-    writeln!(out, "# TYPE breakwater_incident_seconds histogram")?;
-    for (name, m) in all.clone() {
-        m.incidents
-            .render(out, "breakwater_incident_seconds", &EscapedLabel(name))?;
-    }
+    x.histogram("breakwater_incident_seconds", |m| Some(m.incidents))?;
     if families.retries {
-        writeln!(out, "# TYPE breakwater_retries histogram")?;
-        for (name, m) in all.clone() {
-            if let Some(h) = m.retries {
-                h.render(out, "breakwater_retries", &EscapedLabel(name))?;
-            }
-        }
-        writeln!(out, "# TYPE breakwater_retry_delay_seconds histogram")?;
-        for (name, m) in all.clone() {
-            if let Some(h) = m.retry_delay {
-                h.render(out, "breakwater_retry_delay_seconds", &EscapedLabel(name))?;
-            }
-        }
+        x.histogram("breakwater_retries", |m| m.retries)?;
+        x.histogram("breakwater_retry_delay_seconds", |m| m.retry_delay)?;
     }
     if families.probes_granted {
-        writeln!(out, "# TYPE breakwater_probes_granted_total counter")?;
-        for (name, m) in all {
-            if let Some(n) = m.probes_granted {
-                let name = EscapedLabel(name);
+        x.counter("breakwater_probes_granted_total", |m| m.probes_granted)?;
+    }
+    Ok(())
+}
+
+/// [`render_series`] at work: each method writes one family, its `# TYPE` line and then its
+/// samples, breaker by breaker.
+struct Exposition<'o, I, W> {
+    breakers: I,
+    out: &'o mut W,
+}
+
+impl<'a, I, W> Exposition<'_, I, W>
+where
+    I: Iterator<Item = (&'a str, Series<'a>)> + Clone,
+    W: Write,
+{
+    /// `breakwater_state`: one sample per state, 1 for the breaker's and 0 for the others.
+    fn states(&mut self) -> fmt::Result {
+        writeln!(self.out, "# TYPE breakwater_state gauge")?;
+        for (name, m) in self.breakers.clone() {
+            let name = EscapedLabel(name);
+            for (label, s) in [
+                ("closed", State::Closed),
+                ("open", State::Open),
+                ("half_open", State::HalfOpen),
+            ] {
                 writeln!(
-                    out,
-                    "breakwater_probes_granted_total{{breaker=\"{name}\"}} {n}"
+                    self.out,
+                    "breakwater_state{{breaker=\"{name}\",state=\"{label}\"}} {}",
+                    (m.state == s) as u8
                 )?;
             }
         }
+        Ok(())
     }
-    Ok(())
+
+    /// `breakwater_calls_total`: one sample per result.
+    fn calls(&mut self) -> fmt::Result {
+        writeln!(self.out, "# TYPE breakwater_calls_total counter")?;
+        for (name, m) in self.breakers.clone() {
+            let name = EscapedLabel(name);
+            for (label, n) in [
+                ("success", m.successes),
+                ("failure", m.failures),
+                ("ignored", m.ignored),
+                ("rejected", m.rejected),
+                ("throttled", m.throttled),
+                ("full", m.full),
+            ] {
+                writeln!(
+                    self.out,
+                    "breakwater_calls_total{{breaker=\"{name}\",result=\"{label}\"}} {n}"
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A counter of one sample per breaker; a breaker whose `count` is `None` has none.
+    fn counter(&mut self, family: &str, count: impl Fn(&Series<'a>) -> Option<u64>) -> fmt::Result {
+        writeln!(self.out, "# TYPE {family} counter")?;
+        for (name, m) in self.breakers.clone() {
+            if let Some(n) = count(&m) {
+                let name = EscapedLabel(name);
+                writeln!(self.out, "{family}{{breaker=\"{name}\"}} {n}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A histogram; a breaker whose `histogram` is `None` has no samples in it.
+    fn histogram(
+        &mut self,
+        family: &str,
+        histogram: impl Fn(&Series<'a>) -> Option<Buckets<'a>>,
+    ) -> fmt::Result {
+        writeln!(self.out, "# TYPE {family} histogram")?;
+        for (name, m) in self.breakers.clone() {
+            if let Some(h) = histogram(&m) {
+                h.render(self.out, family, &EscapedLabel(name))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Writes a label value with `\`, `"` and newlines escaped.

@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use crate::breaker::{
     Breaker, BreakerConfig, Counter, Mode, ProbeLease, State, Stats, ThrottleWindow,
 };
-use crate::error::{terse, SnapshotError};
+use crate::error::{terse, ConfigError, SnapshotError};
 use crate::rng::SplitMix64;
 
 /// The snapshot format this build writes and reads.
@@ -113,7 +113,7 @@ impl Breaker {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RestoreError {
     /// The configuration is invalid.
-    Config(crate::ConfigError),
+    Config(ConfigError),
     /// The snapshot is unreadable or does not fit the configuration.
     Snapshot(SnapshotError),
 }

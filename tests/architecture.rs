@@ -874,12 +874,16 @@ fn rust_code_only(text: &str) -> String {
     out
 }
 
-/// One path a file names: its line, the path as written, and the module path it resolves to.
+/// One path a file names: its line, the path as written, the module path it resolves to, and,
+/// when it goes through a re-export of the crate root (`crate::Breaker`, not
+/// `crate::breaker::Breaker`), that name and its path from the module that defines it
+/// (`breaker::Breaker`).
 #[derive(Debug)]
 struct RustUse {
     line: usize,
     written: String,
     target: Vec<String>,
+    via_root: Option<(String, String)>,
 }
 
 fn rust_ident(c: &[char], mut i: usize) -> (String, usize) {
@@ -1026,6 +1030,12 @@ fn rust_uses(
         let written: String = c[start..end.max(start)].iter().collect();
         let written = written.split_whitespace().collect::<Vec<_>>().join(" ");
         for path in paths {
+            let via_root = match (kind, path.first().and_then(|f| Some((f, roots.get(f)?)))) {
+                ("crate", Some((first, module))) if module[..] != [first.as_str()] => {
+                    Some((first.clone(), format!("{}::{first}", module.join("::"))))
+                }
+                _ => None,
+            };
             let target = if kind == "super" {
                 base.iter().cloned().chain(path).collect()
             } else {
@@ -1051,6 +1061,7 @@ fn rust_uses(
                 line: line + 1,
                 written: written.clone(),
                 target,
+                via_root,
             });
         }
         line += c[start..end.max(start)]
@@ -1268,6 +1279,123 @@ fn rust_circles(layers: &[RustLayer], edges: &RustEdges) -> Vec<String> {
     failures
 }
 
+/// Each file in a layer with its layer, its entry and its uses (a file in no layer, or whose
+/// paths do not resolve, is `rust_check`'s to report).
+fn rust_file_uses<'a>(
+    layers: &'a [RustLayer],
+    files: &'a [(String, String)],
+) -> Vec<(&'a str, &'a str, &'a str, Vec<RustUse>)> {
+    let lib = files
+        .iter()
+        .find(|(f, _)| f == "src/lib.rs")
+        .map(|(_, t)| t.as_str())
+        .unwrap_or_default();
+    let roots = rust_roots(lib);
+    files
+        .iter()
+        .filter_map(|(file, text)| {
+            let (layer, entry) = rust_entry_of_file(layers, file)?;
+            let uses = rust_uses(file, text, &roots).ok()?;
+            Some((file.as_str(), layer, entry, uses))
+        })
+        .collect()
+}
+
+/// The edges between the modules of one entry (`src/worker/client.rs` → `src/worker/routes/`),
+/// which the edges between entries do not show. A use is an edge between the two modules just
+/// below the innermost module holding both the file and what it names: to its siblings a
+/// folder's files are the folder (`src/worker/routes/demo.rs` using the client is
+/// `src/worker/routes/` using it), and a module naming what an ancestor or a descendant of its
+/// own holds is no edge.
+fn rust_inner_edges(layers: &[RustLayer], files: &[(String, String)]) -> RustEdges {
+    let modules: Vec<Vec<String>> = files.iter().map(|(f, _)| rust_module_of(f)).collect();
+    // A module by its path: its folder if files lie below it, else its file.
+    let node = |m: &[String]| {
+        if modules
+            .iter()
+            .any(|o| o.len() > m.len() && o.starts_with(m))
+        {
+            format!("src/{}/", m.join("/"))
+        } else {
+            format!("src/{}.rs", m.join("/"))
+        }
+    };
+    let mut edges = RustEdges::new();
+    for (file, _, entry, uses) in rust_file_uses(layers, files) {
+        let from = rust_module_of(file);
+        for u in uses {
+            if rust_entry_of_module(layers, &u.target).map(|(_, e)| e) != Some(entry) {
+                continue;
+            }
+            let Some(to) = modules
+                .iter()
+                .filter(|m| u.target.starts_with(m))
+                .max_by_key(|m| m.len())
+            else {
+                continue;
+            };
+            let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+            if common >= from.len() || common >= to.len() {
+                continue;
+            }
+            edges
+                .entry((node(&from[..=common]), node(&to[..=common])))
+                .or_insert_with(|| format!("{file}:{}: `{}`", u.line, u.written));
+        }
+    }
+    edges
+}
+
+/// A circle among the modules of one entry (`rust_inner_edges`), worded with where its edges are.
+fn rust_inner_circles(edges: &RustEdges) -> Vec<String> {
+    let keys: Vec<(String, String)> = edges.keys().cloned().collect();
+    let Some(circle) = rust_circle(&keys) else {
+        return Vec::new();
+    };
+    let steps: Vec<String> = circle
+        .windows(2)
+        .map(|w| {
+            edges
+                .get(&(w[0].clone(), w[1].clone()))
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    vec![format!(
+        "modules within an entry import each other in a circle: {}\n  {}",
+        circle.join(" → "),
+        steps.join("\n  ")
+    )]
+}
+
+/// Every path by which a module of a layer that may use nothing (the core) names an item
+/// through the crate root's re-exports (`crate::Breaker`): an arrow up to the crate root, whose
+/// `pub use`s are the public API; the core names the module that defines it
+/// (`crate::breaker::Breaker`).
+fn rust_arrows_up(layers: &[RustLayer], files: &[(String, String)]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (file, layer, _, uses) in rust_file_uses(layers, files) {
+        if !layers
+            .iter()
+            .any(|l| l.name == layer && l.may_use.is_empty())
+        {
+            continue;
+        }
+        for u in uses {
+            if let Some((name, defined)) = &u.via_root {
+                failures.push(format!(
+                    "{file}:{}: `{}`: the {layer} layer names {name} through the crate root's \
+                     re-export; name its module: crate::{defined}",
+                    u.line, u.written
+                ));
+            }
+        }
+    }
+    // A group naming two items of one re-export (`crate::E::{A, B}`) is one arrow.
+    failures.dedup();
+    failures
+}
+
 #[test]
 fn rust_every_file_uses_only_the_layers_its_import_rules_allow() {
     let layers = rust_rules(&doc()).unwrap_or_else(|e| panic!("{e}"));
@@ -1293,6 +1421,32 @@ fn rust_no_modules_nor_layers_import_each_other_in_a_circle() {
     let (edges, _) = rust_check(&layers, &rust_files());
     let failures = rust_circles(&layers, &edges);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn rust_no_modules_within_an_entry_import_each_other_in_a_circle() {
+    let layers = rust_rules(&doc()).unwrap_or_else(|e| panic!("{e}"));
+    let edges = rust_inner_edges(&layers, &rust_files());
+    // Not vacuous: the Worker's modules use each other.
+    assert!(
+        edges
+            .keys()
+            .any(|(from, _)| from.starts_with("src/worker/")),
+        "{edges:?}"
+    );
+    let failures = rust_inner_circles(&edges);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn rust_the_core_names_nothing_through_the_crate_roots_re_exports() {
+    let layers = rust_rules(&doc()).unwrap_or_else(|e| panic!("{e}"));
+    let failures = rust_arrows_up(&layers, &rust_files());
+    assert!(
+        failures.is_empty(),
+        "arrows up to the crate root (src/lib.rs's `pub use`s):\n{}",
+        failures.join("\n")
+    );
 }
 
 /// The checks fail, naming the file, the line and the rule: a core module that uses the Rust
@@ -1358,4 +1512,185 @@ fn rust_rules_name_a_forbidden_use_a_stray_file_and_a_circle() {
     // stays in the folder, and `super::super::` leaves it.
     assert!(edges.contains_key(&("src/b/".to_string(), "src/a.rs".to_string())));
     assert!(!edges.keys().any(|(from, to)| from == to));
+}
+
+/// A circle between the modules of one entry is named, which the circles between entries do not
+/// show: `src/b/c.rs` uses `src/b/d/e.rs` (its folder `src/b/d/` to its sibling), which uses
+/// `src/b/c.rs`. A file naming its folder's `mod.rs` is no edge.
+#[test]
+fn rust_rules_name_a_circle_between_the_modules_of_an_entry() {
+    let doc =
+        "\n## Import rules\n\n### Rust\n\n| layer | modules | may use |\n| --- | --- | --- |\n\
+               | core | `src/a.rs`, `src/b/` | — |\n| crate root | `src/lib.rs` | core |\n";
+    let layers = rust_rules(doc).unwrap();
+    let file = |p: &str, t: &str| (p.to_string(), t.to_string());
+    let files = [
+        file("src/lib.rs", "mod a;\nmod b;\n"),
+        file("src/a.rs", "use crate::b::f;\n"),
+        file(
+            "src/b/mod.rs",
+            "mod c;\nmod d;\npub use c::C;\npub(crate) fn f() {}\n",
+        ),
+        file(
+            "src/b/c.rs",
+            "use super::d::e::E;\nuse super::f;\npub struct C;\n",
+        ),
+        file("src/b/d/mod.rs", "mod e;\n"),
+        file("src/b/d/e.rs", "pub struct E;\nuse crate::b::c::C;\n"),
+    ];
+    let (edges, failures) = rust_check(&layers, &files);
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(rust_circles(&layers, &edges).is_empty());
+    let inner = rust_inner_edges(&layers, &files);
+    let pairs: Vec<(&str, &str)> = inner
+        .keys()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [("src/b/c.rs", "src/b/d/"), ("src/b/d/", "src/b/c.rs")]
+    );
+    let circles = rust_inner_circles(&inner);
+    assert_eq!(circles.len(), 1, "{circles:?}");
+    assert!(
+        circles[0].starts_with(
+            "modules within an entry import each other in a circle: src/b/c.rs → src/b/d/ → \
+             src/b/c.rs"
+        ),
+        "{}",
+        circles[0]
+    );
+    assert!(
+        circles[0].contains("src/b/d/e.rs:2: `crate::b::c::C`"),
+        "{}",
+        circles[0]
+    );
+}
+
+/// A core file naming an item through the crate root's re-exports is named, with the path to
+/// name instead; naming the defining module is not, nor is another layer's use of a re-export.
+/// The layer rules alone do not see it (the re-export resolves to a core module).
+#[test]
+fn rust_rules_name_a_core_use_through_the_crate_roots_re_exports() {
+    let doc =
+        "\n## Import rules\n\n### Rust\n\n| layer | modules | may use |\n| --- | --- | --- |\n\
+               | core | `src/a.rs`, `src/b/` | — |\n| host | `src/host.rs` | core |\n\
+               | crate root | `src/lib.rs` | core, host |\n";
+    let layers = rust_rules(doc).unwrap();
+    let file = |p: &str, t: &str| (p.to_string(), t.to_string());
+    let files = [
+        file(
+            "src/lib.rs",
+            "mod a;\nmod b;\nmod host;\npub use a::A;\npub use b::{c::C, B};\n",
+        ),
+        file(
+            "src/a.rs",
+            "pub struct A;\nfn f() -> crate::b::B {\n    let _ = crate::A;\n}\n",
+        ),
+        file(
+            "src/b/mod.rs",
+            "mod c;\npub struct B;\nuse crate::{a::A, C};\n",
+        ),
+        file("src/b/c.rs", "pub struct C;\n"),
+        file("src/host.rs", "use crate::{A, B};\n"),
+    ];
+    let (_, failures) = rust_check(&layers, &files);
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(
+        rust_arrows_up(&layers, &files),
+        [
+            "src/a.rs:3: `crate::A`: the core layer names A through the crate root's re-export; \
+             name its module: crate::a::A",
+            "src/b/mod.rs:3: `crate::{a::A, C}`: the core layer names C through the crate root's \
+             re-export; name its module: crate::b::c::C",
+        ]
+    );
+}
+
+/// The most lines a function outside the simulator may take, from its `fn` line to its closing
+/// brace: a screen. (js/src has its twin in tests/js/function-length.test.mjs.)
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// Every function of `code` (as [`rust_code_only`] gives it) longer than `max` lines, as
+/// `name:line (n lines)`.
+fn long_functions(code: &str, max: usize) -> Vec<String> {
+    let b = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut long = Vec::new();
+    let mut from = 0;
+    while let Some(i) = code[from..].find("fn ").map(|k| from + k) {
+        from = i + 3;
+        if i > 0 && ident(b[i - 1]) {
+            continue;
+        }
+        let name: String = code[i + 3..]
+            .trim_start()
+            .chars()
+            .take_while(|&c| c.is_alphanumeric() || c == '_')
+            .collect();
+        // The body opens at the first `{` before any `;` (a declaration has none).
+        let Some(open) = code[i..].find(['{', ';']).map(|k| i + k) else {
+            break;
+        };
+        if name.is_empty() || b[open] == b';' {
+            continue;
+        }
+        let mut depth = 0usize;
+        let close = (open..b.len()).find(|&k| {
+            match b[k] {
+                b'{' => depth += 1,
+                b'}' => depth -= 1,
+                _ => return false,
+            }
+            depth == 0
+        });
+        let Some(close) = close else { break };
+        let lines = line_of(close) - line_of(i) + 1;
+        if lines > max {
+            long.push(format!("{name}:{} ({lines} lines)", line_of(i)));
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_outside_the_simulator_is_longer_than_a_screen() {
+    let mut long = Vec::new();
+    for (path, text) in rust_files() {
+        if path.starts_with("src/sim/") {
+            continue;
+        }
+        for f in long_functions(&rust_code_only(&text), MAX_FUNCTION_LINES) {
+            long.push(format!("{path}: {f}"));
+        }
+    }
+    assert!(long.is_empty(), "split these:\n{}", long.join("\n"));
+}
+
+/// The measure finds a long function, a long one nested in a short one's neighbour, and a long
+/// method; it passes a function of exactly the limit, a declaration without a body, and braces
+/// in strings and comments.
+#[test]
+fn the_function_measure_finds_long_bodies_and_passes_the_rest() {
+    let body = |n: usize| "    x += 1;\n".repeat(n);
+    let text = format!(
+        "fn fits() {{\n{}}}\n\
+         trait T {{ fn declared(&self); }}\n\
+         pub(crate) fn long<T: Into<u8>>(t: T) -> u8 where T: Copy {{\n{}    let s = \"{{{{\"; // }}\n}}\n\
+         impl S {{\n    pub async fn method(&self) {{\n{}    }}\n}}\n",
+        body(78),
+        body(80),
+        body(79),
+    );
+    let long = long_functions(&rust_code_only(&text), MAX_FUNCTION_LINES);
+    assert_eq!(long.len(), 2, "{long:?}");
+    assert!(
+        long[0].starts_with("long:") && long[0].ends_with("(83 lines)"),
+        "{long:?}"
+    );
+    assert!(
+        long[1].starts_with("method:") && long[1].ends_with("(81 lines)"),
+        "{long:?}"
+    );
 }

@@ -3,6 +3,7 @@
 //! it shows.
 
 use base64::Engine;
+use breakwater::shared::protocol::ExchangeOp;
 use breakwater::shared::status::{render, render_json, CSP, STYLE};
 use sha2::{Digest, Sha256};
 
@@ -75,12 +76,20 @@ fn an_outage_and_its_recovery_through_stored_records() {
     let g = step(&mut stored, |c| c.breaker().generation());
     // 10:00:05 — 40 calls fine; 10:01:10 — 2 fine, then 3 failures open it.
     step(&mut stored, |c| {
-        c.exchange(Timestamp(T0 + 5_000), &report(1, g, 40, 0), false)
-            .unwrap()
+        c.exchange(
+            Timestamp(T0 + 5_000),
+            &report(1, g, 40, 0),
+            ExchangeOp::Report,
+        )
+        .unwrap()
     });
     let opened = step(&mut stored, |c| {
-        c.exchange(Timestamp(T0 + 70_000), &report(2, g, 2, 3), false)
-            .unwrap();
+        c.exchange(
+            Timestamp(T0 + 70_000),
+            &report(2, g, 2, 3),
+            ExchangeOp::Report,
+        )
+        .unwrap();
         c.breaker().state()
     });
     assert_eq!(opened, State::Open);
@@ -141,7 +150,7 @@ fn an_outage_and_its_recovery_through_stored_records() {
                     session: 1,
                     batches: vec![],
                 },
-                true,
+                ExchangeOp::Acquire,
             )
             .unwrap();
         reply.permit.unwrap()
@@ -161,7 +170,8 @@ fn an_outage_and_its_recovery_through_stored_records() {
                 }],
             }],
         };
-        c.exchange(Timestamp(T0 + 102_000), &done, false).unwrap();
+        c.exchange(Timestamp(T0 + 102_000), &done, ExchangeOp::Report)
+            .unwrap();
     });
     let (v, page) = step(&mut stored, |c| {
         let v = c.view(Timestamp(T0 + 125_000));
@@ -205,7 +215,7 @@ fn only_the_last_changes_are_kept_and_names_are_escaped() {
     let mut now = T0;
     for seq in 1..=12u64 {
         let g = c.breaker().generation();
-        c.exchange(Timestamp(now), &report(seq, g, 0, 3), false)
+        c.exchange(Timestamp(now), &report(seq, g, 0, 3), ExchangeOp::Report)
             .unwrap();
         now += 31_000;
         c.isolate(Timestamp(now));
@@ -258,13 +268,17 @@ fn a_clock_stepped_back_starts_the_minutes_afresh_and_they_count_again() {
     let mut stored = None;
     let g = step(&mut stored, |c| c.breaker().generation());
     step(&mut stored, |c| {
-        c.exchange(Timestamp(T0 + 5_000), &report(1, g, 7, 0), false)
-            .unwrap()
+        c.exchange(
+            Timestamp(T0 + 5_000),
+            &report(1, g, 7, 0),
+            ExchangeOp::Report,
+        )
+        .unwrap()
     });
     // The clock steps back an hour: nothing counted before it is shown as counted after it.
     let back = T0 - 3_600_000;
     let v = step(&mut stored, |c| {
-        c.exchange(Timestamp(back), &report(2, g, 3, 1), false)
+        c.exchange(Timestamp(back), &report(2, g, 3, 1), ExchangeOp::Report)
             .unwrap();
         c.view(Timestamp(back + 1_000))
     });
@@ -276,8 +290,12 @@ fn a_clock_stepped_back_starts_the_minutes_afresh_and_they_count_again() {
     assert_eq!(minutes, [(back / 60_000 * 60_000, 4, 1)]);
     // And on: the next minute counts by itself.
     let v = step(&mut stored, |c| {
-        c.exchange(Timestamp(back + 60_000), &report(3, g, 2, 0), false)
-            .unwrap();
+        c.exchange(
+            Timestamp(back + 60_000),
+            &report(3, g, 2, 0),
+            ExchangeOp::Report,
+        )
+        .unwrap();
         c.view(Timestamp(back + 61_000))
     });
     let counts: Vec<_> = v.minutes.iter().map(|m| (m.calls, m.failures)).collect();
@@ -289,7 +307,7 @@ fn a_record_written_before_the_page_reads_and_is_written_back_as_it_was() {
     let mut stored = None;
     let g = step(&mut stored, |c| c.breaker().generation());
     step(&mut stored, |c| {
-        c.exchange(Timestamp(T0), &report(1, g, 1, 3), false)
+        c.exchange(Timestamp(T0), &report(1, g, 1, 3), ExchangeOp::Report)
             .unwrap()
     });
     // The record as an earlier version wrote it: no changes, no minutes.

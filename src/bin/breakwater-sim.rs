@@ -204,63 +204,14 @@ fn recording(v: &Value) -> Result<Report, String> {
     if list.is_empty() {
         return Err("strategies: the list is empty".into());
     }
-    let mut strategies = Vec::with_capacity(list.len());
-    for (i, s) in list.iter().enumerate() {
-        let path = format!("strategies[{i}].");
-        let strategy: Strategy = s
-            .get("strategy")
-            .cloned()
-            .and_then(|x| serde_json::from_value(x).ok())
-            .ok_or_else(|| {
-                let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.as_str()).collect();
-                format!("{path}strategy: expected one of {}", names.join(", "))
-            })?;
-        let calls = series(s, &path, "calls", |x| {
-            x.as_u64().and_then(|n| u32::try_from(n).ok())
-        })?;
-        let rejected = series(s, &path, "rejected", |x| {
-            x.as_u64().and_then(|n| u32::try_from(n).ok())
-        })?;
-        let breaker_open = series(s, &path, "breaker_open", |x| {
-            x.as_f64().filter(|f| (0.0..=1.0).contains(f))
-        })?;
-        let upstream_calls = field_opt_u64(s, &path, "upstream_calls")?
-            .unwrap_or_else(|| calls.iter().map(|c| u64::from(*c)).sum());
-        let rejected_attempts = field_opt_u64(s, &path, "rejected_attempts")?
-            .unwrap_or_else(|| rejected.iter().map(|c| u64::from(*c)).sum());
-        let failed_fast = field_opt_u64(s, &path, "failed_fast")?.unwrap_or(rejected_attempts);
-        let timeline = Timeline {
-            bucket_ms,
-            calls,
-            rejected,
-            breaker_open,
-        };
-        strategies.push(StrategyReport {
-            strategy,
-            requests: field_opt_u64(s, &path, "requests")?.unwrap_or(0),
-            upstream_calls,
-            upstream_calls_during_outage: field_opt_u64(s, &path, "upstream_calls_during_outage")?
-                .unwrap_or(0),
-            peak_upstream_calls_per_s: timeline.peak_calls(),
-            wasted_calls: 0,
-            rejected_attempts,
-            throttled_attempts: 0,
-            upstream_failures: 0,
-            refused_healthy: 0,
-            succeeded: 0,
-            failed: 0,
-            failed_fast,
-            unfinished: 0,
-            latency_p50_ms: 0,
-            latency_p99_ms: 0,
-            outage_start_ms,
-            recovered_at_ms,
-            affected_after_recovery_ms: None,
-            still_affected_at_end: false,
-            breaker_opened: 0,
-            timeline,
-        });
-    }
+    let strategies = list
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let path = format!("strategies[{i}].");
+            recorded_strategy(s, &path, bucket_ms, outage_start_ms, recovered_at_ms)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Report {
         scenario: v
             .get("title")
@@ -284,6 +235,70 @@ fn recording(v: &Value) -> Result<Report, String> {
                 Some(serde_json::from_value(h.clone()).map_err(|e| format!("hedging: {e}"))?)
             }
         },
+    })
+}
+
+/// One strategy of a recording (`path` names it in errors): its series, and its totals (those
+/// not given are summed from the series). What only the simulator measures is left at zero.
+fn recorded_strategy(
+    s: &Value,
+    path: &str,
+    bucket_ms: u64,
+    outage_start_ms: Option<u64>,
+    recovered_at_ms: Option<u64>,
+) -> Result<StrategyReport, String> {
+    let strategy: Strategy = s
+        .get("strategy")
+        .cloned()
+        .and_then(|x| serde_json::from_value(x).ok())
+        .ok_or_else(|| {
+            let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.as_str()).collect();
+            format!("{path}strategy: expected one of {}", names.join(", "))
+        })?;
+    let timeline = recorded_timeline(s, path, bucket_ms)?;
+    let total = |series: &[u32]| series.iter().map(|c| u64::from(*c)).sum();
+    let upstream_calls =
+        field_opt_u64(s, path, "upstream_calls")?.unwrap_or_else(|| total(&timeline.calls));
+    let rejected_attempts =
+        field_opt_u64(s, path, "rejected_attempts")?.unwrap_or_else(|| total(&timeline.rejected));
+    let failed_fast = field_opt_u64(s, path, "failed_fast")?.unwrap_or(rejected_attempts);
+    Ok(StrategyReport {
+        strategy,
+        requests: field_opt_u64(s, path, "requests")?.unwrap_or(0),
+        upstream_calls,
+        upstream_calls_during_outage: field_opt_u64(s, path, "upstream_calls_during_outage")?
+            .unwrap_or(0),
+        peak_upstream_calls_per_s: timeline.peak_calls(),
+        wasted_calls: 0,
+        rejected_attempts,
+        throttled_attempts: 0,
+        upstream_failures: 0,
+        refused_healthy: 0,
+        succeeded: 0,
+        failed: 0,
+        failed_fast,
+        unfinished: 0,
+        latency_p50_ms: 0,
+        latency_p99_ms: 0,
+        outage_start_ms,
+        recovered_at_ms,
+        affected_after_recovery_ms: None,
+        still_affected_at_end: false,
+        breaker_opened: 0,
+        timeline,
+    })
+}
+
+/// A strategy's per-bucket series: upstream calls, attempts rejected, and the breaker's state.
+fn recorded_timeline(s: &Value, path: &str, bucket_ms: u64) -> Result<Timeline, String> {
+    let count = |x: &Value| x.as_u64().and_then(|n| u32::try_from(n).ok());
+    Ok(Timeline {
+        bucket_ms,
+        calls: series(s, path, "calls", count)?,
+        rejected: series(s, path, "rejected", count)?,
+        breaker_open: series(s, path, "breaker_open", |x| {
+            x.as_f64().filter(|f| (0.0..=1.0).contains(f))
+        })?,
     })
 }
 

@@ -161,13 +161,14 @@ pub enum TripRule {
 
 impl TripRule {
     /// What a CLOSED, automatic breaker under this rule lets its host skip: every rule admits
-    /// a call with nothing but a counter ([`FastPath::ADMIT`]); the slow-call rule needs the
-    /// time each call was admitted ([`FastPath::TIMED`]). Which successes it may count alone is
-    /// the breaker's answer of the moment ([`Breaker::quiet`](super::Breaker::quiet)).
+    /// a call with nothing but a counter ([`FastPath::ADMIT`]); a rule that counts slow calls
+    /// ([`slow_call_ms`](Self::slow_call_ms)) needs the time each call was admitted
+    /// ([`FastPath::TIMED`]). Which successes it may count alone is the breaker's answer of the
+    /// moment ([`Breaker::quiet`](super::Breaker::quiet)).
     pub const fn fast_path(&self) -> FastPath {
-        match *self {
-            TripRule::SlowCallRate { .. } => FastPath::ADMIT.with(FastPath::TIMED),
-            _ => FastPath::ADMIT,
+        match self.slow_call_ms() {
+            Some(_) => FastPath::ADMIT.with(FastPath::TIMED),
+            None => FastPath::ADMIT,
         }
     }
 
@@ -328,14 +329,24 @@ impl BreakerConfig {
     }
 
     /// What a CLOSED, automatic breaker under this configuration lets its host skip: the trip
-    /// rule's [`FastPath`], without admissions under a throttle (it decides every call).
+    /// rule's [`FastPath`], without admissions under a throttle (it decides every call; the
+    /// breaker's [`quiet`](super::Breaker::quiet) answer is then that nothing is quiet).
     pub const fn fast_path(&self) -> FastPath {
         let rule = self.trip.fast_path();
-        if self.throttle_rule().is_some() {
-            rule.without(FastPath::ADMIT)
-        } else {
+        if self.host_admits() {
             rule
+        } else {
+            rule.without(FastPath::ADMIT)
         }
+    }
+
+    /// Whether the host of a CLOSED, automatic breaker may admit calls without it: not under a
+    /// throttle, which decides every call. The one answer of [`fast_path`](Self::fast_path)'s
+    /// [`FastPath::ADMIT`] and of whether [`Breaker::quiet`](super::Breaker::quiet) may answer
+    /// more than [`Quiet::NONE`](super::Quiet::NONE).
+    #[inline(always)]
+    pub(crate) const fn host_admits(&self) -> bool {
+        self.throttle_rule().is_none()
     }
 
     /// The throttle the breaker applies: [`throttle`](Self::throttle), or none in a build

@@ -632,15 +632,15 @@ impl Breaker {
     }
 
     /// What the host may count alone from now on ([`Quiet`]): [`Quiet::NONE`] unless CLOSED,
-    /// automatic and without a throttle (which decides every call). The trip rule answers:
-    /// successes never open the consecutive and failures-in-a-window rules; a rate rule's
-    /// success may when it brings its window to the minimum of calls, and a time window's
-    /// successes are quiet until its current bucket ends (none before a call entered it).
+    /// automatic and under a configuration whose host may admit alone (its
+    /// [`fast_path`](BreakerConfig::fast_path) holds [`FastPath::ADMIT`]: not under a throttle,
+    /// which decides every call). The trip rule answers: successes never open the consecutive and
+    /// failures-in-a-window rules; a rate rule's success may when it brings its window to the
+    /// minimum of calls, and a time window's successes are quiet until its current bucket ends
+    /// (none before a call entered it).
     #[inline(never)]
     pub fn quiet(&self) -> Quiet {
-        if self.state != State::Closed
-            || self.mode != Mode::Automatic
-            || self.config.throttle_rule().is_some()
+        if self.state != State::Closed || self.mode != Mode::Automatic || !self.config.host_admits()
         {
             return Quiet::NONE;
         }

@@ -127,9 +127,9 @@ impl Counter {
 
     /// Records one call at `now` and says whether `rule` now calls for opening.
     ///
-    /// Inlined into its one caller (`Breaker::record_closed`): the hot paths are a few
-    /// instructions each, and the rare work (deriving the cache, entering a new time bucket) is
-    /// out of line.
+    /// Inlined into its one caller (`Breaker::record_closed`), as are the recorders of each
+    /// memory: the hot paths are a few instructions each, and the rare work (deriving the cache,
+    /// entering a new time bucket) is out of line.
     #[inline(always)]
     pub(crate) fn record(
         &mut self,
@@ -140,13 +140,7 @@ impl Counter {
     ) -> bool {
         match (self, *rule) {
             (Counter::Consecutive { failures }, TripRule::ConsecutiveFailures { threshold }) => {
-                if sample.failure {
-                    *failures = failures.saturating_add(1);
-                    *failures >= threshold
-                } else {
-                    *failures = 0;
-                    false
-                }
+                record_consecutive(failures, threshold, sample)
             }
             (
                 Counter::FailureTimes { times, head },
@@ -154,29 +148,7 @@ impl Counter {
                     threshold,
                     window_ms,
                 },
-            ) => {
-                if !sample.failure {
-                    return false;
-                }
-                let cap = threshold as usize;
-                if times.len() < cap {
-                    times.push(now);
-                    // Not full yet: fewer than `threshold` failures ever recorded.
-                    return times.len() == cap
-                        && times
-                            .first()
-                            .is_some_and(|&t| now.saturating_sub(t) < window_ms);
-                }
-                let h = *head as usize;
-                if let Some(slot) = times.get_mut(h) {
-                    *slot = now;
-                }
-                *head = next_index(h, cap);
-                // The oldest of the last `threshold` failures now sits at the new head.
-                times
-                    .get(*head as usize)
-                    .is_some_and(|&t| now.saturating_sub(t) < window_ms)
-            }
+            ) => record_failure_time(times, head, threshold, window_ms, now, sample),
             (
                 Counter::Calls {
                     ring,
@@ -185,62 +157,9 @@ impl Counter {
                     slow,
                 },
                 _,
-            ) => {
-                // The window's size and the rule's parameters come from the cache, so that the
-                // rule is read once after every clear or restore, not on every call.
-                let fresh = cache.cap == 0;
-                if fresh && !cache.derive_calls(rule) {
-                    return false;
-                }
-                let bits = sample.bits();
-                let cap = cache.cap as usize;
-                // Totals in registers, written back once.
-                let (mut f, mut s) = (*failures, *slow);
-                if ring.len() < cap {
-                    ring.push(bits);
-                } else {
-                    let h = *head as usize;
-                    if let Some(slot) = ring.get_mut(h) {
-                        let old = core::mem::replace(slot, bits);
-                        f = f.saturating_sub((old & FAILURE_BIT) as u32);
-                        s = s.saturating_sub((old >> 1) as u32);
-                    }
-                    *head = next_index(h, cap);
-                }
-                f += (bits & FAILURE_BIT) as u32;
-                s += (bits >> 1) as u32;
-                (*failures, *slow) = (f, s);
-                let calls = ring.len() as u32;
-                // The rate was below the threshold after the previous call (or the breaker would
-                // have opened and cleared the ring): a call that does not count against the rule
-                // can only bring it there by filling the window up to its minimum.
-                if !fresh && bits & cache.bad_bit == 0 && calls != cache.needed {
-                    return false;
-                }
-                let bad = if cache.bad_bit == SLOW_BIT { s } else { f };
-                rate_reached(calls, bad, cache.needed, cache.threshold_percent)
-            }
+            ) => record_call(ring, head, failures, slow, rule, sample, cache),
             (Counter::Buckets { buckets }, _) => {
-                let bits = sample.bits();
-                // Within the current bucket (a zero width until the cache is derived): the hot
-                // path, with no division and no pass over the buckets.
-                if now.wrapping_sub(cache.start) >= cache.width {
-                    return cache.enter_bucket(buckets, rule, now, bits);
-                }
-                let Some(b) = buckets.get_mut(cache.slot) else {
-                    return false;
-                };
-                b.calls = b.calls.saturating_add(1);
-                b.failures = b.failures.saturating_add((bits & FAILURE_BIT) as u32);
-                b.slow = b.slow.saturating_add((bits >> 1) as u32);
-                let calls = cache.others.calls.saturating_add(b.calls);
-                // As for a `Calls` window: below the threshold after the previous call, in the
-                // same window, so only a call that counts against the rule or that brings the
-                // window to its minimum can reach it.
-                if bits & cache.bad_bit == 0 && calls != cache.needed {
-                    return false;
-                }
-                cache.rate_reached(calls, b)
+                record_in_bucket(buckets, rule, now, sample, cache)
             }
             // A counter built for another rule: unreachable through the public API, since
             // restore checks the pairing. Never trip on it.
@@ -360,9 +279,9 @@ impl Counter {
     }
 
     /// Checks that this memory can serve `rule` and is internally consistent.
-    pub(crate) fn check(&self, rule: &TripRule) -> Result<(), crate::SnapshotError> {
+    pub(crate) fn check(&self, rule: &TripRule) -> Result<(), crate::error::SnapshotError> {
         use crate::error::terse;
-        use crate::SnapshotError::{ConfigMismatch, Corrupt};
+        use crate::error::SnapshotError::{ConfigMismatch, Corrupt};
         match (self, *rule) {
             (Counter::Consecutive { .. }, TripRule::ConsecutiveFailures { .. }) => Ok(()),
             (
@@ -459,6 +378,130 @@ impl Counter {
             _ => {}
         }
     }
+}
+
+/// `ConsecutiveFailures`: a failure lengthens the run, anything else ends it.
+#[inline(always)]
+fn record_consecutive(failures: &mut u32, threshold: u32, sample: Sample) -> bool {
+    if sample.failure {
+        *failures = failures.saturating_add(1);
+        *failures >= threshold
+    } else {
+        *failures = 0;
+        false
+    }
+}
+
+/// `FailuresInWindow`: a failure's time goes into the ring of the last `threshold`; the rule
+/// calls for opening when the oldest of them is within `window_ms` of `now`.
+#[inline(always)]
+fn record_failure_time(
+    times: &mut Vec<u64>,
+    head: &mut u32,
+    threshold: u32,
+    window_ms: u64,
+    now: u64,
+    sample: Sample,
+) -> bool {
+    if !sample.failure {
+        return false;
+    }
+    let cap = threshold as usize;
+    if times.len() < cap {
+        times.push(now);
+        // Not full yet: fewer than `threshold` failures ever recorded.
+        return times.len() == cap
+            && times
+                .first()
+                .is_some_and(|&t| now.saturating_sub(t) < window_ms);
+    }
+    let h = *head as usize;
+    if let Some(slot) = times.get_mut(h) {
+        *slot = now;
+    }
+    *head = next_index(h, cap);
+    // The oldest of the last `threshold` failures now sits at the new head.
+    times
+        .get(*head as usize)
+        .is_some_and(|&t| now.saturating_sub(t) < window_ms)
+}
+
+/// A rate rule over the last calls: the call's bits go into the ring, replacing the oldest once
+/// it is full, and the totals follow.
+#[inline(always)]
+fn record_call(
+    ring: &mut Vec<u8>,
+    head: &mut u32,
+    failures: &mut u32,
+    slow: &mut u32,
+    rule: &TripRule,
+    sample: Sample,
+    cache: &mut WindowCache,
+) -> bool {
+    // The window's size and the rule's parameters come from the cache, so that the rule is read
+    // once after every clear or restore, not on every call.
+    let fresh = cache.cap == 0;
+    if fresh && !cache.derive_calls(rule) {
+        return false;
+    }
+    let bits = sample.bits();
+    let cap = cache.cap as usize;
+    // Totals in registers, written back once.
+    let (mut f, mut s) = (*failures, *slow);
+    if ring.len() < cap {
+        ring.push(bits);
+    } else {
+        let h = *head as usize;
+        if let Some(slot) = ring.get_mut(h) {
+            let old = core::mem::replace(slot, bits);
+            f = f.saturating_sub((old & FAILURE_BIT) as u32);
+            s = s.saturating_sub((old >> 1) as u32);
+        }
+        *head = next_index(h, cap);
+    }
+    f += (bits & FAILURE_BIT) as u32;
+    s += (bits >> 1) as u32;
+    (*failures, *slow) = (f, s);
+    let calls = ring.len() as u32;
+    // The rate was below the threshold after the previous call (or the breaker would have
+    // opened and cleared the ring): a call that does not count against the rule can only bring
+    // it there by filling the window up to its minimum.
+    if !fresh && bits & cache.bad_bit == 0 && calls != cache.needed {
+        return false;
+    }
+    let bad = if cache.bad_bit == SLOW_BIT { s } else { f };
+    rate_reached(calls, bad, cache.needed, cache.threshold_percent)
+}
+
+/// A rate rule over a time window: the call counts in the current bucket, or enters a new one.
+#[inline(always)]
+fn record_in_bucket(
+    buckets: &mut [Bucket],
+    rule: &TripRule,
+    now: u64,
+    sample: Sample,
+    cache: &mut WindowCache,
+) -> bool {
+    let bits = sample.bits();
+    // Within the current bucket (a zero width until the cache is derived): the hot path, with no
+    // division and no pass over the buckets.
+    if now.wrapping_sub(cache.start) >= cache.width {
+        return cache.enter_bucket(buckets, rule, now, bits);
+    }
+    let Some(b) = buckets.get_mut(cache.slot) else {
+        return false;
+    };
+    b.calls = b.calls.saturating_add(1);
+    b.failures = b.failures.saturating_add((bits & FAILURE_BIT) as u32);
+    b.slow = b.slow.saturating_add((bits >> 1) as u32);
+    let calls = cache.others.calls.saturating_add(b.calls);
+    // As for a `Calls` window: below the threshold after the previous call, in the same window,
+    // so only a call that counts against the rule or that brings the window to its minimum can
+    // reach it.
+    if bits & cache.bad_bit == 0 && calls != cache.needed {
+        return false;
+    }
+    cache.rate_reached(calls, b)
 }
 
 /// Derived from the trip rule and a rate rule's [`Counter`], never persisted: what lets a rate

@@ -342,7 +342,7 @@ enum Kind {
     Marker,
 }
 
-/// The types every provider and the AI SDK name, and how each reads. Others: see `reading`.
+/// The types every provider and the AI SDK name, and how each reads. Others: see `unlisted`.
 const TYPES: &[(&[u8], Kind)] = &[
     (b"ping", Kind::KeepAlive),
     (b"keepalive", Kind::KeepAlive),
@@ -354,7 +354,7 @@ const TYPES: &[(&[u8], Kind)] = &[
     (b"message_delta", Kind::Marker),
     (b"message_stop", Kind::Marker),
     (b"content_block_stop", Kind::Marker),
-    // The Responses API (its other `response.*` events: by their names, in `reading`).
+    // The Responses API (its other `response.*` events: by their names, in `unlisted`).
     (b"response.completed", Kind::ResponseEnd),
     (b"response.failed", Kind::ResponseEnd),
     (
@@ -469,19 +469,34 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// What the item says, decided once the walk has seen all of it.
     fn reading(self, source: Source) -> Reading {
+        let kind = find(TYPES, self.ty).unwrap_or_else(|| self.unlisted(source));
+        // The Responses API's ending events name how the response ended, whatever reason came
+        // before them.
+        let ended = (kind == Kind::ResponseEnd).then(|| {
+            if self.ty == b"response.failed" {
+                Ending::Failed
+            } else {
+                Ending::Complete
+            }
+        });
+        let error = self.error || kind == Kind::Error || ended == Some(Ending::Failed);
+        Reading {
+            progress: self.progress(kind),
+            ending: ended.or_else(|| self.ending()),
+            error: error.then(|| {
+                let codes = self.codes.get(..self.codes_len).unwrap_or_default();
+                failure(codes, self.message, self.error_status)
+            }),
+            malformed: false,
+        }
+    }
+
+    /// How an item reads whose `type` is not in [`TYPES`] (or that has none).
+    fn unlisted(&self, source: Source) -> Kind {
         let ty = self.ty;
-        let mut reason = self.reason;
-        // The AI SDK's unified reason says little (`other`): its raw one is asked.
-        if reason.is_none_or(|r| Ending::of(r) == Ending::Unknown) {
-            reason = self.raw_reason.or(reason);
-        }
-        let mut ending = reason.map(Ending::of);
-        if self.refused || ty == b"response.refusal.delta" {
-            ending = Some(Ending::Declined);
-        }
-        let mut error = self.error;
-        let kind = find(TYPES, ty).unwrap_or(if ty.starts_with(b"response.") {
+        if ty.starts_with(b"response.") {
             // The Responses API's deltas: reasoning's are thinking, the others the answer.
             match (ty.ends_with(b".delta"), contains(ty, b"reasoning")) {
                 (true, true) => Kind::ThinkingDelta,
@@ -505,7 +520,7 @@ impl<'a> Facts<'a> {
             } else {
                 Kind::Marker
             }
-        } else if error {
+        } else if self.error {
             Kind::Error
         } else if self.raw {
             // A raw part of no provider's shape (a frame that did not parse): the parts say it.
@@ -513,13 +528,13 @@ impl<'a> Facts<'a> {
         } else {
             // JSON of a shape not known, without a type: the answer.
             Kind::Output
-        });
-        let progress = match kind {
+        }
+    }
+
+    /// What an item of `kind` shows of the model at work, by the words it carries.
+    fn progress(&self, kind: Kind) -> Progress {
+        match kind {
             Kind::KeepAlive => Progress::KeepAlive,
-            Kind::Error => {
-                error = true;
-                Progress::None
-            }
             Kind::BlockDelta if !self.delta_words => Progress::None,
             Kind::BlockDelta => match self.delta_type {
                 b"thinking_delta" | b"signature_delta" => Progress::Thinking,
@@ -533,31 +548,27 @@ impl<'a> Facts<'a> {
                 }
             }
             Kind::BlockStart | Kind::Output => Progress::Output,
-            Kind::ResponseEnd => {
-                let failed = ty == b"response.failed";
-                ending = Some(if failed {
-                    Ending::Failed
-                } else {
-                    Ending::Complete
-                });
-                error |= failed;
-                Progress::None
-            }
             Kind::OutputDelta if self.delta_words => Progress::Output,
             Kind::ThinkingDelta if self.delta_words => Progress::Thinking,
             Kind::Thinking => Progress::Thinking,
             Kind::ItemDone if self.item_tool => Progress::Output,
+            // An error and an ending (`ResponseEnd`) say nothing of the answer.
             _ => Progress::None,
-        };
-        Reading {
-            progress,
-            ending,
-            error: error.then(|| {
-                let codes = self.codes.get(..self.codes_len).unwrap_or_default();
-                failure(codes, self.message, self.error_status)
-            }),
-            malformed: false,
         }
+    }
+
+    /// The ending the item's reason names. A refusal declines the answer, whatever finish
+    /// follows.
+    fn ending(&self) -> Option<Ending> {
+        if self.refused || self.ty == b"response.refusal.delta" {
+            return Some(Ending::Declined);
+        }
+        let mut reason = self.reason;
+        // The AI SDK's unified reason says little (`other`): its raw one is asked.
+        if reason.is_none_or(|r| Ending::of(r) == Ending::Unknown) {
+            reason = self.raw_reason.or(reason);
+        }
+        reason.map(Ending::of)
     }
 }
 

@@ -46,7 +46,8 @@ pub mod coordinator {
 /// The lease client ([`crate::shared::client`]).
 pub mod lease {
     pub use crate::shared::client::{
-        ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket,
+        Answer, ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Next, Op, Ticket,
+        ADMIT_ROUNDS, REPORT_ROUNDS,
     };
 }
 
@@ -60,6 +61,7 @@ pub mod client;
 #[allow(missing_docs)]
 pub mod object;
 pub mod routes;
+mod url;
 
 pub use client::SharedBreaker;
 pub use config::{Breakers, SharedSpec};

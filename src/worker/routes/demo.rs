@@ -232,6 +232,7 @@ async fn guarded_call(
     })
 }
 
+/// `/app/*`: the app of `DEMO_*` (404 when `DEMO_UPSTREAM` is not set), one route per path.
 pub(super) async fn app(req: Request, env: &Env, parts: &[&str]) -> Result<Response> {
     let (app, targets) = match demo(env) {
         Ok(x) => x,
@@ -243,76 +244,8 @@ pub(super) async fn app(req: Request, env: &Env, parts: &[&str]) -> Result<Respo
         Guard::Local(_) => None,
     };
     match (parts, req.method()) {
-        (["app", "call"], Method::Post) => {
-            let deadline = Timestamp(now().0.saturating_add(targets.deadline_ms));
-            let abandon_ms = req
-                .url()?
-                .query_pairs()
-                .find(|(k, _)| k == "abandon_ms")
-                .and_then(|(_, v)| v.parse::<u64>().ok());
-            let call = guarded_call(&app, ns.as_ref(), &targets.primary, deadline);
-            let result = match abandon_ms {
-                Some(ms) => match first(call, Delay::from(core::time::Duration::from_millis(ms)))
-                    .await
-                {
-                    Some(result) => result?,
-                    None => return json_response(200, String::from(r#"{"result":"abandoned"}"#)),
-                },
-                None => call.await?,
-            };
-            let answered_by = match (&result, &targets.backup) {
-                (Ok(_), _) => Some("primary"),
-                (Err(_), Some(backup)) => {
-                    upstream_call(backup, deadline).await.ok().map(|_| "backup")
-                }
-                (Err(_), None) => None,
-            };
-            let (state, requests) = app_state(&app);
-            let fallback = match &app.guard {
-                Guard::Shared(b) => b.deciding_locally(),
-                Guard::Local(_) => false,
-            };
-            let (result, status, retry_after_ms, timed_out) = match result {
-                Ok(status) => ("ok", status, 0, false),
-                Err(Error::Inner(e)) => ("failed", e.status(), 0, e == CallError::TimedOut),
-                Err(Error::Rejected(r)) => ("rejected", 0, r.retry_after_ms, false),
-            };
-            let body = CallResult {
-                result,
-                status,
-                retry_after_ms,
-                timed_out,
-                answered_by,
-                state,
-                fallback,
-                object_requests: requests,
-            };
-            json_response(200, serde_json::to_string(&body).unwrap_or_default())
-        }
-        (["app", "bench"], Method::Post) => {
-            let n = req
-                .url()?
-                .query_pairs()
-                .find(|(k, _)| k == "n")
-                .and_then(|(_, v)| v.parse::<u32>().ok())
-                .unwrap_or(1_000)
-                .min(1_000_000);
-            let (mut ok, mut rejected) = (0u32, 0u32);
-            for _ in 0..n {
-                let r = match (&app.guard, &ns) {
-                    (Guard::Shared(b), Some(ns)) => b.call(ns, async { Ok::<(), ()>(()) }).await,
-                    _ => Ok(()),
-                };
-                if r.is_ok() {
-                    ok += 1;
-                } else {
-                    rejected += 1;
-                }
-            }
-            let (state, requests) = app_state(&app);
-            let body = serde_json::json!({ "ok": ok, "rejected": rejected, "state": state, "object_requests": requests });
-            json_response(200, body.to_string())
-        }
+        (["app", "call"], Method::Post) => app_call(&req, &app, ns.as_ref(), &targets).await,
+        (["app", "bench"], Method::Post) => app_bench(&req, &app, ns.as_ref()).await,
         (["app", "flush"], Method::Post) => {
             if let (Guard::Shared(b), Some(ns)) = (&app.guard, &ns) {
                 let _ = b.flush(ns).await;
@@ -322,6 +255,82 @@ pub(super) async fn app(req: Request, env: &Env, parts: &[&str]) -> Result<Respo
         (["app", "stats"], Method::Get) => app_stats(&app),
         _ => error_response(404, "not_found", "no such route"),
     }
+}
+
+/// The query parameter `key` of `req`, if it is there and reads as a `T`.
+fn query<T: core::str::FromStr>(req: &Request, key: &str) -> Result<Option<T>> {
+    Ok(req
+        .url()?
+        .query_pairs()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, v)| v.parse::<T>().ok()))
+}
+
+/// `POST /app/call[?abandon_ms=N]`: the primary through the breaker, then the backup (if set)
+/// when the breaker refused the call or the primary failed; dropped after `N` ms when asked.
+async fn app_call(
+    req: &Request,
+    app: &DemoApp,
+    ns: Option<&ObjectNamespace>,
+    targets: &Targets,
+) -> Result<Response> {
+    let deadline = Timestamp(now().0.saturating_add(targets.deadline_ms));
+    let abandon_ms = query::<u64>(req, "abandon_ms")?;
+    let call = guarded_call(app, ns, &targets.primary, deadline);
+    let result = match abandon_ms {
+        Some(ms) => match first(call, Delay::from(core::time::Duration::from_millis(ms))).await {
+            Some(result) => result?,
+            None => return json_response(200, String::from(r#"{"result":"abandoned"}"#)),
+        },
+        None => call.await?,
+    };
+    let answered_by = match (&result, &targets.backup) {
+        (Ok(_), _) => Some("primary"),
+        (Err(_), Some(backup)) => upstream_call(backup, deadline).await.ok().map(|_| "backup"),
+        (Err(_), None) => None,
+    };
+    let (state, requests) = app_state(app);
+    let fallback = match &app.guard {
+        Guard::Shared(b) => b.deciding_locally(),
+        Guard::Local(_) => false,
+    };
+    let (result, status, retry_after_ms, timed_out) = match result {
+        Ok(status) => ("ok", status, 0, false),
+        Err(Error::Inner(e)) => ("failed", e.status(), 0, e == CallError::TimedOut),
+        Err(Error::Rejected(r)) => ("rejected", 0, r.retry_after_ms, false),
+    };
+    let body = CallResult {
+        result,
+        status,
+        retry_after_ms,
+        timed_out,
+        answered_by,
+        state,
+        fallback,
+        object_requests: requests,
+    };
+    json_response(200, serde_json::to_string(&body).unwrap_or_default())
+}
+
+/// `POST /app/bench[?n=N]`: `N` calls (default 1 000, at most 10^6) that do nothing, through the
+/// shared breaker; how many it admitted and refused.
+async fn app_bench(req: &Request, app: &DemoApp, ns: Option<&ObjectNamespace>) -> Result<Response> {
+    let n = query::<u32>(req, "n")?.unwrap_or(1_000).min(1_000_000);
+    let (mut ok, mut rejected) = (0u32, 0u32);
+    for _ in 0..n {
+        let r = match (&app.guard, ns) {
+            (Guard::Shared(b), Some(ns)) => b.call(ns, async { Ok::<(), ()>(()) }).await,
+            _ => Ok(()),
+        };
+        if r.is_ok() {
+            ok += 1;
+        } else {
+            rejected += 1;
+        }
+    }
+    let (state, requests) = app_state(app);
+    let body = serde_json::json!({ "ok": ok, "rejected": rejected, "state": state, "object_requests": requests });
+    json_response(200, body.to_string())
 }
 
 fn now() -> Timestamp {

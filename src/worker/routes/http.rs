@@ -14,15 +14,6 @@ use crate::shared::routes::{check_length, Answer, BoundedBody, HttpError};
 use crate::worker::config::{check_breakers, parse_breakers, Breakers};
 use crate::worker::protocol::ErrorReply;
 
-/// The URL of operation `op` on the object of breaker `name`: the name travels with every
-/// request (`?breaker=`), for objects whose id does not carry it (see `object.rs`).
-pub fn object_url(op: &str, name: &str) -> String {
-    match worker::Url::parse_with_params(&format!("https://breaker/{op}"), [("breaker", name)]) {
-        Ok(u) => u.to_string(),
-        Err(_) => format!("https://breaker/{op}"),
-    }
-}
-
 /// A JSON answer.
 pub fn json_response(status: u16, body: String) -> Result<Response> {
     let headers = Headers::new();

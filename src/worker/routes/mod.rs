@@ -36,10 +36,9 @@ use alloc::string::ToString;
 
 use worker::{Context, Env, Request, Response, Result};
 
+pub use super::url::object_url;
 pub use crate::shared::routes::constant_time_eq;
-pub use http::{
-    answer_response, error_response, json_response, load_breakers, object_url, read_body,
-};
+pub use http::{answer_response, error_response, json_response, load_breakers, read_body};
 pub use serve::render_prometheus;
 
 /// The Durable Object binding's name in `wrangler.toml`.

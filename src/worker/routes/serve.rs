@@ -6,11 +6,12 @@ use alloc::vec::Vec;
 
 use worker::{Env, Headers, Method, Request, RequestInit, Response, Result};
 
-use super::http::{answer_response, json_response, load_breakers, object_url, read_body, verb};
+use super::http::{answer_response, json_response, load_breakers, read_body, verb};
 use super::BINDING;
 pub use crate::shared::metrics::render_views as render_prometheus;
 use crate::shared::routes::{plan, Body, HttpError, ObjectOp, Plan, RouteRequest, Secrets};
 use crate::worker::protocol::StateView;
+use crate::worker::url::object_url;
 
 /// Answers a request for `/metrics`, `/admin/*` or `/v1/*`, and 404 for any other path.
 pub(super) async fn serve(mut req: Request, env: &Env) -> Result<Response> {
