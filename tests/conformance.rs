@@ -3,10 +3,17 @@
 //! package's wasm, so both hosts of the coordinator answer alike.
 #![cfg(feature = "serde")]
 
+use breakwater::shared::json::{self, Wire};
 use breakwater::shared::protocol::Exchange;
+use breakwater::shared::protocol::ExchangeOp;
 use breakwater::shared::{Coordinator, SharedSpec};
 use breakwater::Timestamp;
 use serde_json::{json, Value};
+
+/// `value` as the crate's codec writes it, read back as a generic document.
+fn document<T: Wire>(value: &T) -> Value {
+    serde_json::from_str(&json::to_string(value)).unwrap()
+}
 
 /// Every key of `expected` is in `actual` with that value (objects recursively, arrays whole).
 fn matches(actual: &Value, expected: &Value, path: &str) -> Result<(), String> {
@@ -36,21 +43,21 @@ fn the_coordinator_answers_every_exchange_of_the_conformance_file() {
         let what = step["what"].as_str().unwrap();
         let actual = match step["op"].as_str().unwrap() {
             op @ ("acquire" | "report") => {
-                let req: Exchange = serde_json::from_value(step["request"].clone()).unwrap();
-                match co.exchange(at, &req, op == "acquire") {
-                    Ok((reply, _)) => serde_json::to_value(reply).unwrap(),
+                let req: Exchange = json::from_str(&step["request"].to_string()).unwrap();
+                match co.exchange(at, &req, ExchangeOp::acquire_if(op == "acquire")) {
+                    Ok((reply, _)) => document(&reply),
                     Err(e) => json!({ "error": "bad_request", "message": e.to_string() }),
                 }
             }
             "isolate" => {
                 let _ = co.isolate(at);
-                serde_json::to_value(co.view(at)).unwrap()
+                document(&co.view(at))
             }
             "reset" => {
                 let _ = co.reset(at);
-                serde_json::to_value(co.view(at)).unwrap()
+                document(&co.view(at))
             }
-            "state" => serde_json::to_value(co.view(at)).unwrap(),
+            "state" => document(&co.view(at)),
             other => panic!("unknown op {other}"),
         };
         if let Err(e) = matches(&actual, &step["expect"], "") {

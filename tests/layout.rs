@@ -166,10 +166,14 @@ const _: () = assert!(layout::permit::KIND << 20 <= 1 << 53);
 const _: () = assert!(
     layout::decision::ACQUIRE > 0
         && layout::decision::REFRESH > 0
-        && layout::decision::RETRY > 0
+        && layout::decision::AGAIN > 0
+        && layout::decision::REPORT > 0
+        && layout::decision::IDLE > 0
         && (layout::decision::ACQUIRE as i64) < layout::reject::SCALE
         && (layout::decision::REFRESH as i64) < layout::reject::SCALE
-        && (layout::decision::RETRY as i64) < layout::reject::SCALE
+        && (layout::decision::AGAIN as i64) < layout::reject::SCALE
+        && (layout::decision::REPORT as i64) < layout::reject::SCALE
+        && (layout::decision::IDLE as i64) < layout::reject::SCALE
 );
 
 /// `'half-open-full'` → `HalfOpenFull`, `'CLOSED'` → `Closed`.

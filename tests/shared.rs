@@ -4,10 +4,13 @@
 //! settings that differ during a deploy).
 #![cfg(feature = "serde")]
 
+use breakwater::shared::json;
+use breakwater::shared::protocol::ExchangeOp;
 use breakwater::shared::protocol::{
     Batch, Counts, Exchange, ExchangeReply, ProbeReport, WireOutcome, MAX_BATCHES, MAX_BODY_BYTES,
     MAX_CLIENTS, MAX_SEQ,
 };
+use breakwater::shared::{Answer, Next, Op};
 use breakwater::shared::{
     ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch, Record,
     SharedSpec, Ticket,
@@ -44,7 +47,7 @@ fn lt(ms: u64) -> LocalTime {
 }
 
 fn exchange(c: &mut Coordinator, now: u64, req: &Exchange, acquire: bool) -> ExchangeReply {
-    c.exchange(t(now), req, acquire)
+    c.exchange(t(now), req, ExchangeOp::acquire_if(acquire))
         .expect("a valid exchange")
         .0
 }
@@ -94,14 +97,14 @@ fn call(
             Decision::Acquire => {
                 let req = c.acquire_request();
                 let reply = exchange(co, now, &req, true);
-                match c.on_acquire_reply(lt(now), &reply) {
-                    Decision::Admit(ticket) => {
+                match c.on_answer(lt(now), Op::Acquire, Answer::Reply(&reply)) {
+                    Next::Admit(ticket) => {
                         if c.record(lt(now), ticket, outcome) {
                             flush(c, co, now, false);
                         }
                         return Ok(ticket);
                     }
-                    Decision::Reject(r) => return Err(r),
+                    Next::Reject(r) => return Err(r),
                     other => panic!("{other:?}"),
                 }
             }
@@ -114,7 +117,7 @@ fn call(
 fn flush(c: &mut LeaseClient, co: &mut Coordinator, now: u64, force: bool) {
     if let Some(req) = c.begin_flush(force) {
         let reply = exchange(co, now, &req, false);
-        c.on_flush_reply(lt(now), &reply);
+        c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     }
 }
 
@@ -440,7 +443,7 @@ fn a_forged_batch_number_cannot_silence_a_client() {
         .exchange(
             t(3),
             &req("a", 42, vec![batch(MAX_SEQ + 1, vec![], vec![])]),
-            false
+            ExchangeOp::Report
         )
         .is_err());
 }
@@ -490,12 +493,18 @@ fn a_batch_over_a_limit_is_refused_alone_and_the_others_apply() {
 #[test]
 fn nothing_is_persisted_for_rejections_or_plain_closed_permits() {
     let mut co = coordinator(spec());
-    let (_, step) = co.exchange(t(0), &req("a", 1, vec![]), true).unwrap();
+    let (_, step) = co
+        .exchange(t(0), &req("a", 1, vec![]), ExchangeOp::Acquire)
+        .unwrap();
     assert!(!step.changed, "a CLOSED permit");
     trip(&mut co, 0);
-    let (_, step) = co.exchange(t(10), &req("a", 1, vec![]), true).unwrap();
+    let (_, step) = co
+        .exchange(t(10), &req("a", 1, vec![]), ExchangeOp::Acquire)
+        .unwrap();
     assert!(!step.changed, "a rejection");
-    let (_, step) = co.exchange(t(1_000), &req("a", 1, vec![]), true).unwrap();
+    let (_, step) = co
+        .exchange(t(1_000), &req("a", 1, vec![]), ExchangeOp::Acquire)
+        .unwrap();
     assert!(step.changed, "a probe grant");
 }
 
@@ -505,9 +514,9 @@ fn a_clock_reading_infinity_cannot_push_stored_times_past_2_pow_53() {
     let _ = co.exchange(
         Timestamp(u64::MAX),
         &req("a", 1, vec![batch(1, vec![counts(0, 0, 3)], vec![])]),
-        false,
+        ExchangeOp::Report,
     );
-    let json = serde_json::to_string(&co.record()).unwrap();
+    let json = json::to_string(&co.record());
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     fn max_number(v: &serde_json::Value) -> u64 {
         match v {
@@ -527,7 +536,7 @@ fn a_clock_reading_infinity_cannot_push_stored_times_past_2_pow_53() {
     let back = Coordinator::restore(
         "upstream",
         spec(),
-        Some(serde_json::from_str(&json).unwrap()),
+        Some(json::from_str(&json).unwrap()),
         OnMismatch::Adopt,
     )
     .unwrap();
@@ -540,11 +549,11 @@ fn record_round_trips_with_sessions_grants_and_an_isolation() {
     let mut co = coordinator(spec());
     trip(&mut co, 5);
     let p = probe(&mut co, 1_005, "a", 1);
-    let json = serde_json::to_string(&co.record()).unwrap();
+    let json = json::to_string(&co.record());
     let mut back = Coordinator::restore(
         "upstream",
         spec(),
-        Some(serde_json::from_str(&json).unwrap()),
+        Some(json::from_str(&json).unwrap()),
         OnMismatch::Install,
     )
     .unwrap();
@@ -566,11 +575,11 @@ fn record_round_trips_with_sessions_grants_and_an_isolation() {
     );
     assert_eq!(r.lease.state, State::Closed);
     let _ = back.isolate(t(2_000));
-    let json = serde_json::to_string(&back.record()).unwrap();
+    let json = json::to_string(&back.record());
     let back = Coordinator::restore(
         "upstream",
         spec(),
-        Some(serde_json::from_str(&json).unwrap()),
+        Some(json::from_str(&json).unwrap()),
         OnMismatch::Install,
     )
     .unwrap();
@@ -593,8 +602,7 @@ fn settings_that_differ_never_wipe_the_shared_state() {
     let mut co = coordinator(old);
     let tripping = req("a", 1, vec![batch(1, vec![counts(0, 0, 3)], vec![])]);
     let _ = exchange(&mut co, 100, &tripping, false);
-    let record: Record =
-        serde_json::from_str(&serde_json::to_string(&co.record()).unwrap()).unwrap();
+    let record: Record = json::from_str(&json::to_string(&co.record())).unwrap();
 
     // A new instance, adopting: runs under the stored settings, says so, keeps everything.
     let mut adopted =
@@ -640,10 +648,7 @@ fn settings_that_differ_never_wipe_the_shared_state() {
 #[test]
 fn unreadable_or_unfit_records_start_closed_and_say_why() {
     for garbage in ["", "{", "null", "{\"snapshot\":42}", "\u{0}\u{ff}"] {
-        assert!(
-            serde_json::from_str::<Record>(garbage).is_err(),
-            "{garbage:?}"
-        );
+        assert!(json::from_str::<Record>(garbage).is_err(), "{garbage:?}");
     }
     let mut co = coordinator(spec());
     trip(&mut co, 0);
@@ -742,8 +747,8 @@ fn a_lease_runs_from_when_its_request_was_sent() {
     // The answer arrives 400 ms later: 100 ms of the 500 ms lease are left.
     let reply = exchange(&mut co, 1_000, &req, true);
     assert!(matches!(
-        c.on_acquire_reply(lt(1_400), &reply),
-        Decision::Admit(_)
+        c.on_answer(lt(1_400), Op::Acquire, Answer::Reply(&reply)),
+        Next::Admit(_)
     ));
     assert!(matches!(c.admit(lt(1_499)), Decision::Admit(_)));
     assert_eq!(c.admit(lt(1_500)), Decision::Refresh);
@@ -766,7 +771,9 @@ fn one_probe_for_all_clients() {
             Decision::Acquire => {
                 let req = c.acquire_request();
                 let reply = exchange(&mut co, 1_000, &req, true);
-                if let Decision::Admit(ticket) = c.on_acquire_reply(lt(1_000), &reply) {
+                if let Next::Admit(ticket) =
+                    c.on_answer(lt(1_000), Op::Acquire, Answer::Reply(&reply))
+                {
                     assert!(ticket.is_probe());
                     probes.push((i, ticket));
                 }
@@ -801,7 +808,7 @@ fn unreachable_coordinator_falls_back_and_counts_arrive_later_once() {
     while c.next_event().is_some() {}
     assert_eq!(c.admit(lt(600)), Decision::Refresh);
     let lost = c.begin_flush(true).unwrap();
-    c.on_unreachable(lt(600), true, "down".into());
+    c.on_answer(lt(600), Op::Report, Answer::Unreachable("down"));
     assert!(matches!(c.next_event(), Some(ClientEvent::Local { .. })));
     match c.admit(lt(601)) {
         Decision::Admit(ticket) => {
@@ -812,7 +819,7 @@ fn unreachable_coordinator_falls_back_and_counts_arrive_later_once() {
     }
     let mut closed =
         LeaseClient::new("b".into(), 1, LeaseOptions::new().with_fail_closed(true)).unwrap();
-    closed.on_unreachable(lt(0), false, "down".into());
+    closed.on_answer(lt(0), Op::Acquire, Answer::Unreachable("down"));
     assert!(matches!(closed.admit(lt(1)), Decision::Reject(_)));
     // The lost report did arrive; the resend carries it again with the same number.
     let _ = exchange(&mut co, 600, &lost, false);
@@ -833,7 +840,7 @@ fn the_local_breaker_trips_and_recovers_while_the_coordinator_is_unreachable() {
                 .with_open_duration_ms(1_000),
         );
     let mut c = LeaseClient::new("a".into(), 1, opts).unwrap();
-    c.on_unreachable(lt(0), false, "down".into());
+    c.on_answer(lt(0), Op::Acquire, Answer::Unreachable("down"));
     for now in [1, 2] {
         let Decision::Admit(ticket) = c.admit(lt(now)) else {
             panic!()
@@ -877,7 +884,14 @@ fn a_refused_batch_is_dropped_and_announced_never_resent() {
     let sent = c.begin_flush(false).unwrap();
     assert_eq!(sent.batches.len(), 1);
     // A coordinator that will not take it (an older version with smaller limits, say).
-    c.on_flush_refused(lt(2), 413, "object answered 413: body larger than 64 KiB");
+    c.on_answer(
+        lt(2),
+        Op::Report,
+        Answer::Refused {
+            status: 413,
+            reason: "object answered 413: body larger than 64 KiB",
+        },
+    );
     // The batch held the waiting success and the failure.
     assert_eq!(c.dropped(), 2);
     let events: Vec<ClientEvent> = core::iter::from_fn(|| c.next_event()).collect();
@@ -906,20 +920,20 @@ fn a_refused_batch_is_dropped_and_announced_never_resent() {
     req.batches[0].counts = vec![counts(0, 1, 0); 9];
     let reply = exchange(&mut co, 1_003, &req, false);
     assert_eq!(reply.refused.len(), 1);
-    c.on_flush_reply(lt(1_003), &reply);
+    c.on_answer(lt(1_003), Op::Report, Answer::Reply(&reply));
     assert_eq!((c.dropped(), c.unacknowledged()), (4, 0));
 }
 
 #[test]
 fn batches_older_than_the_resend_window_are_dropped() {
     let mut c = client("a");
-    c.on_unreachable(lt(0), false, "down".into());
+    c.on_answer(lt(0), Op::Acquire, Answer::Unreachable("down"));
     let Decision::Admit(ticket) = c.admit(lt(1)) else {
         panic!()
     };
     let _ = c.record(lt(1), ticket, Outcome::Failure);
     let _ = c.begin_flush(false).unwrap();
-    c.on_unreachable(lt(2), true, "still down".into());
+    c.on_answer(lt(2), Op::Report, Answer::Unreachable("still down"));
     let _ = c.admit(lt(400_000));
     let req = c.begin_flush(true).unwrap();
     assert!(req.batches.is_empty());
@@ -936,7 +950,7 @@ fn a_long_outage_at_high_volume_never_builds_a_report_the_coordinator_refuses() 
     )
     .unwrap();
     let _ = call(&mut c, &mut co, 0, Outcome::Success).unwrap();
-    c.on_unreachable(lt(1), false, "down".into());
+    c.on_answer(lt(1), Op::Acquire, Answer::Unreachable("down"));
     // 2 000 000 outcomes (a few failures among them) while the coordinator is unreachable.
     for i in 0..2_000_000u64 {
         let now = 2 + i / 10_000;
@@ -958,12 +972,12 @@ fn a_long_outage_at_high_volume_never_builds_a_report_the_coordinator_refuses() 
     while c.unacknowledged() > 0 && sent < 100 {
         let _ = c.admit(lt(now));
         let req = c.begin_flush(true).unwrap();
-        let json = serde_json::to_string(&req).unwrap();
+        let json = json::to_string(&req);
         assert!(json.len() <= MAX_BODY_BYTES, "{} bytes", json.len());
         assert!(req.batches.len() <= MAX_BATCHES);
         let reply = exchange(&mut co, now, &req, false);
         assert!(reply.refused.is_empty(), "{:?}", reply.refused);
-        c.on_flush_reply(lt(now), &reply);
+        c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
         sent += 1;
         now += 1;
     }
@@ -1021,7 +1035,7 @@ fn background(c: &mut LeaseClient, co: &mut Coordinator, now: u64) {
         Some(breakwater::shared::Background::Acquire) => {
             let req = c.acquire_request();
             let reply = exchange(co, now, &req, true);
-            if c.on_background_reply(lt(now), &reply) {
+            if c.on_answer(lt(now), Op::BackgroundAcquire, Answer::Reply(&reply)) == Next::Report {
                 flush(c, co, now, false);
             }
         }
@@ -1060,7 +1074,7 @@ fn admit_now_answers_at_once_blocks_the_failing_instance_at_once_and_recovers() 
     assert!(!a.record(lt(now), ticket, Outcome::Failure));
     let reply = exchange(&mut co, now, &req("a", 1, vec![]), true);
     assert!(
-        a.on_background_reply(lt(now), &reply),
+        (a.on_answer(lt(now), Op::BackgroundAcquire, Answer::Reply(&reply)) == Next::Report),
         "the failure is due now"
     );
     flush(&mut a, &mut co, now, false);
@@ -1186,12 +1200,12 @@ fn forged_first_reply(
     c: &mut LeaseClient,
     co: &mut Coordinator,
     forge: impl FnOnce(&mut ExchangeReply),
-) -> Decision {
+) -> Next {
     assert_eq!(c.admit(lt(0)), Decision::Acquire);
     let req = c.acquire_request();
     let mut reply = exchange(co, 0, &req, true);
     forge(&mut reply);
-    c.on_acquire_reply(lt(0), &reply)
+    c.on_answer(lt(0), Op::Acquire, Answer::Reply(&reply))
 }
 
 #[test]
@@ -1199,7 +1213,7 @@ fn a_closed_lease_of_u64_max_ms_is_asked_again_within_the_hour() {
     let mut co = coordinator(spec());
     let mut c = client("a");
     let first = forged_first_reply(&mut c, &mut co, |r| r.lease.lease_ms = u64::MAX);
-    let Decision::Admit(ticket) = first else {
+    let Next::Admit(ticket) = first else {
         panic!("{first:?}")
     };
     let _ = c.record(lt(0), ticket, Outcome::Success);
@@ -1229,7 +1243,7 @@ fn an_open_refusal_of_u64_max_ms_is_asked_again_within_the_hour() {
             rejected.retry_after_ms = u64::MAX;
         }
     });
-    let Decision::Reject(r) = first else {
+    let Next::Reject(r) = first else {
         panic!("{first:?}")
     };
     assert!(r.retry_after_ms <= breakwater::shared::protocol::MAX_RETRY_AFTER_MS);
@@ -1259,7 +1273,7 @@ fn a_dropped_probe_goes_back_to_the_fleet_at_once() {
     assert_eq!(a.admit(lt(1_000)), Decision::Acquire);
     let req = a.acquire_request();
     let reply = exchange(&mut co, 1_000, &req, true);
-    let Decision::Admit(probe) = a.on_acquire_reply(lt(1_000), &reply) else {
+    let Next::Admit(probe) = a.on_answer(lt(1_000), Op::Acquire, Answer::Reply(&reply)) else {
         panic!("a probe")
     };
     assert!(probe.is_probe());
@@ -1300,7 +1314,7 @@ fn a_dropped_probe_whose_report_is_lost_goes_back_with_the_next_request() {
     assert_eq!(a.admit(lt(1_000)), Decision::Acquire);
     let req = a.acquire_request();
     let reply = exchange(&mut co, 1_000, &req, true);
-    let Decision::Admit(probe) = a.on_acquire_reply(lt(1_000), &reply) else {
+    let Next::Admit(probe) = a.on_answer(lt(1_000), Op::Acquire, Answer::Reply(&reply)) else {
         panic!("a probe")
     };
     // The task that sent the report was cancelled before it left.
@@ -1312,4 +1326,61 @@ fn a_dropped_probe_whose_report_is_lost_goes_back_with_the_next_request() {
     assert_eq!(co.breaker().probes_in_flight(), 0);
     assert!(call(&mut a, &mut co, 1_100, Outcome::Success).is_ok());
     assert_eq!(co.breaker().state(), State::Closed);
+}
+
+/// The core bounds a call's wait on the coordinator: from `ADMIT_ROUNDS` on, `admit_again`
+/// refuses (open, 1 ms) instead of asking again, whatever the client knows; before it, it decides
+/// as `admit` does.
+#[test]
+fn a_call_that_waited_admit_rounds_is_refused_rather_than_held() {
+    use breakwater::shared::ADMIT_ROUNDS;
+    let mut c = client("a");
+    assert_eq!(c.admit_again(lt(0), ADMIT_ROUNDS - 1), Decision::Acquire);
+    assert_eq!(
+        c.admit_again(lt(0), ADMIT_ROUNDS),
+        Decision::Reject(Rejected {
+            reason: RejectReason::Open,
+            retry_after_ms: 1
+        })
+    );
+    assert_eq!(c.stats().rejected, 1);
+}
+
+/// Reports go back to back at most `REPORT_ROUNDS` times: a failure recorded while each report
+/// was on its way asks for one more, then the chain stops (and what waits goes with the next
+/// call's report). Liveness: once the chain stopped, the next report sends what waited.
+#[test]
+fn reports_go_back_to_back_at_most_report_rounds_times() {
+    use breakwater::shared::REPORT_ROUNDS;
+    let mut co = coordinator(spec());
+    let mut c = client("a");
+    let t = lt(0);
+    // The first lease, then a failure: a report is due.
+    let Decision::Acquire = c.admit(t) else {
+        panic!()
+    };
+    let req = c.acquire_request();
+    let reply = exchange(&mut co, 0, &req, true);
+    let Next::Admit(ticket) = c.on_answer(t, Op::Acquire, Answer::Reply(&reply)) else {
+        panic!("admitted")
+    };
+    assert!(c.record(t, ticket, Outcome::Failure));
+    let mut sent = 0;
+    let mut next = Next::Report;
+    // Bounded here too, so that a client that never stops fails rather than hangs.
+    while next == Next::Report && sent < 10 {
+        let req = c.begin_flush(false).expect("a report");
+        sent += 1;
+        // Another failure while it is on its way.
+        assert!(!c.record_untracked(t, Outcome::Failure));
+        let reply = exchange(&mut co, 0, &req, false);
+        next = c.on_answer(t, Op::Report, Answer::Reply(&reply));
+    }
+    assert_eq!(sent, REPORT_ROUNDS);
+    assert_eq!(next, Next::Idle);
+    assert!(c.flush_due(t), "a failure still waits");
+    let req = c
+        .begin_flush(false)
+        .expect("the waiting failure goes with the next report");
+    assert_eq!(req.batches.len(), 1);
 }

@@ -5,7 +5,9 @@
 //! report still on its way, a time window's buckets kept across a change of its length.
 #![cfg(feature = "json")]
 
+use breakwater::shared::protocol::ExchangeOp;
 use breakwater::shared::protocol::{Batch, Counts, Exchange, ExchangeReply, MAX_CLIENTS};
+use breakwater::shared::{Answer, Op};
 use breakwater::shared::{
     Coordinator, LeaseClient, LeaseOptions, LocalTime, OnMismatch, SharedSpec,
 };
@@ -34,7 +36,7 @@ fn lt(ms: u64) -> LocalTime {
 }
 
 fn exchange(c: &mut Coordinator, now: u64, req: &Exchange, acquire: bool) -> ExchangeReply {
-    c.exchange(t(now), req, acquire)
+    c.exchange(t(now), req, ExchangeOp::acquire_if(acquire))
         .expect("a valid exchange")
         .0
 }
@@ -108,7 +110,7 @@ fn a_clock_step_back_is_kept_by_a_host_that_reloads_the_record() {
         failures: 3,
         ..Counts::default()
     };
-    let (_, step) = co.exchange(t(T0), &trip, false).unwrap();
+    let (_, step) = co.exchange(t(T0), &trip, ExchangeOp::Report).unwrap();
     assert!(step.changed);
     let mut stored = co.record_json().unwrap();
     assert_eq!(co.breaker().open_until(), Some(t(T0 + 1_000)));
@@ -124,7 +126,9 @@ fn a_clock_step_back_is_kept_by_a_host_that_reloads_the_record() {
             session: 1,
             batches: vec![],
         };
-        let (reply, step) = co.exchange(t(behind + ms), &ask, true).unwrap();
+        let (reply, step) = co
+            .exchange(t(behind + ms), &ask, ExchangeOp::Acquire)
+            .unwrap();
         state = reply.lease.state;
         if step.changed {
             stored = co.record_json().unwrap();
@@ -146,13 +150,13 @@ fn cut_off(co: &mut Coordinator) -> (LeaseClient, u64) {
     let _ = c.record_untracked(lt(now), Outcome::Failure);
     let req = c.begin_flush(false).unwrap();
     let reply = exchange(co, now, &req, false);
-    c.on_flush_reply(lt(now), &reply);
+    c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     assert_eq!(reply.acked, [1]);
     loop {
         now += 20_000;
         let _ = c.record_untracked(lt(now), Outcome::Failure);
         let req = c.begin_flush(false).unwrap();
-        c.on_unreachable(lt(now), true, "down".into());
+        c.on_answer(lt(now), Op::Report, Answer::Unreachable("down"));
         if req.batches[0].seq > 66 {
             return (c, now);
         }
@@ -172,7 +176,7 @@ fn after_a_long_outage_the_client_renumbers_and_is_counted_once() {
     assert!(reply.acked.is_empty());
     assert!(reply.refused.iter().all(|r| r.last_applied == Some(1)));
     let session = c.session();
-    c.on_flush_reply(lt(now), &reply);
+    c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     assert_eq!(c.unacknowledged(), held);
     // Renumbered from 1 in a new session (nothing on its way can carry those numbers), counted
     // once.
@@ -180,7 +184,7 @@ fn after_a_long_outage_the_client_renumbers_and_is_counted_once() {
     assert_ne!(req.session, session);
     assert_eq!(req.batches[0].seq, 1);
     let reply = exchange(&mut co, now, &req, false);
-    c.on_flush_reply(lt(now), &reply);
+    c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     assert_eq!(c.unacknowledged(), 0);
     assert_eq!(failures(&mut co), before + held);
     // Sent again (a lost answer): not counted again.
@@ -202,10 +206,10 @@ fn a_request_abandoned_before_a_renumbering_does_not_count_its_batches_twice() {
     // The next report is refused for the gap; the client renumbers and is counted.
     let req = c.begin_flush(false).unwrap();
     let reply = exchange(&mut co, now, &req, false);
-    c.on_flush_reply(lt(now), &reply);
+    c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     let req = c.begin_flush(false).unwrap();
     let reply = exchange(&mut co, now, &req, false);
-    c.on_flush_reply(lt(now), &reply);
+    c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     assert_eq!(c.unacknowledged(), 0);
     assert_eq!(failures(&mut co), before + held);
     // The abandoned report arrives.
@@ -269,7 +273,7 @@ fn a_late_request_does_not_make_renumbered_batches_duplicates() {
     let _ = c.record_untracked(lt(now), Outcome::Failure);
     let req = c.begin_flush(false).unwrap();
     let reply = exchange(&mut co, now, &req, false);
-    c.on_flush_reply(lt(now), &reply);
+    c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     // Batch 2 goes out and is held up on the way; the client gives up on it after
     // `request_deadline_ms`, and is cut off long enough to drop it and number far ahead.
     let _ = c.record_untracked(lt(now), Outcome::Failure);
@@ -279,7 +283,7 @@ fn a_late_request_does_not_make_renumbered_batches_duplicates() {
         now += 20_000;
         let _ = c.record_untracked(lt(now), Outcome::Failure);
         let req = c.begin_flush(false).unwrap();
-        c.on_unreachable(lt(now), true, "down".into());
+        c.on_answer(lt(now), Op::Report, Answer::Unreachable("down"));
         if req.batches[0].seq > 66 {
             break;
         }
@@ -288,7 +292,7 @@ fn a_late_request_does_not_make_renumbered_batches_duplicates() {
     // Refused for the gap: renumbered, in a new session.
     let req = c.begin_flush(false).unwrap();
     let reply = exchange(&mut co, now, &req, false);
-    c.on_flush_reply(lt(now), &reply);
+    c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     // The held-up request arrives (its batch 2 counts: the client had given it up), then the
     // renumbered batches.
     let _ = exchange(&mut co, now, &late, false);
@@ -296,7 +300,7 @@ fn a_late_request_does_not_make_renumbered_batches_duplicates() {
     let req = c.begin_flush(false).unwrap();
     assert_ne!(req.session, late.session);
     let reply = exchange(&mut co, now, &req, false);
-    c.on_flush_reply(lt(now), &reply);
+    c.on_answer(lt(now), Op::Report, Answer::Reply(&reply));
     assert_eq!(c.unacknowledged(), 0, "every batch acknowledged");
     assert_eq!(
         failures(&mut co),

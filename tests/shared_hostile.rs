@@ -5,12 +5,15 @@
 //! process: its outcomes and its requests are bounded per session.
 #![cfg(feature = "json")]
 
+use breakwater::shared::json;
+use breakwater::shared::protocol::ExchangeOp;
 use breakwater::shared::protocol::{
     Batch, Counts, Exchange, ExchangeError, ProbeReport, WireOutcome, MAX_CLIENTS, MAX_SEQ,
     MAX_SESSION_OUTCOMES_PER_S, MAX_SESSION_REQUESTS_PER_S, SESSION_OUTCOME_BURST,
     SESSION_REQUEST_BURST,
 };
 use breakwater::shared::spec::{MAX_SHARED_OPEN_MS, MAX_SHARED_WINDOW_CALLS};
+use breakwater::shared::{Answer, Next, Op};
 use breakwater::shared::{Coordinator, SharedSpec};
 use breakwater::shared::{Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch, Record};
 use breakwater::{
@@ -94,7 +97,7 @@ fn a_shared_open_period_and_probe_timeout_are_at_most_one_hour() {
             SharedSpec::new(at.breaker.with_probe_timeout_ms(hour + 1)),
         ),
     ] {
-        let e = spec.validate().unwrap_err();
+        let e = spec.validate().unwrap_err().to_string();
         assert!(
             e.contains(field) && e.contains("3600001") && e.contains("3600000"),
             "{field}: {e}"
@@ -190,13 +193,13 @@ fn a_forged_report_of_shed_calls_does_not_throttle_a_healthy_fleet() {
     let mut co = Coordinator::fresh("upstream", throttled_spec()).unwrap();
     let now = Timestamp(T0);
     let honest = exchange("honest", 1, vec![batch(1, vec![counts(0, 400, 0, 0)])]);
-    let (reply, _) = co.exchange(now, &honest, false).unwrap();
+    let (reply, _) = co.exchange(now, &honest, ExchangeOp::Report).unwrap();
     assert_eq!(reply.lease.throttle_ppm, 0);
     let forged: Vec<Batch> = (1..=16)
         .map(|seq| batch(seq, vec![counts(0, 0, 0, 62_500)]))
         .collect();
     let (reply, _) = co
-        .exchange(now, &exchange("mallory", 9, forged), false)
+        .exchange(now, &exchange("mallory", 9, forged), ExchangeOp::Report)
         .unwrap();
     assert_eq!(reply.refused, vec![]);
     println!(
@@ -224,18 +227,18 @@ fn shed_calls_under_a_throttle_still_count() {
     let now = Timestamp(T0);
     // 30 % of calls succeed: p = (100 − 2 × 30) / 101 ≈ 0.40.
     let degraded = exchange("a", 1, vec![batch(1, vec![counts(0, 30, 70, 0)])]);
-    let (reply, _) = co.exchange(now, &degraded, false).unwrap();
+    let (reply, _) = co.exchange(now, &degraded, ExchangeOp::Report).unwrap();
     let p = f64::from(reply.lease.throttle_ppm) / 1e6;
     assert!(p > 0.35 && p < 0.45, "{p}");
     // A client admitted 60 calls and shed 40 (p / (1 − p) ≈ 0.66 per admitted call).
     let honest = exchange("b", 1, vec![batch(1, vec![counts(0, 18, 42, 40)])]);
-    co.exchange(now, &honest, false).unwrap();
+    co.exchange(now, &honest, ExchangeOp::Report).unwrap();
     assert_eq!(co.breaker().stats().throttled, 40);
     assert_eq!(co.view(now).counters.sheds_dropped, 0);
     // The same client claiming a thousand sheds for those 60 calls is held to what it could
     // have shed.
     let greedy = exchange("b", 1, vec![batch(2, vec![counts(0, 18, 42, 1_000)])]);
-    co.exchange(now, &greedy, false).unwrap();
+    co.exchange(now, &greedy, ExchangeOp::Report).unwrap();
     let counted = co.breaker().stats().throttled - 40;
     assert!(counted > 40 && counted < 200, "{counted}");
     assert_eq!(co.view(now).counters.sheds_dropped, 1_000 - counted);
@@ -277,7 +280,7 @@ fn largest(spec: SharedSpec) -> Coordinator {
         co.exchange(
             now,
             &exchange("filler", session, vec![batch(1, vec![c])]),
-            false,
+            ExchangeOp::Report,
         )
         .unwrap();
     }
@@ -292,7 +295,7 @@ fn largest(spec: SharedSpec) -> Coordinator {
             MAX_SEQ - i as u64,
             vec![batch(MAX_SEQ, spend.clone())],
         );
-        co.exchange(now, &e, false).unwrap();
+        co.exchange(now, &e, ExchangeOp::Report).unwrap();
     }
     co
 }
@@ -339,7 +342,7 @@ fn hostile_probe_grants_cannot_grow_the_record_past_its_bound() {
     let mut co = Coordinator::fresh("upstream", spec).unwrap();
     let mut now = T0;
     let e = exchange("a", 1, vec![batch(1, vec![counts(0, 0, 1, 0)])]);
-    co.exchange(Timestamp(now), &e, false).unwrap();
+    co.exchange(Timestamp(now), &e, ExchangeOp::Report).unwrap();
     assert_eq!(co.breaker().state(), State::Open);
     let mut largest = 0;
     for round in 0..4u64 {
@@ -347,7 +350,8 @@ fn hostile_probe_grants_cannot_grow_the_record_past_its_bound() {
         for i in 0..MAX_CLIENTS as u64 + 10 {
             let client = format!("{:x<64}", round * 10_000 + i);
             let e = exchange(&client, MAX_SEQ - i, vec![batch(MAX_SEQ, vec![])]);
-            co.exchange(Timestamp(now), &e, true).unwrap();
+            co.exchange(Timestamp(now), &e, ExchangeOp::Acquire)
+                .unwrap();
         }
         assert_eq!(co.breaker().state(), State::HalfOpen);
         largest = largest.max(co.record_json().unwrap().len());
@@ -374,11 +378,11 @@ fn the_largest_shared_window_still_trips() {
         left -= k;
         session += 1;
         let e = exchange("a", session, vec![batch(1, vec![counts(0, 0, k, 0)])]);
-        co.exchange(now, &e, false).unwrap();
+        co.exchange(now, &e, ExchangeOp::Report).unwrap();
     }
     assert_eq!(co.breaker().state(), State::Closed);
     let e = exchange("a", session + 1, vec![batch(1, vec![counts(0, 0, 1, 0)])]);
-    co.exchange(now, &e, false).unwrap();
+    co.exchange(now, &e, ExchangeOp::Report).unwrap();
     assert_eq!(co.view(now).counters.outcomes_dropped, 0);
     assert_eq!(co.breaker().state(), State::Open);
 }
@@ -416,7 +420,8 @@ fn a_shared_window_is_at_most_max_shared_window_calls() {
         );
         let e = SharedSpec::new(BreakerConfig::new().with_trip(over))
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         let value = (at + 1).to_string();
         assert!(e.contains("breaker.trip.") && e.contains(&value), "{e}");
     }
@@ -458,14 +463,15 @@ fn a_session_forging_successes_cannot_hold_a_failing_breaker_closed() {
             9,
             vec![batch(seq, vec![counts(g, 62_500, 0, 0)])],
         );
-        co.exchange(Timestamp(now), &forged, false).unwrap();
+        co.exchange(Timestamp(now), &forged, ExchangeOp::Report)
+            .unwrap();
         for i in 0..10 {
             let e = exchange(
                 &format!("h{i}"),
                 1,
                 vec![batch(seq, vec![counts(g, 0, 20, 0)])],
             );
-            co.exchange(Timestamp(now), &e, false).unwrap();
+            co.exchange(Timestamp(now), &e, ExchangeOp::Report).unwrap();
         }
         if co.breaker().state() == State::Open {
             opened_at = Some(now);
@@ -491,7 +497,11 @@ fn a_session_forging_successes_cannot_hold_a_failing_breaker_closed() {
         for (i, seq) in seqs.iter_mut().enumerate() {
             let client = format!("h{i}");
             let (reply, _) = co
-                .exchange(Timestamp(now), &exchange(&client, 1, vec![]), true)
+                .exchange(
+                    Timestamp(now),
+                    &exchange(&client, 1, vec![]),
+                    ExchangeOp::Acquire,
+                )
                 .unwrap();
             let Some(permit) = reply.permit else {
                 continue;
@@ -510,8 +520,12 @@ fn a_session_forging_successes_cannot_hold_a_failing_breaker_closed() {
                 },
                 None => batch(*seq, vec![counts(permit.generation, 20, 0, 0)]),
             };
-            co.exchange(Timestamp(now), &exchange(&client, 1, vec![report]), false)
-                .unwrap();
+            co.exchange(
+                Timestamp(now),
+                &exchange(&client, 1, vec![report]),
+                ExchangeOp::Report,
+            )
+            .unwrap();
         }
     }
     assert_eq!(co.breaker().state_at(Timestamp(now)), State::Closed);
@@ -526,7 +540,7 @@ fn a_busy_honest_client_is_counted_whole_and_never_refused() {
     let mut co = Coordinator::fresh("upstream", rate_spec()).unwrap();
     let mut c = LeaseClient::new("busy".into(), 1, LeaseOptions::new()).unwrap();
     let send = |co: &mut Coordinator, req: &Exchange, now: u64, acquire: bool| {
-        co.exchange(Timestamp(now), req, acquire)
+        co.exchange(Timestamp(now), req, ExchangeOp::acquire_if(acquire))
             .unwrap_or_else(|e| panic!("refused at {now}: {e}"))
             .0
     };
@@ -544,14 +558,16 @@ fn a_busy_honest_client_is_counted_whole_and_never_refused() {
                 Decision::Acquire => {
                     let req = c.acquire_request();
                     let reply = send(&mut co, &req, now, true);
-                    if let Decision::Admit(ticket) = c.on_acquire_reply(LocalTime(now), &reply) {
+                    if let Next::Admit(ticket) =
+                        c.on_answer(LocalTime(now), Op::Acquire, Answer::Reply(&reply))
+                    {
                         break ticket;
                     }
                 }
                 Decision::Refresh => {
                     let req = c.begin_flush(true).unwrap();
                     let reply = send(&mut co, &req, now, false);
-                    c.on_flush_reply(LocalTime(now), &reply);
+                    c.on_answer(LocalTime(now), Op::Report, Answer::Reply(&reply));
                 }
                 Decision::Reject(r) => panic!("rejected at {now}: {r:?}"),
             }
@@ -560,13 +576,13 @@ fn a_busy_honest_client_is_counted_whole_and_never_refused() {
         if c.record(LocalTime(now), ticket, outcome) {
             let req = c.begin_flush(false).unwrap();
             let reply = send(&mut co, &req, now, false);
-            c.on_flush_reply(LocalTime(now), &reply);
+            c.on_answer(LocalTime(now), Op::Report, Answer::Reply(&reply));
         }
     }
     let now = T0 + 60_000;
     let req = c.begin_flush(true).unwrap();
     let reply = send(&mut co, &req, now, false);
-    c.on_flush_reply(LocalTime(now), &reply);
+    c.on_answer(LocalTime(now), Op::Report, Answer::Reply(&reply));
     let view = co.view(Timestamp(now));
     let s = view.stats;
     println!(
@@ -590,7 +606,7 @@ fn a_session_sending_requests_as_fast_as_it_likes_is_refused_and_changes_nothing
     let mut refused = None;
     for seq in 1..=1_000 {
         let e = exchange("mallory", 9, vec![batch(seq, vec![counts(0, 1, 0, 0)])]);
-        match co.exchange(now, &e, false) {
+        match co.exchange(now, &e, ExchangeOp::Report) {
             Ok(_) => served += 1,
             Err(e) => {
                 refused = Some((seq, e));
@@ -609,7 +625,7 @@ fn a_session_sending_requests_as_fast_as_it_likes_is_refused_and_changes_nothing
     // Refused again: nothing applied, nothing else changed.
     let mut before = co.record();
     let again = exchange("mallory", 9, vec![batch(seq, vec![counts(0, 1, 0, 0)])]);
-    assert!(co.exchange(now, &again, false).is_err());
+    assert!(co.exchange(now, &again, ExchangeOp::Report).is_err());
     let mut after = co.record();
     assert_eq!(
         after.counters.requests_refused,
@@ -620,10 +636,10 @@ fn a_session_sending_requests_as_fast_as_it_likes_is_refused_and_changes_nothing
     assert_eq!(before, after);
     // Another session is served meanwhile, and this one after its retry-after.
     assert!(co
-        .exchange(now, &exchange("honest", 1, vec![]), true)
+        .exchange(now, &exchange("honest", 1, vec![]), ExchangeOp::Acquire)
         .is_ok());
     let later = Timestamp(T0 + retry_after_ms);
-    let (reply, _) = co.exchange(later, &again, false).unwrap();
+    let (reply, _) = co.exchange(later, &again, ExchangeOp::Report).unwrap();
     assert_eq!(reply.acked, vec![seq]);
 }
 
@@ -633,12 +649,16 @@ fn a_session_at_the_sustained_request_rate_is_always_served() {
     let mut co = Coordinator::fresh("upstream", rate_spec()).unwrap();
     let every = 1_000 / MAX_SESSION_REQUESTS_PER_S;
     for i in 0..SESSION_REQUEST_BURST {
-        co.exchange(Timestamp(T0), &exchange("a", 1, vec![]), true)
-            .unwrap_or_else(|e| panic!("burst request {i}: {e}"));
+        co.exchange(
+            Timestamp(T0),
+            &exchange("a", 1, vec![]),
+            ExchangeOp::Acquire,
+        )
+        .unwrap_or_else(|e| panic!("burst request {i}: {e}"));
     }
     for i in 1..=6_000 {
         let now = Timestamp(T0 + i * every);
-        co.exchange(now, &exchange("a", 1, vec![]), true)
+        co.exchange(now, &exchange("a", 1, vec![]), ExchangeOp::Acquire)
             .unwrap_or_else(|e| panic!("request {i} at the sustained rate: {e}"));
     }
     assert_eq!(co.view(Timestamp(T0)).counters.requests_refused, 0);
@@ -655,16 +675,22 @@ fn a_lease_client_told_429_keeps_its_lease_and_holds_its_reports() {
     let now = T0;
     assert_eq!(c.admit(LocalTime(now)), Decision::Acquire);
     let req = c.acquire_request();
-    let (reply, _) = co.exchange(Timestamp(now), &req, true).unwrap();
-    let Decision::Admit(ticket) = c.on_acquire_reply(LocalTime(now), &reply) else {
+    let (reply, _) = co
+        .exchange(Timestamp(now), &req, ExchangeOp::Acquire)
+        .unwrap();
+    let Next::Admit(ticket) = c.on_answer(LocalTime(now), Op::Acquire, Answer::Reply(&reply))
+    else {
         panic!("admitted");
     };
     assert!(c.record(LocalTime(now), ticket, Outcome::Failure));
     let _ = c.begin_flush(false).unwrap();
-    c.on_flush_refused(
+    let _ = c.on_answer(
         LocalTime(now + 1),
-        429,
-        "object answered 429: too_many_requests",
+        Op::Report,
+        Answer::Refused {
+            status: 429,
+            reason: "object answered 429: too_many_requests",
+        },
     );
     while let Some(e) = c.next_event() {
         assert!(
@@ -681,8 +707,10 @@ fn a_lease_client_told_429_keeps_its_lease_and_holds_its_reports() {
     assert!(!c.flush_due(LocalTime(now + 400)));
     assert!(c.flush_due(LocalTime(now + 501)));
     let req = c.begin_flush(false).unwrap();
-    let (reply, _) = co.exchange(Timestamp(now + 501), &req, false).unwrap();
-    c.on_flush_reply(LocalTime(now + 501), &reply);
+    let (reply, _) = co
+        .exchange(Timestamp(now + 501), &req, ExchangeOp::Report)
+        .unwrap();
+    c.on_answer(LocalTime(now + 501), Op::Report, Answer::Reply(&reply));
     assert_eq!(c.unacknowledged(), 0);
     assert_eq!(co.breaker().stats().failures, 2);
 }
@@ -697,7 +725,7 @@ fn a_spent_budget_is_stored_and_an_old_record_reads_whole() {
     let now = Timestamp(T0);
     let burst = SESSION_OUTCOME_BURST as u32;
     let e = exchange("mallory", 9, vec![batch(1, vec![counts(0, burst, 0, 0)])]);
-    co.exchange(now, &e, false).unwrap();
+    co.exchange(now, &e, ExchangeOp::Report).unwrap();
     assert_eq!(co.breaker().stats().successes, u64::from(burst));
     let json = co.record_json().unwrap();
     assert!(json.contains(r#""spent_ms":[5000]"#), "{json}");
@@ -705,33 +733,39 @@ fn a_spent_budget_is_stored_and_an_old_record_reads_whole() {
 
     let mut restored =
         Coordinator::load_json("upstream", spec, Some(&json), OnMismatch::Install).unwrap();
-    restored.exchange(now, &more, false).unwrap();
+    restored.exchange(now, &more, ExchangeOp::Report).unwrap();
     assert_eq!(restored.breaker().stats().successes, u64::from(burst));
     assert_eq!(restored.view(now).counters.outcomes_dropped, 1_000);
     // A second later the session has a second's worth again.
     let second = exchange("mallory", 9, vec![batch(3, vec![counts(0, 2_000, 0, 0)])]);
     let a_second_later = Timestamp(T0 + 1_000);
-    restored.exchange(a_second_later, &second, false).unwrap();
+    restored
+        .exchange(a_second_later, &second, ExchangeOp::Report)
+        .unwrap();
     assert_eq!(
         restored.breaker().stats().successes,
         u64::from(burst) + MAX_SESSION_OUTCOMES_PER_S
     );
 
     // The same record as the previous version wrote it: no `spent_ms`.
-    let mut record: Record = serde_json::from_str(&json).unwrap();
+    let mut record: Record = json::from_str(&json).unwrap();
     record.spent_ms.clear();
-    let old = serde_json::to_string(&record).unwrap();
+    let old = json::to_string(&record);
     assert!(!old.contains("spent_ms"));
     let mut whole =
         Coordinator::load_json("upstream", spec, Some(&old), OnMismatch::Install).unwrap();
-    whole.exchange(now, &more, false).unwrap();
+    whole.exchange(now, &more, ExchangeOp::Report).unwrap();
     assert_eq!(whole.breaker().stats().successes, u64::from(burst) + 1_000);
     assert_eq!(whole.view(now).counters.outcomes_dropped, 0);
 
     // Sessions with whole budgets: written without `spent_ms`, as before.
     let mut quiet = Coordinator::fresh("upstream", spec).unwrap();
     quiet
-        .exchange(now, &exchange("a", 1, vec![batch(1, vec![])]), false)
+        .exchange(
+            now,
+            &exchange("a", 1, vec![batch(1, vec![])]),
+            ExchangeOp::Report,
+        )
         .unwrap();
     let json = quiet.record_json().unwrap();
     assert!(
@@ -762,7 +796,8 @@ fn the_costliest_request_on_the_largest_record_is_measured() {
     for _ in 0..runs {
         let mut co =
             Coordinator::load_json("upstream", spec, Some(&json), OnMismatch::Install).unwrap();
-        co.exchange(Timestamp(T0 + 1), &e, false).unwrap();
+        co.exchange(Timestamp(T0 + 1), &e, ExchangeOp::Report)
+            .unwrap();
         written = co.record_json().unwrap().len();
     }
     let each = started.elapsed() / runs;

@@ -7,7 +7,9 @@
 //! recovers by itself once the trouble stops.
 #![cfg(feature = "json")]
 
+use breakwater::shared::protocol::ExchangeOp;
 use breakwater::shared::protocol::{Exchange, ExchangeReply, StateView, MAX_CLIENTS};
+use breakwater::shared::{Answer as CoreAnswer, Next, Op};
 use breakwater::shared::{
     ClientEvent, Coordinator, Decision, LeaseClient, LeaseOptions, LocalTime, OnMismatch,
     SharedSpec,
@@ -55,7 +57,8 @@ impl Store {
     fn exchange(&mut self, spec: SharedSpec, now: u64, req: &Exchange, acquire: bool) -> Answer {
         self.requests += 1;
         let mut co = self.load(spec, OnMismatch::Adopt);
-        let (reply, step) = co.exchange(Timestamp(now), req, acquire).unwrap();
+        let op = ExchangeOp::acquire_if(acquire);
+        let (reply, step) = co.exchange(Timestamp(now), req, op).unwrap();
         if step.changed {
             self.record = Some(co.record_json().unwrap());
         }
@@ -83,11 +86,22 @@ fn report(
         return;
     };
     let now = LocalTime(now);
-    match send(&req, false) {
-        Answer::Reply(r) => c.on_flush_reply(now, &r),
-        Answer::Refused(status) => c.on_flush_refused(now, status, &format!("answered {status}")),
-        Answer::Unreachable => c.on_unreachable(now, true, "unreachable".into()),
-    }
+    let refused;
+    let answer = match send(&req, false) {
+        Answer::Reply(r) => {
+            let _ = c.on_answer(now, Op::Report, CoreAnswer::Reply(&r));
+            return;
+        }
+        Answer::Refused(status) => {
+            refused = format!("answered {status}");
+            CoreAnswer::Refused {
+                status,
+                reason: &refused,
+            }
+        }
+        Answer::Unreachable => CoreAnswer::Unreachable("unreachable"),
+    };
+    let _ = c.on_answer(now, Op::Report, answer);
 }
 
 /// One call at `now` that ends with `outcome` if admitted: `Ok(true)` when it reached the
@@ -110,17 +124,25 @@ fn call(
             Decision::Acquire => {
                 let req = c.acquire_request();
                 match send(&req, true) {
-                    Answer::Reply(r) => match c.on_acquire_reply(at, &r) {
-                        Decision::Admit(ticket) => ticket,
-                        Decision::Reject(r) => return Err(r),
+                    Answer::Reply(r) => match c.on_answer(at, Op::Acquire, CoreAnswer::Reply(&r)) {
+                        Next::Admit(ticket) => ticket,
+                        Next::Reject(r) => return Err(r),
                         _ => continue,
                     },
                     Answer::Refused(status) => {
-                        c.on_acquire_refused(at, status, &format!("answered {status}"));
+                        let _ = c.on_answer(
+                            at,
+                            Op::Acquire,
+                            CoreAnswer::Refused {
+                                status,
+                                reason: &format!("answered {status}"),
+                            },
+                        );
                         continue;
                     }
                     Answer::Unreachable => {
-                        c.on_unreachable(at, false, "unreachable".into());
+                        let _ =
+                            c.on_answer(at, Op::Acquire, CoreAnswer::Unreachable("unreachable"));
                         continue;
                     }
                 }
@@ -422,7 +444,9 @@ fn during_a_probe_each_client_asks_once_per_lease_not_once_per_call() {
     let Answer::Reply(reply) = store.exchange(s, now, &req, true) else {
         unreachable!()
     };
-    let Decision::Admit(probe) = holder.on_acquire_reply(LocalTime(now), &reply) else {
+    let Next::Admit(probe) =
+        holder.on_answer(LocalTime(now), Op::Acquire, CoreAnswer::Reply(&reply))
+    else {
         panic!("{reply:?}")
     };
     assert!(probe.is_probe());

@@ -22,6 +22,9 @@
 //! keeps reporting forged successes and shed calls.
 #![cfg(feature = "json")]
 
+use breakwater::shared::json;
+use breakwater::shared::protocol::ExchangeOp;
+use breakwater::shared::{Answer, Next, Op as Request};
 use std::collections::{BTreeMap, VecDeque};
 
 use breakwater::shared::protocol::{
@@ -242,14 +245,20 @@ impl World {
 
     /// Checks a request the way the network would carry it, and remembers its batches.
     fn carry(&mut self, req: &Exchange) -> Result<(), TestCaseError> {
-        let json = serde_json::to_string(req).unwrap();
+        let json = json::to_string(req);
         prop_assert!(json.len() <= MAX_BODY_BYTES, "{} bytes", json.len());
         prop_assert!(req.validate().is_ok(), "{:?}", req.validate());
         for b in &req.batches {
             prop_assert!(b.check().is_ok(), "{:?}", b.check());
-            let key = format!("{}~{}", session_key(&req.client, req.session), b.seq);
-            let content = serde_json::to_string(b).unwrap();
-            let session = session_key(&req.client, req.session).to_string();
+            let key = format!(
+                "{}~{}",
+                session_key(&req.client, req.session).expect("a valid client"),
+                b.seq
+            );
+            let content = json::to_string(b);
+            let session = session_key(&req.client, req.session)
+                .expect("a valid client")
+                .to_string();
             match self.sent.get(&key) {
                 Some((_, before)) if before == &content => {}
                 Some(_) if self.renumbered.contains(&session) => {
@@ -278,7 +287,7 @@ impl World {
         // A batch sent again to a coordinator that no longer knows its session (it forgot it,
         // or restarted from an older record) is counted again: at least once, never zero.
         let known = self.co.record().clients;
-        let session = session_key(&req.client, req.session);
+        let session = session_key(&req.client, req.session).expect("a valid client");
         if !known.contains_key(&session) {
             for b in &req.batches {
                 let key = format!("{session}~{}", b.seq);
@@ -290,7 +299,9 @@ impl World {
         for b in &req.batches {
             self.delivered.insert(format!("{session}~{}", b.seq));
         }
-        let result = self.co.exchange(self.co_now(), req, acquire);
+        let result = self
+            .co
+            .exchange(self.co_now(), req, ExchangeOp::acquire_if(acquire));
         let (reply, step) = match result {
             Ok(r) => r,
             Err(e) => return Err(TestCaseError::fail(format!("refused: {e:?}"))),
@@ -303,8 +314,11 @@ impl World {
             reply.refused
         );
         if !reply.refused.is_empty() {
-            self.renumbered
-                .insert(session_key(&req.client, req.session).to_string());
+            self.renumbered.insert(
+                session_key(&req.client, req.session)
+                    .expect("a valid client")
+                    .to_string(),
+            );
         }
         if step.changed {
             self.persisted = Some(self.co.record_json().unwrap());
@@ -391,7 +405,10 @@ impl World {
         match reply {
             Some(reply) => {
                 let generation = reply.permit.map_or(0, |p| p.generation);
-                if let Decision::Admit(ticket) = node.client.on_acquire_reply(now, &reply) {
+                if let Next::Admit(ticket) =
+                    node.client
+                        .on_answer(now, Request::Acquire, Answer::Reply(&reply))
+                {
                     let granted = ticket.is_probe().then_some((self.now, co_now, generation));
                     if hold {
                         node.held.push((ticket, granted));
@@ -400,11 +417,17 @@ impl World {
                     }
                 }
             }
-            None => match fate {
-                Fate::Refused(status) => node.client.on_acquire_refused(now, status, "refused"),
-                Fate::Abandon => {}
-                _ => node.client.on_unreachable(now, false, "lost".into()),
-            },
+            None => {
+                let answer = match fate {
+                    Fate::Refused(status) => Answer::Refused {
+                        status,
+                        reason: "refused",
+                    },
+                    Fate::Abandon => return,
+                    _ => Answer::Unreachable("lost"),
+                };
+                let _ = node.client.on_answer(now, Request::Acquire, answer);
+            }
         }
     }
 
@@ -450,12 +473,16 @@ impl World {
     fn on_reported(&mut self, i: usize, reply: Option<ExchangeReply>, fate: Fate) {
         let now = local(self.now, self.nodes[i].offset);
         let node = &mut self.nodes[i];
-        match (reply, fate) {
-            (Some(reply), _) => node.client.on_flush_reply(now, &reply),
-            (None, Fate::Refused(status)) => node.client.on_flush_refused(now, status, "refused"),
-            (None, Fate::Abandon) => {}
-            (None, _) => node.client.on_unreachable(now, true, "lost".into()),
-        }
+        let answer = match (&reply, fate) {
+            (Some(reply), _) => Answer::Reply(reply),
+            (None, Fate::Refused(status)) => Answer::Refused {
+                status,
+                reason: "refused",
+            },
+            (None, Fate::Abandon) => return,
+            (None, _) => Answer::Unreachable("lost"),
+        };
+        let _ = node.client.on_answer(now, Request::Report, answer);
     }
 
     fn deliver_delayed(&mut self, pick: usize) -> Result<(), TestCaseError> {
@@ -600,7 +627,7 @@ impl World {
                 probes: Vec::new(),
             }],
         };
-        let result = self.co.exchange(self.co_now(), &req, false);
+        let result = self.co.exchange(self.co_now(), &req, ExchangeOp::Report);
         let (_, step) = result.map_err(|e| TestCaseError::fail(format!("refused: {e:?}")))?;
         if step.changed {
             self.persisted = Some(self.co.record_json().unwrap());
@@ -951,7 +978,7 @@ fn a_record_written_by_the_property_world_restores() {
         })
         .unwrap();
     }
-    let record: Record = serde_json::from_str(w.persisted.as_deref().unwrap()).unwrap();
+    let record: Record = json::from_str(w.persisted.as_deref().unwrap()).unwrap();
     assert_eq!(record.snapshot.state, State::Open);
     w.settle().unwrap();
 }

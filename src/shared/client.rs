@@ -212,13 +212,72 @@ pub enum Decision {
     Admit(Ticket),
     /// Do not run it.
     Reject(Rejected),
-    /// Send [`LeaseClient::acquire_request`] to `/acquire`, then ask
-    /// [`LeaseClient::on_acquire_reply`].
+    /// Send [`LeaseClient::acquire_request`] to `/acquire`, and feed the answer to
+    /// [`LeaseClient::on_answer`] ([`Op::Acquire`]).
     Acquire,
     /// The CLOSED lease ran out: send [`LeaseClient::begin_flush`] (forced) to `/report` — or,
     /// if a report is already in flight ([`LeaseClient::in_flight`]), wait for its answer — then
-    /// ask [`LeaseClient::admit`] again.
+    /// ask [`LeaseClient::admit_again`].
     Refresh,
+}
+
+/// The most times a call is decided while it waits on the coordinator (the lease renewed, an
+/// `/acquire` sent, an answer it could not use) before it is refused as open: past it,
+/// [`LeaseClient::admit_again`] refuses (`Open`, 1 ms), so that answers that never settle
+/// cannot hold a call.
+pub const ADMIT_ROUNDS: u32 = 6;
+
+/// The most reports sent back to back: one, and one more for what was recorded while it was on
+/// its way or must go again. Past it, [`LeaseClient::on_answer`] answers [`Next::Idle`] even
+/// when a report is due, so that a coordinator refusing every report cannot keep a host
+/// sending; what waits goes with the next call's report.
+pub const REPORT_ROUNDS: u32 = 2;
+
+/// The request an answer fed to [`LeaseClient::on_answer`] is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// An `/acquire` ([`LeaseClient::acquire_request`]) a call waits on ([`Decision::Acquire`]).
+    Acquire,
+    /// An `/acquire` sent in the background ([`Background::Acquire`]): nothing waits on it, and
+    /// a probe permit it brings waits for the next call ([`PARKED_PERMIT_MS`]).
+    BackgroundAcquire,
+    /// A `/report` ([`LeaseClient::begin_flush`]).
+    Report,
+}
+
+/// How the coordinator answered a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer<'a> {
+    /// A 200 with the protocol's answer.
+    Reply(&'a ExchangeReply),
+    /// A 4xx: not an outage of the upstream (a rotated token, a name not deployed yet, a report
+    /// the coordinator found malformed, a 429). `reason` is what the host logs.
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// What went wrong, in words.
+        reason: &'a str,
+    },
+    /// No usable answer: a network error, a time-out, a 5xx, an answer that is not the
+    /// protocol's.
+    Unreachable(&'a str),
+}
+
+/// What the host does after feeding an answer to [`LeaseClient::on_answer`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// The call that waited on this `/acquire` runs, with this ticket.
+    Admit(Ticket),
+    /// The call that waited on this `/acquire` does not run.
+    Reject(Rejected),
+    /// The call that waited on this `/acquire` is decided again
+    /// ([`LeaseClient::admit_again`]): the answer changed what the client knows (the
+    /// coordinator refused, or could not be reached, and the local breaker decides now).
+    Again,
+    /// Send a report now: [`LeaseClient::begin_flush`] (not forced), and feed its answer here.
+    Report,
+    /// Nothing more to send.
+    Idle,
 }
 
 /// A request a host should send in the background, without holding up the call that
@@ -226,7 +285,7 @@ pub enum Decision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Background {
     /// Send [`LeaseClient::acquire_request`] to `/acquire`, and feed the answer to
-    /// [`LeaseClient::on_background_reply`].
+    /// [`LeaseClient::on_answer`] ([`Op::BackgroundAcquire`]).
     Acquire,
     /// Send [`LeaseClient::begin_flush`] (forced) to `/report`, as for [`Decision::Refresh`].
     Refresh,
@@ -330,6 +389,8 @@ struct InFlight {
     batches: usize,
     /// When it was sent (local clock).
     sent_at: u64,
+    /// How many reports went before it back to back ([`REPORT_ROUNDS`]).
+    round: u32,
 }
 
 /// One process's view of a shared breaker.
@@ -368,6 +429,8 @@ pub struct LeaseClient {
     /// What [`LeaseClient::admit_now`] wants sent in the background (read by
     /// [`LeaseClient::take_background`]).
     background: Option<Background>,
+    /// The round of the next report: set when [`Next::Report`] asked for it.
+    next_round: u32,
     stats: ClientStats,
 }
 
@@ -417,6 +480,7 @@ impl LeaseClient {
             rng: SplitMix64::new(session),
             parked: None,
             background: None,
+            next_round: 0,
             stats: ClientStats::default(),
         })
     }
@@ -577,6 +641,79 @@ impl LeaseClient {
         self.tally(d)
     }
 
+    /// [`admit`](Self::admit) for a call that has waited on `round` requests already (lease
+    /// renewals, `/acquire`s, answers it could not use): from [`ADMIT_ROUNDS`] on, refused as
+    /// open for 1 ms instead of asking again.
+    pub fn admit_again(&mut self, now: LocalTime, round: u32) -> Decision {
+        if round >= ADMIT_ROUNDS {
+            self.tick(now);
+            return self.tally(Decision::Reject(Rejected {
+                reason: RejectReason::Open,
+                retry_after_ms: 1,
+            }));
+        }
+        self.admit(now)
+    }
+
+    /// Feeds the coordinator's `answer` to the request `op` (sent as [`acquire_request`] or
+    /// [`begin_flush`] built it), and says what to do next: for [`Op::Acquire`], admit or refuse
+    /// the call that waited, or decide it again; for the others, send a report now or nothing.
+    ///
+    /// [`acquire_request`]: Self::acquire_request
+    /// [`begin_flush`]: Self::begin_flush
+    pub fn on_answer(&mut self, now: LocalTime, op: Op, answer: Answer<'_>) -> Next {
+        match op {
+            Op::Acquire => match self.on_acquire_answer(now, answer) {
+                Some(Decision::Admit(t)) => Next::Admit(t),
+                Some(Decision::Reject(r)) => Next::Reject(r),
+                _ => Next::Again,
+            },
+            Op::BackgroundAcquire => {
+                let due = match answer {
+                    Answer::Reply(reply) => self.on_background_reply(now, reply),
+                    _ => {
+                        let _ = self.on_acquire_answer(now, answer);
+                        false
+                    }
+                };
+                if due {
+                    Next::Report
+                } else {
+                    Next::Idle
+                }
+            }
+            Op::Report => {
+                let round = self.in_flight.map_or(0, |f| f.round);
+                match answer {
+                    Answer::Reply(reply) => self.on_flush_reply(now, reply),
+                    Answer::Refused { status, reason } => {
+                        self.on_flush_refused(now, status, reason)
+                    }
+                    Answer::Unreachable(reason) => self.on_unreachable(now, true, reason),
+                }
+                if round + 1 < REPORT_ROUNDS && self.flush_due(LocalTime(self.now)) {
+                    self.next_round = round + 1;
+                    Next::Report
+                } else {
+                    Next::Idle
+                }
+            }
+        }
+    }
+
+    /// An `/acquire`'s answer: the decision a reply brings, or none (refused, unreachable).
+    fn on_acquire_answer(&mut self, now: LocalTime, answer: Answer<'_>) -> Option<Decision> {
+        match answer {
+            Answer::Reply(reply) => {
+                let d = self.take_reply(now, reply);
+                return Some(self.tally(d));
+            }
+            Answer::Refused { status, reason } => self.on_acquire_refused(now, status, reason),
+            Answer::Unreachable(reason) => self.on_unreachable(now, false, reason),
+        }
+        None
+    }
+
     fn decide(&mut self, now: LocalTime) -> Decision {
         let now = self.tick(now);
         self.expire_overdue();
@@ -645,12 +782,6 @@ impl LeaseClient {
             session: self.session,
             batches: Vec::new(),
         }
-    }
-
-    /// Feeds the coordinator's answer to `/acquire`.
-    pub fn on_acquire_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> Decision {
-        let d = self.take_reply(now, reply);
-        self.tally(d)
     }
 
     fn take_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> Decision {
@@ -808,6 +939,7 @@ impl LeaseClient {
         self.in_flight = Some(InFlight {
             batches: req.batches.len(),
             sent_at: self.now,
+            round: core::mem::take(&mut self.next_round),
         });
         Some(req)
     }
@@ -833,8 +965,8 @@ impl LeaseClient {
         req
     }
 
-    /// Feeds the coordinator's answer to `/report`.
-    pub fn on_flush_reply(&mut self, now: LocalTime, reply: &ExchangeReply) {
+    /// The coordinator's answer to `/report`.
+    fn on_flush_reply(&mut self, now: LocalTime, reply: &ExchangeReply) {
         self.tick(now);
         let Some(flight) = self.in_flight.take() else {
             // The answer to a report given up on (abandoned, overdue): its numbers may belong
@@ -898,7 +1030,7 @@ impl LeaseClient {
     /// name not deployed yet) keeps the batches for later. A 429 (the coordinator's bound on a
     /// session's requests, or a proxy's limit) is no outage: the lease in hand is kept, and nothing is
     /// sent for `retry_unreachable_ms`.
-    pub fn on_flush_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
+    fn on_flush_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         let sent = self.in_flight.take().map_or(0, |f| f.batches);
         if status == 429 {
@@ -917,7 +1049,7 @@ impl LeaseClient {
     /// The coordinator refused an `/acquire` with a 4xx `status`: as
     /// [`on_unreachable`](Self::on_unreachable), with the status in the event (a 429: as in
     /// [`on_flush_refused`](Self::on_flush_refused)).
-    pub fn on_acquire_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
+    fn on_acquire_refused(&mut self, now: LocalTime, status: u16, reason: &str) {
         self.tick(now);
         self.acquires.pop_front();
         if status == 429 {
@@ -938,14 +1070,14 @@ impl LeaseClient {
     /// answer that is not the protocol's). `was_flush`: the failed request was the report from
     /// `begin_flush`; it will be sent again, unchanged, while it is younger than
     /// [`RESEND_WINDOW_MS`].
-    pub fn on_unreachable(&mut self, now: LocalTime, was_flush: bool, reason: String) {
+    fn on_unreachable(&mut self, now: LocalTime, was_flush: bool, reason: &str) {
         self.tick(now);
         if was_flush {
             self.in_flight = None;
         } else {
             self.acquires.pop_front();
         }
-        self.decide_locally(reason, None);
+        self.decide_locally(reason.into(), None);
     }
 
     fn decide_locally(&mut self, reason: String, status: Option<u16>) {
@@ -1101,7 +1233,7 @@ impl LeaseClient {
     /// Feeds the coordinator's answer to an `/acquire` sent in the background: its lease is
     /// taken, and a probe permit waits for the next call ([`PARKED_PERMIT_MS`]). Returns whether
     /// a report is due (a permit given back).
-    pub fn on_background_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> bool {
+    fn on_background_reply(&mut self, now: LocalTime, reply: &ExchangeReply) -> bool {
         let t = self.now.max(now.0);
         if let Decision::Admit(ticket) = self.take_reply(now, reply) {
             if ticket.is_probe() {

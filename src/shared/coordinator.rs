@@ -35,16 +35,16 @@ use alloc::vec::Vec;
 
 use super::json;
 use super::protocol::{
-    Batch, Change, ClientId, Counts, Exchange, ExchangeError, ExchangeReply, Lease, Minute,
-    ObjectCounters, OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit, ACTIVITY_MINUTES,
-    DEDUP_WINDOW_MS, GAP_REASON, MAX_CLIENTS, MAX_SEQ_GAP, MAX_SESSION_OUTCOMES_PER_S,
-    MAX_SESSION_REQUESTS_PER_S, MAX_SHED_ODDS_FACTOR, RECENT_TRANSITIONS, SESSION_OUTCOME_BURST,
-    SESSION_REQUEST_BURST, SHED_SLACK,
+    Batch, Change, ClientId, Counts, Exchange, ExchangeError, ExchangeOp, ExchangeReply, Lease,
+    Minute, ObjectCounters, OptionsMismatch, ProbeReport, Refusal, StateView, WirePermit,
+    ACTIVITY_MINUTES, DEDUP_WINDOW_MS, GAP_REASON, MAX_CLIENTS, MAX_SEQ_GAP,
+    MAX_SESSION_OUTCOMES_PER_S, MAX_SESSION_REQUESTS_PER_S, MAX_SHED_ODDS_FACTOR,
+    RECENT_TRANSITIONS, SESSION_OUTCOME_BURST, SESSION_REQUEST_BURST, SHED_SLACK,
 };
-use super::spec::{SharedSpec, MAX_SHARED_TIMESTAMP_MS};
+use super::spec::{SharedSpec, SpecError, MAX_SHARED_TIMESTAMP_MS};
 use crate::breaker::{
-    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, State, Transition,
-    TripRule, MAX_HALF_OPEN_PROBES,
+    Breaker, BreakerConfig, Counter, Mode, Outcome, Permit, PermitKind, Rejected, State,
+    Transition, TripRule, MAX_HALF_OPEN_PROBES,
 };
 use crate::clock::Timestamp;
 use crate::snapshot::{Snapshot, SNAPSHOT_VERSION};
@@ -95,25 +95,8 @@ impl core::fmt::Display for SessionKey {
     }
 }
 
-#[cfg(feature = "serde")]
-impl serde::Serialize for SessionKey {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de> serde::Deserialize<'de> for SessionKey {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <alloc::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
-        SessionKey::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom("a session key is `client~session`"))
-    }
-}
-
 /// A probe permit the coordinator granted and has not heard back about.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Grant {
     /// The permit's generation.
     pub generation: u32,
@@ -128,21 +111,15 @@ pub struct Grant {
 /// What a host persists: the breaker's snapshot, the settings it runs under, the sessions' last
 /// batch numbers, the probes granted, and the counters that should survive a restart.
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Record {
     /// The settings the breaker runs under. Absent in records written before they were kept;
     /// read as absent when written in a spelling this version no longer reads (trip rules before
     /// they were tagged by `kind`), so that such a record keeps its state under the configured
     /// settings instead of being dropped whole at the first deploy.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, deserialize_with = "spec_if_readable")
-    )]
     pub spec: Option<SharedSpec>,
     /// The breaker.
     pub snapshot: Snapshot,
     /// Session → (highest applied `seq`, when it was applied).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub clients: BTreeMap<SessionKey, (u64, u64)>,
     /// For each session of `clients`, in its order: how far past the time of its last applied
     /// batch, in ms, its outcome budget ([`MAX_SESSION_OUTCOMES_PER_S`]) was spent, so whole
@@ -150,37 +127,22 @@ pub struct Record {
     /// before budgets were kept), or not as long as `clients`, every budget is whole. A list
     /// beside the map rather than a third number in each entry, so that a version that reads
     /// entries of two numbers still reads the record, and a few bytes a session.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Vec::is_empty")
-    )]
     pub spent_ms: Vec<u64>,
     /// Probes granted and not reported yet.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub grants: Vec<Grant>,
     /// Counters.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub counters: ObjectCounters,
     /// Until then (ms), a batch of a session the coordinator does not know may be one it
     /// counted before (a session was forgotten early and might send again): it is counted all
     /// the same, and in `unverified_batches`.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub unverifiable_until: u64,
     /// The last state changes, oldest first, at most [`RECENT_TRANSITIONS`] (the status page's).
     /// Left out when there are none.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Vec::is_empty")
-    )]
     pub transitions: Vec<Change>,
     /// The minutes that saw activity, oldest first, at most [`ACTIVITY_MINUTES`] + 1: each
     /// `[minute, calls, failures, refused, shed]`, the minute since the epoch and the breaker's
     /// totals when that minute's first step began (see [`Coordinator::view`]'s `minutes`). Left
     /// out when there are none.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Vec::is_empty")
-    )]
     pub marks: Vec<[u64; 5]>,
 }
 
@@ -279,10 +241,10 @@ enum Verdict {
     Gap(u64),
 }
 
-/// The key batch numbers are kept under, for an exchange's `client` (the coordinator checks it
-/// with [`Exchange::validate`] first).
-pub fn session_key(client: &str, session: u64) -> SessionKey {
-    SessionKey::new(ClientId::unchecked(client), session)
+/// The key batch numbers are kept under, for an exchange's `client`: none when `client` is not
+/// a [`ClientId`].
+pub fn session_key(client: &str, session: u64) -> Option<SessionKey> {
+    Some(SessionKey::new(ClientId::new(client)?, session))
 }
 
 /// The most activity marks kept: one per minute the status page shows, and the one before them.
@@ -304,28 +266,11 @@ fn clamp(now: Timestamp) -> u64 {
     now.0.min(MAX_SHARED_TIMESTAMP_MS)
 }
 
-/// A stored record's settings, or `None` when they cannot be read (see [`Record::spec`]).
-#[cfg(feature = "serde")]
-fn spec_if_readable<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<SharedSpec>, D::Error> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Stored {
-        Readable(Option<SharedSpec>),
-        Unreadable(serde::de::IgnoredAny),
-    }
-    Ok(match <Stored as serde::Deserialize>::deserialize(d)? {
-        Stored::Readable(spec) => spec,
-        Stored::Unreadable(_) => None,
-    })
-}
-
 impl Coordinator {
     /// A CLOSED breaker (first use, or a stored record that could not be read).
-    pub fn fresh(name: &str, spec: SharedSpec) -> Result<Self, String> {
+    pub fn fresh(name: &str, spec: SharedSpec) -> Result<Self, SpecError> {
         spec.validate()?;
-        let breaker = Breaker::new(spec.breaker).map_err(|e| e.to_string())?;
+        let breaker = Breaker::new(spec.breaker).map_err(SpecError::Breaker)?;
         Ok(Coordinator {
             name: name.to_string(),
             spec,
@@ -354,7 +299,7 @@ impl Coordinator {
         configured: SharedSpec,
         record: Option<Record>,
         on_mismatch: OnMismatch,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SpecError> {
         Self::restore_as(name, configured, configured, record, on_mismatch)
     }
 
@@ -366,7 +311,7 @@ impl Coordinator {
         as_stored: SharedSpec,
         record: Option<Record>,
         on_mismatch: OnMismatch,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SpecError> {
         let mut c = Self::fresh(name, configured)?;
         let Some(mut record) = record else {
             return Ok(c);
@@ -442,7 +387,7 @@ impl Coordinator {
         configured: SharedSpec,
         stored: Option<&str>,
         on_mismatch: OnMismatch,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SpecError> {
         let record = match stored.map(json::from_str::<Record>) {
             None => None,
             Some(Ok(r)) => {
@@ -500,7 +445,7 @@ impl Coordinator {
     }
 
     /// A CLOSED breaker standing in for a stored record that could not even be read.
-    pub fn unreadable(name: &str, spec: SharedSpec, reason: String) -> Result<Self, String> {
+    pub fn unreadable(name: &str, spec: SharedSpec, reason: String) -> Result<Self, SpecError> {
         let mut c = Self::fresh(name, spec)?;
         c.restore_error = Some(reason);
         Ok(c)
@@ -598,30 +543,60 @@ impl Coordinator {
         &mut self,
         now: Timestamp,
         req: &Exchange,
-        acquire: bool,
+        op: ExchangeOp,
     ) -> Result<(ExchangeReply, Step), ExchangeError> {
-        req.validate()?;
+        let key = SessionKey::new(req.validate()?, req.session);
         let now = self.observe(now);
         self.mark(now.0);
-        let key = session_key(&req.client, req.session);
         let mut step = Step::default();
         bump(&mut self.counters.requests);
         if let Err(retry_after_ms) = self.pace(&key, now.0) {
             bump(&mut self.counters.requests_refused);
             return Err(ExchangeError::TooManyRequests { retry_after_ms });
         }
-        bump(if acquire {
-            &mut self.counters.acquires
-        } else {
-            &mut self.counters.reports
+        bump(match op {
+            ExchangeOp::Acquire => &mut self.counters.acquires,
+            ExchangeOp::Report => &mut self.counters.reports,
         });
-        let mut acked = Vec::with_capacity(req.batches.len());
+        let (acked, refused) = self.apply_batches(now, &key, &req.batches, &mut step);
+        let mut reply = ExchangeReply {
+            lease: self.lease(now),
+            permit: None,
+            rejected: None,
+            acked,
+            refused,
+        };
+        if op == ExchangeOp::Acquire {
+            match self.admit(now, &key, &mut step) {
+                Ok(permit) => reply.permit = Some(permit),
+                Err(rejected) => reply.rejected = Some(rejected.into()),
+            }
+            reply.lease = self.lease(now);
+        }
+        if step.changed {
+            self.forget_old_grants();
+        }
+        step.changed |= self.stepped;
+        self.stepped = false;
+        Ok((reply, step))
+    }
+
+    /// Applies an exchange's batches, oldest first: the numbers acknowledged (applied now, or
+    /// before) and the refusals.
+    fn apply_batches(
+        &mut self,
+        now: Timestamp,
+        key: &SessionKey,
+        batches: &[Batch],
+        step: &mut Step,
+    ) -> (Vec<u64>, Vec<Refusal>) {
+        let mut acked = Vec::with_capacity(batches.len());
         let mut refused = Vec::new();
         // A session learned again from a batch it cannot vouch for: the batches sent with it
         // (an outbox sent again as a whole) may have been counted before too.
         let mut unverified = false;
-        for batch in &req.batches {
-            let verdict = match self.verdict(now.0, &key, batch) {
+        for batch in batches {
+            let verdict = match self.verdict(now.0, key, batch) {
                 Verdict::Apply if unverified => Verdict::Unverified,
                 v => v,
             };
@@ -629,26 +604,7 @@ impl Coordinator {
             // Every verdict is worth keeping in the record, a duplicate (an answer was lost)
             // and a refusal too.
             step.changed = true;
-            let refusal = match verdict {
-                Verdict::Apply | Verdict::Unverified => {
-                    if matches!(verdict, Verdict::Unverified) {
-                        // At least once: counting it again is better than never counting it.
-                        bump(&mut self.counters.unverified_batches);
-                    }
-                    let whole_at = self.apply(now, &key, batch, &mut step);
-                    self.remember(&key, batch.seq, now.0, whole_at);
-                    bump(&mut self.counters.batches);
-                    None
-                }
-                Verdict::Duplicate => {
-                    bump(&mut self.counters.duplicate_batches);
-                    None
-                }
-                Verdict::Refuse(reason) => Some((reason, None)),
-                // Not counted now; the client sends it again in a new session.
-                Verdict::Gap(last) => Some((GAP_REASON, Some(last))),
-            };
-            match refusal {
+            match self.judge(now, key, batch, verdict, step) {
                 None => acked.push(batch.seq),
                 Some((reason, last_applied)) => {
                     bump(&mut self.counters.refused_batches);
@@ -660,44 +616,65 @@ impl Coordinator {
                 }
             }
         }
-        let mut reply = ExchangeReply {
-            lease: self.lease(now),
-            permit: None,
-            rejected: None,
-            acked,
-            refused,
-        };
-        if acquire {
-            let admission = self.breaker.acquire(now);
-            if let Some(t) = admission.transition {
-                self.note(t, &mut step);
-            }
-            match admission.result {
-                Ok(permit) => {
-                    let probe = match permit.kind {
-                        PermitKind::Probe { id } => {
-                            self.grant(&key, permit.generation, id, now.0);
-                            step.changed = true;
-                            Some(id)
-                        }
-                        PermitKind::Normal | PermitKind::Bypass => None,
-                    };
-                    reply.permit = Some(WirePermit {
-                        generation: permit.generation,
-                        probe,
-                        issued_at: permit.issued_at.0,
-                    });
+        (acked, refused)
+    }
+
+    /// Acts on one batch's `verdict`: `None` when it is acknowledged (applied now, or a
+    /// duplicate), else why it is refused and, for a gap, the last number applied.
+    fn judge(
+        &mut self,
+        now: Timestamp,
+        key: &SessionKey,
+        batch: &Batch,
+        verdict: Verdict,
+        step: &mut Step,
+    ) -> Option<(&'static str, Option<u64>)> {
+        match verdict {
+            Verdict::Apply | Verdict::Unverified => {
+                if matches!(verdict, Verdict::Unverified) {
+                    // At least once: counting it again is better than never counting it.
+                    bump(&mut self.counters.unverified_batches);
                 }
-                Err(rejected) => reply.rejected = Some(rejected.into()),
+                let whole_at = self.apply(now, key, batch, step);
+                self.remember(key, batch.seq, now.0, whole_at);
+                bump(&mut self.counters.batches);
+                None
             }
-            reply.lease = self.lease(now);
+            Verdict::Duplicate => {
+                bump(&mut self.counters.duplicate_batches);
+                None
+            }
+            Verdict::Refuse(reason) => Some((reason, None)),
+            // Not counted now; the client sends it again in a new session.
+            Verdict::Gap(last) => Some((GAP_REASON, Some(last))),
         }
-        if step.changed {
-            self.forget_old_grants();
+    }
+
+    /// `/acquire`'s permit from the breaker: a probe's is granted to `key`'s session.
+    fn admit(
+        &mut self,
+        now: Timestamp,
+        key: &SessionKey,
+        step: &mut Step,
+    ) -> Result<WirePermit, Rejected> {
+        let admission = self.breaker.acquire(now);
+        if let Some(t) = admission.transition {
+            self.note(t, step);
         }
-        step.changed |= self.stepped;
-        self.stepped = false;
-        Ok((reply, step))
+        let permit = admission.result?;
+        let probe = match permit.kind {
+            PermitKind::Probe { id } => {
+                self.grant(key, permit.generation, id, now.0);
+                step.changed = true;
+                Some(id)
+            }
+            PermitKind::Normal | PermitKind::Bypass => None,
+        };
+        Ok(WirePermit {
+            generation: permit.generation,
+            probe,
+            issued_at: permit.issued_at.0,
+        })
     }
 
     /// `/isolate`: forced OPEN until reset, for every client at its next lease. Never expires.
@@ -1164,7 +1141,7 @@ fn read_back_by_serde_json(mut spec: SharedSpec) -> SharedSpec {
 /// mode, open period, generation and statistics carry over; the trip rule's memory and probes
 /// that no longer fit are dropped. The generation stays, so the outcomes of clients admitted
 /// under either settings keep counting (a probe dropped here reports as a stale one).
-fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, String> {
+fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, SpecError> {
     if snap.counter.check(&config.trip).is_err() {
         snap.counter = Counter::for_rule(&config.trip);
     }
@@ -1172,7 +1149,7 @@ fn carry_over(config: BreakerConfig, mut snap: Snapshot) -> Result<Breaker, Stri
     let generation = snap.generation;
     Breaker::restore(config, snap).or_else(|_| {
         // Corrupt under any settings: start CLOSED, in a generation of its own.
-        let mut b = Breaker::new(config).map_err(|e| e.to_string())?;
+        let mut b = Breaker::new(config).map_err(SpecError::Breaker)?;
         b.generation = generation.wrapping_add(1);
         Ok(b)
     })

@@ -13,12 +13,14 @@
 //! of nesting. Floats are read exactly (correctly rounded), which serde_json did not always do;
 //! what this writes is read back to the same bits. One difference, on purpose: serde's derive
 //! also read a struct from an array of its fields in order, which no version ever wrote.
-//! tests/shared_wire.rs holds this reader and writer to serde_json's, both ways.
+//! tests/shared_wire.rs holds this reader to what serde_json writes for every type, and this
+//! writer to serde_json's for the types that keep their serde impls (the settings and snapshots).
 //!
 //! Why not serde: its derived code is instantiated for every message type and every format, and
 //! with serde_json it was most of the `breakwater_shared.wasm` the npm package ships; here the
 //! work per type is a table of field names and one line per field, and the reading and writing
-//! is done once, for every type.
+//! is done once, for every type. The messages and the coordinator's records have no serde impls:
+//! this is their one codec, in every build.
 
 use alloc::borrow::Cow;
 use alloc::boxed::Box;

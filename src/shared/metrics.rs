@@ -80,9 +80,10 @@ fn render<'a>(
 mod tests {
     use super::render_views as render_prometheus;
     use super::StateView;
+    use alloc::string::ToString;
 
     fn view(name: &str, state: &str, opened: u64, incidents: [u64; 11], ms: u64) -> StateView {
-        serde_json::from_value(serde_json::json!({
+        let document = serde_json::json!({
             "name": name,
             "lease": {"state": state, "mode": "automatic", "generation": 3, "lease_ms": 1000,
                       "retry_after_ms": 0, "now": 5},
@@ -92,8 +93,8 @@ mod tests {
             "counters": {"incidents": incidents, "incident_ms": ms,
                          "probes_granted": if opened > 0 { 5 } else { 0 }},
             "restore_error": null
-        }))
-        .unwrap()
+        });
+        crate::shared::json::from_str(&document.to_string()).unwrap()
     }
 
     /// The text the Worker wrote with its own writer before it rendered through

@@ -29,8 +29,8 @@ pub mod status;
 mod wire;
 
 pub use client::{
-    Background, ClientEvent, ClientStats, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket,
-    PARKED_PERMIT_MS,
+    Answer, Background, ClientEvent, ClientStats, Decision, LeaseClient, LeaseOptions, LocalTime,
+    Next, Op, Ticket, ADMIT_ROUNDS, PARKED_PERMIT_MS, REPORT_ROUNDS,
 };
 pub use coordinator::{
     session_key, Coordinator, Grant, OnMismatch, Record, SessionKey, Step, STORAGE_KEY,
@@ -39,4 +39,4 @@ pub use protocol::{
     BadRequest, Batch, ClientId, Counts, Exchange, ExchangeError, ExchangeReply, Lease,
     ProbeReport, Refusal, StateView, WireOutcome,
 };
-pub use spec::{SharedSpec, DEFAULT_LEASE_MS, MAX_LEASE_MS};
+pub use spec::{SharedSpec, SpecError, DEFAULT_LEASE_MS, MAX_LEASE_MS};

@@ -111,8 +111,6 @@ pub const SESSION_REQUEST_BURST: u64 = 200;
 
 /// How a call ended, on the wire: `"success"`, `"failure"` or `"ignored"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum WireOutcome {
     /// [`Outcome::Success`].
     Success,
@@ -144,31 +142,19 @@ impl From<Outcome> for WireOutcome {
 
 /// Outcomes of calls admitted under one generation (or under none the client knew of).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Counts {
     /// The generation of the lease the calls were admitted under; `null` when the client never
     /// had a lease (they are then counted as stale).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub generation: Option<u32>,
     /// Successful calls.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub successes: u32,
     /// Failed calls.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub failures: u32,
     /// Calls that say nothing about the upstream.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub ignored: u32,
     /// Calls the client shed under the lease's `throttle` (requests without an outcome). Left
     /// out when 0: only a coordinator that sends a throttle ever receives it.
-    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_zero_u32"))]
     pub throttled: u32,
-}
-
-#[cfg(feature = "serde")]
-fn is_zero_u32(n: &u32) -> bool {
-    *n == 0
 }
 
 impl Counts {
@@ -183,8 +169,6 @@ impl Counts {
 
 /// The outcome of a half-open probe the object granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct ProbeReport {
     /// The permit's generation.
     pub generation: u32,
@@ -192,7 +176,6 @@ pub struct ProbeReport {
     pub id: u32,
     /// When the permit was issued, as the client was told (informational: the coordinator
     /// keeps its own record of each grant).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub issued_at: u64,
     /// How it ended.
     pub outcome: WireOutcome,
@@ -200,32 +183,24 @@ pub struct ProbeReport {
 
 /// One numbered batch of outcomes from one client.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Batch {
     /// Increases by one per batch and client session, from 1; at most [`MAX_SEQ`].
     pub seq: u64,
     /// Outcomes of ordinary calls, by generation.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub counts: Vec<Counts>,
     /// Outcomes of probes.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub probes: Vec<ProbeReport>,
 }
 
 /// What a client sends to `/acquire` and `/report`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Exchange {
     /// The client's identifier: 1 to 64 ASCII letters, digits, `-` or `_`.
     pub client: String,
     /// Drawn at random when the client starts (at most [`MAX_SEQ`]); batch numbers are per
     /// `(client, session)`. 0 for clients that predate sessions.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub session: u64,
     /// Outcomes to apply before answering, oldest first.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub batches: Vec<Batch>,
 }
 
@@ -310,6 +285,27 @@ impl core::fmt::Display for ExchangeError {
 
 impl core::error::Error for ExchangeError {}
 
+/// Which of the protocol's two requests an [`Exchange`] came as: the route it was sent to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExchangeOp {
+    /// `/acquire`: the batches are applied, then the breaker is asked for a permit.
+    Acquire,
+    /// `/report`: the batches are applied, and the lease renewed.
+    Report,
+}
+
+impl ExchangeOp {
+    /// [`Acquire`](Self::Acquire) when `acquire`, else [`Report`](Self::Report): for a host
+    /// whose route arrives as a flag (the wasm boundary).
+    pub const fn acquire_if(acquire: bool) -> Self {
+        if acquire {
+            ExchangeOp::Acquire
+        } else {
+            ExchangeOp::Report
+        }
+    }
+}
+
 /// A client's identifier: 1 to 64 ASCII letters, digits, `-` or `_` (so it never contains the
 /// `~` of a stored session key).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -324,10 +320,6 @@ impl ClientId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-    /// An identifier already checked (an exchange that passed [`Exchange::validate`]).
-    pub(crate) fn unchecked(id: &str) -> Self {
-        ClientId(id.into())
-    }
 }
 
 impl core::fmt::Display for ClientId {
@@ -339,11 +331,10 @@ impl core::fmt::Display for ClientId {
 impl Exchange {
     /// Checks what concerns the exchange as a whole (a failure refuses all of it): the client,
     /// the session, the number of batches and their order. Each batch is checked on its own by
-    /// [`Batch::check`].
-    pub fn validate(&self) -> Result<(), BadRequest> {
-        if !valid_client_id(&self.client) {
-            return Err(BadRequest::ClientId);
-        }
+    /// [`Batch::check`]. Returns the client, parsed once, for the coordinator to key the
+    /// session by.
+    pub fn validate(&self) -> Result<ClientId, BadRequest> {
+        let client = ClientId::new(&self.client).ok_or(BadRequest::ClientId)?;
         if self.session > MAX_SEQ {
             return Err(BadRequest::Session);
         }
@@ -357,7 +348,7 @@ impl Exchange {
             }
             last_seq = b.seq;
         }
-        Ok(())
+        Ok(client)
     }
 
     /// An upper bound of this exchange's length as compact JSON, in bytes, whatever the values.
@@ -422,7 +413,6 @@ pub fn valid_client_id(id: &str) -> bool {
 
 /// The state a client may act on without asking, and for how long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Lease {
     /// The state now. CLOSED: admit locally for `lease_ms`. OPEN: reject locally for
     /// `retry_after_ms`. HALF_OPEN: ask the object for every admission.
@@ -440,7 +430,6 @@ pub struct Lease {
     /// The fleet's adaptive-throttle probability while CLOSED, in millionths: shed each call
     /// locally with this chance (and count it in `throttled`). Left out when 0; clients that
     /// predate it ignore it.
-    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_zero_u32"))]
     pub throttle_ppm: u32,
 }
 
@@ -463,7 +452,6 @@ impl Lease {
 
 /// A permit the object granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct WirePermit {
     /// Its generation.
     pub generation: u32,
@@ -487,7 +475,6 @@ impl WirePermit {
 
 /// Why the object refused, on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct WireRejected {
     /// `"open"`, `"half_open_full"`, `"isolated"` or `"throttled"`.
     pub reason: WireReason,
@@ -497,8 +484,6 @@ pub struct WireRejected {
 
 /// [`RejectReason`] on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum WireReason {
     /// [`RejectReason::Open`].
     Open,
@@ -545,36 +530,21 @@ impl From<WireRejected> for Rejected {
 
 /// The answer to `/acquire` and `/report`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ExchangeReply {
     /// The state to act on.
     pub lease: Lease,
     /// `/acquire` only: the permit granted.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub permit: Option<WirePermit>,
     /// `/acquire` only: the refusal.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub rejected: Option<WireRejected>,
     /// The `seq` of every batch now applied (including ones applied before).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub acked: Vec<u64>,
     /// Batches that were not applied and never will be: the client drops them.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Vec::is_empty")
-    )]
     pub refused: Vec<Refusal>,
 }
 
 /// A batch the coordinator will not apply, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Refusal {
     /// The batch's number.
     pub seq: u64,
@@ -585,10 +555,6 @@ pub struct Refusal {
     /// numbered from 1, and sends them again, instead of dropping them. (The number is for the
     /// log; a client does not number from it, since a report still on its way may use the
     /// numbers after it.) Absent for a batch over a limit.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
     pub last_applied: Option<u64>,
 }
 
@@ -597,8 +563,6 @@ pub const GAP_REASON: &str = "numbered too far past the session's last batch";
 
 /// Counters the object keeps besides the breaker's own statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default))]
 pub struct ObjectCounters {
     /// Requests served since the object was loaded (not persisted).
     pub requests: u64,
@@ -641,21 +605,13 @@ pub struct ObjectCounters {
     pub incident_ms: u64,
     /// Shed calls reported beyond what the reporting session's throttle could have shed (see
     /// [`MAX_SHED_ODDS_FACTOR`]): not counted. Left out when 0.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_zero_u64"))]
     pub sheds_dropped: u64,
     /// Outcomes reported beyond their session's budget ([`MAX_SESSION_OUTCOMES_PER_S`]):
     /// acknowledged, not counted. Left out when 0.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_zero_u64"))]
     pub outcomes_dropped: u64,
     /// Requests refused because their session sent too many ([`MAX_SESSION_REQUESTS_PER_S`]).
     /// Left out when 0.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_zero_u64"))]
     pub requests_refused: u64,
-}
-
-#[cfg(feature = "serde")]
-fn is_zero_u64(n: &u64) -> bool {
-    *n == 0
 }
 
 /// A session admitted `a` calls under a throttle of probability `p` may report at most
@@ -710,7 +666,6 @@ pub const ACTIVITY_MINUTES: u64 = 10;
 
 /// One state change, as the status page lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Change {
     /// The state before.
     pub from: State,
@@ -722,7 +677,6 @@ pub struct Change {
 
 /// What a shared breaker counted in one minute (the coordinator's clock).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Minute {
     /// The minute's start (ms since the epoch, a multiple of 60 000).
     pub at: u64,
@@ -740,7 +694,6 @@ pub struct Minute {
 
 /// The answer to `/state`, `/isolate` and `/reset`, and the admin routes.
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StateView {
     /// The breaker's name.
     pub name: String,
@@ -760,30 +713,23 @@ pub struct StateView {
     pub restore_error: Option<String>,
     /// The fingerprint ([`SharedSpec::fingerprint`](super::SharedSpec::fingerprint)) of the
     /// settings the breaker runs under.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub options: u64,
     /// When this host is configured differently from the stored record: what it did about it.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub options_mismatch: Option<OptionsMismatch>,
     /// Client sessions remembered.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub sessions: usize,
     /// The settings the breaker runs under, in words
     /// ([`SharedSpec::describe`](super::SharedSpec::describe)).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub settings: String,
     /// The last state changes, oldest first, at most [`RECENT_TRANSITIONS`].
-    #[cfg_attr(feature = "serde", serde(default))]
     pub transitions: Vec<Change>,
     /// What was counted in each of the last [`ACTIVITY_MINUTES`] minutes that saw any activity,
     /// oldest first, the minute under way last (so far). A minute not listed counted nothing.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub minutes: Vec<Minute>,
 }
 
 /// A host whose settings differ from the ones the shared record was written under.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct OptionsMismatch {
     /// The fingerprint of the settings in the record.
     pub stored: u64,
@@ -800,7 +746,6 @@ pub type StatsView = Stats;
 
 /// Every error answer: `{"error": "<code>", "message": "<text>"}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ErrorReply {
     /// A stable code: `bad_request`, `not_found`, `method_not_allowed`, `payload_too_large`,
     /// `unsupported_media_type`, `unauthorized`, `misconfigured`, `storage`, `unavailable` (the

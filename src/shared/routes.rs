@@ -365,76 +365,91 @@ pub fn plan(
         Some(false) => return Plan::Answer(HttpError::Unauthorized.answer()),
         Some(true) => {}
     }
-    let names = match names() {
-        Ok(n) => n,
-        Err(why) => {
-            // An operator holds the admin token: tell it what is wrong; a service client is not
-            // one, and reads a generic line. Both are logged.
-            let shown = match route {
-                Route::Service(_) => String::from("BREAKERS is not valid"),
-                _ => why.clone(),
-            };
-            let mut answer = Answer::new(500, "misconfigured", &shown);
-            answer.log = Some(why);
-            return Plan::Answer(answer);
-        }
+    match names() {
+        Ok(names) => routed(req, route, names).unwrap_or_else(|e| Plan::Answer(e.answer())),
+        Err(why) => misconfigured(route, why),
+    }
+}
+
+/// The answer when the served names cannot be read. An operator holds the admin token: tell it
+/// what is wrong; a service client is not one, and reads a generic line. Both are logged.
+fn misconfigured(route: Route<'_>, why: String) -> Plan {
+    let shown = match route {
+        Route::Service(_) => String::from("BREAKERS is not valid"),
+        _ => why.clone(),
     };
-    let refuse = |e: HttpError| Plan::Answer(e.answer());
+    let mut answer = Answer::new(500, "misconfigured", &shown);
+    answer.log = Some(why);
+    Plan::Answer(answer)
+}
+
+/// What an authorized request to `route` asks of the breakers served (`names`), or the refusal.
+fn routed(req: &RouteRequest<'_>, route: Route<'_>, names: Vec<String>) -> Result<Plan, HttpError> {
     // Serving nothing is a configuration left out (`breakerRoutes` without `names`, no
     // `BREAKERS`), not a request for a breaker that does not exist: say which. The status page
     // says it in its own words (a store's `statusPage` may well be given no breaker).
     if names.is_empty() && route != Route::Status {
-        return refuse(HttpError::NoBreakers);
+        return Err(HttpError::NoBreakers);
     }
     let served = |n: &str| validate_name(n).is_ok() && names.iter().any(|k| k == n);
     match route {
-        Route::Service(op) => {
-            if req.method != Verb::Post {
-                return refuse(HttpError::WrongMethod);
-            }
-            let Some(name) = req.breaker else {
-                return refuse(HttpError::BreakerRequired);
-            };
-            if !served(name) {
-                return refuse(HttpError::UnknownBreaker);
-            }
-            if let Err(e) = check_length(req.content_length) {
-                return refuse(e);
-            }
-            Plan::Object {
-                name: name.to_string(),
-                op,
-                body: Body::Exchange,
-            }
-        }
-        Route::Metrics if req.method == Verb::Get => Plan::Metrics {
+        Route::Service(op) => service_call(req, op, served),
+        Route::Metrics if req.method == Verb::Get => Ok(Plan::Metrics {
             prometheus: req.prometheus,
             names,
-        },
-        Route::Metrics => refuse(HttpError::WrongMethod),
-        Route::Status if req.method == Verb::Get => Plan::Status { names },
-        Route::Status => refuse(HttpError::WrongMethod),
-        Route::Breaker(rest) => match target(rest, req.method, served) {
-            Target::View(name) => Plan::Object {
-                name,
-                op: ObjectOp::State,
-                body: Body::None,
-            },
-            Target::Act(name, op) => {
-                let (op, body) = if op == "reset" {
-                    (ObjectOp::Reset, Body::Settings)
-                } else {
-                    (ObjectOp::Isolate, Body::None)
-                };
-                if let Err(e) = check_length(req.content_length) {
-                    return refuse(e);
-                }
-                Plan::Object { name, op, body }
-            }
-            Target::WrongMethod => refuse(HttpError::WrongMethod),
-            Target::Unknown => refuse(HttpError::UnknownBreaker),
-        },
-        Route::OtherAdmin | Route::None => refuse(HttpError::NoSuchRoute),
+        }),
+        Route::Status if req.method == Verb::Get => Ok(Plan::Status { names }),
+        Route::Metrics | Route::Status => Err(HttpError::WrongMethod),
+        Route::Breaker(rest) => admin_call(req, rest, served),
+        Route::OtherAdmin | Route::None => Err(HttpError::NoSuchRoute),
+    }
+}
+
+/// `POST /v1/acquire` or `/v1/report` on a served breaker: its protocol message, forwarded.
+fn service_call(
+    req: &RouteRequest<'_>,
+    op: ObjectOp,
+    served: impl Fn(&str) -> bool,
+) -> Result<Plan, HttpError> {
+    if req.method != Verb::Post {
+        return Err(HttpError::WrongMethod);
+    }
+    let name = req.breaker.ok_or(HttpError::BreakerRequired)?;
+    if !served(name) {
+        return Err(HttpError::UnknownBreaker);
+    }
+    check_length(req.content_length)?;
+    Ok(Plan::Object {
+        name: name.to_string(),
+        op,
+        body: Body::Exchange,
+    })
+}
+
+/// `/admin/breakers/<rest>`: a served breaker's state, or an action on it (a reset may carry
+/// settings).
+fn admin_call(
+    req: &RouteRequest<'_>,
+    rest: &str,
+    served: impl Fn(&str) -> bool,
+) -> Result<Plan, HttpError> {
+    match target(rest, req.method, served) {
+        Target::View(name) => Ok(Plan::Object {
+            name,
+            op: ObjectOp::State,
+            body: Body::None,
+        }),
+        Target::Act(name, op) => {
+            let (op, body) = if op == "reset" {
+                (ObjectOp::Reset, Body::Settings)
+            } else {
+                (ObjectOp::Isolate, Body::None)
+            };
+            check_length(req.content_length)?;
+            Ok(Plan::Object { name, op, body })
+        }
+        Target::WrongMethod => Err(HttpError::WrongMethod),
+        Target::Unknown => Err(HttpError::UnknownBreaker),
     }
 }
 
@@ -486,7 +501,7 @@ pub fn reset_settings(body: &str, pinned: Option<&SharedSpec>) -> Result<Option<
     }
     let checked = json::from_str::<SharedSpec>(body)
         .map_err(|e| e.to_string())
-        .and_then(|spec| spec.validate().map(|()| spec));
+        .and_then(|spec| spec.validate().map(|()| spec).map_err(|e| e.to_string()));
     match checked {
         Ok(spec) if pinned.is_some_and(|p| *p != spec) => Err(HttpError::SettingsPinned.answer()),
         Ok(spec) => Ok(Some(json::to_string(&spec))),

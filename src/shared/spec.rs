@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use super::json;
 use crate::breaker::{BreakerConfig, TripRule, Window};
+use crate::error::ConfigError;
 
 /// The default lease: how long a client may admit locally on a CLOSED state before asking again.
 pub const DEFAULT_LEASE_MS: u64 = 1_000;
@@ -71,6 +72,70 @@ impl Default for SharedSpec {
     }
 }
 
+/// Why settings are refused for a shared breaker; its words name the field and the value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SpecError {
+    /// The breaker's own settings are invalid.
+    Breaker(ConfigError),
+    /// `lease_ms` is 0 or over [`MAX_LEASE_MS`].
+    LeaseMs(u64),
+    /// A slow-call rule: outcomes travel as counts without durations, so it could never trip.
+    SlowCallRule,
+    /// A window of more calls than [`MAX_SHARED_WINDOW_CALLS`] (its memory is stored at every
+    /// report).
+    WindowCalls {
+        /// `threshold` or `window.calls`, under `breaker.trip`.
+        field: &'static str,
+        /// The calls asked for.
+        calls: u32,
+    },
+    /// An open period or probe time-out over [`MAX_SHARED_OPEN_MS`].
+    OpenMs {
+        /// The field, from `breaker.`.
+        field: &'static str,
+        /// The milliseconds asked for.
+        ms: u64,
+    },
+    /// A time window over [`MAX_SHARED_DURATION_MS`].
+    WindowMs(u64),
+}
+
+impl core::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SpecError::Breaker(e) => write!(f, "`breaker`: {e}"),
+            SpecError::LeaseMs(ms) => {
+                write!(
+                    f,
+                    "invalid `lease_ms`: {ms} (expected an integer in 1..={MAX_LEASE_MS})"
+                )
+            }
+            SpecError::SlowCallRule => f.write_str(
+                "invalid `breaker.trip`: slow_call_rate (a shared breaker receives outcomes as \
+                 counts without durations, so a slow-call rule could never trip; use \
+                 failure_rate, consecutive_failures or failures_in_window)",
+            ),
+            SpecError::WindowCalls { field, calls } => write!(
+                f,
+                "invalid `breaker.trip.{field}`: {calls} (a shared breaker accepts at most \
+                 {MAX_SHARED_WINDOW_CALLS}: its memory is stored at every report)"
+            ),
+            SpecError::OpenMs { field, ms } => write!(
+                f,
+                "invalid `{field}`: {ms} (a shared breaker accepts at most {MAX_SHARED_OPEN_MS} \
+                 ms, one hour)"
+            ),
+            SpecError::WindowMs(ms) => write!(
+                f,
+                "invalid `breaker.trip.window`: {ms} (a shared breaker accepts at most \
+                 {MAX_SHARED_DURATION_MS} ms, one year)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for SpecError {}
+
 impl SharedSpec {
     /// `breaker` with the default lease.
     pub const fn new(breaker: BreakerConfig) -> Self {
@@ -88,24 +153,15 @@ impl SharedSpec {
 
     /// Checks the configuration, the lease, and what the shared mode cannot honour: outcomes
     /// travel as counts without durations, so a slow-call rule could never trip.
-    pub fn validate(&self) -> Result<(), String> {
-        self.breaker
-            .validate()
-            .map_err(|e| format!("`breaker`: {e}"))?;
-        if self.lease_ms == 0 || self.lease_ms > MAX_LEASE_MS {
-            return Err(format!(
-                "invalid `lease_ms`: {} (expected an integer in 1..=3600000)",
-                self.lease_ms
-            ));
-        }
-        if let TripRule::SlowCallRate { .. } = self.breaker.trip {
-            return Err(String::from(
-                "invalid `breaker.trip`: slow_call_rate (a shared breaker receives outcomes as \
-                 counts without durations, so a slow-call rule could never trip; use \
-                 failure_rate, consecutive_failures or failures_in_window)",
-            ));
-        }
+    pub fn validate(&self) -> Result<(), SpecError> {
         let c = &self.breaker;
+        c.validate().map_err(SpecError::Breaker)?;
+        if self.lease_ms == 0 || self.lease_ms > MAX_LEASE_MS {
+            return Err(SpecError::LeaseMs(self.lease_ms));
+        }
+        if let TripRule::SlowCallRate { .. } = c.trip {
+            return Err(SpecError::SlowCallRule);
+        }
         let memory = match c.trip {
             TripRule::FailuresInWindow { threshold, .. } => Some(("threshold", threshold)),
             TripRule::FailureRate {
@@ -114,12 +170,16 @@ impl SharedSpec {
             } => Some(("window.calls", n)),
             _ => None,
         };
-        if let Some((field, n)) = memory {
-            if n > MAX_SHARED_WINDOW_CALLS {
-                return Err(format!(
-                    "invalid `breaker.trip.{field}`: {n} (a shared breaker accepts at most \
-                     10000: its memory is stored at every report)"
-                ));
+        if let Some((field, calls)) = memory.filter(|&(_, n)| n > MAX_SHARED_WINDOW_CALLS) {
+            return Err(SpecError::WindowCalls { field, calls });
+        }
+        for (field, ms) in [
+            ("breaker.open_duration_ms", c.open_duration_ms),
+            ("breaker.max_open_duration_ms", c.max_open_duration_ms),
+            ("breaker.probe_timeout_ms", c.probe_timeout_ms),
+        ] {
+            if ms > MAX_SHARED_OPEN_MS {
+                return Err(SpecError::OpenMs { field, ms });
             }
         }
         let window_ms = match c.trip {
@@ -130,23 +190,8 @@ impl SharedSpec {
             } => ms,
             _ => 0,
         };
-        for (field, ms) in [
-            ("breaker.open_duration_ms", c.open_duration_ms),
-            ("breaker.max_open_duration_ms", c.max_open_duration_ms),
-            ("breaker.probe_timeout_ms", c.probe_timeout_ms),
-        ] {
-            if ms > MAX_SHARED_OPEN_MS {
-                return Err(format!(
-                    "invalid `{field}`: {ms} (a shared breaker accepts at most 3600000 ms, one \
-                     hour)"
-                ));
-            }
-        }
         if window_ms > MAX_SHARED_DURATION_MS {
-            return Err(format!(
-                "invalid `breaker.trip.window`: {window_ms} (a shared breaker accepts at most \
-                 31536000000 ms, one year)"
-            ));
+            return Err(SpecError::WindowMs(window_ms));
         }
         Ok(())
     }
@@ -424,6 +469,7 @@ impl Fnv {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
 
     #[cfg(feature = "json")]
     #[test]
@@ -537,12 +583,16 @@ mod tests {
             minimum_calls: 10,
             window: Window::Calls(10),
         }));
-        assert!(slow.validate().unwrap_err().contains("slow_call_rate"));
+        assert_eq!(slow.validate(), Err(SpecError::SlowCallRule));
+        assert!(SpecError::SlowCallRule
+            .to_string()
+            .contains("slow_call_rate"));
         let long = SharedSpec::new(BreakerConfig::new().with_probe_timeout_ms(1 << 50));
-        let e = long.validate().unwrap_err();
+        let e = long.validate().unwrap_err().to_string();
         assert!(e.contains("breaker.probe_timeout_ms") && e.contains("1125899906842624"));
         let lease = SharedSpec::default().with_lease_ms(0);
-        assert!(lease.validate().unwrap_err().contains("`lease_ms`: 0"));
+        assert_eq!(lease.validate(), Err(SpecError::LeaseMs(0)));
+        assert!(SpecError::LeaseMs(0).to_string().contains("`lease_ms`: 0"));
         assert!(SharedSpec::default().validate().is_ok());
     }
 }

@@ -1,7 +1,13 @@
 //! How each type of the shared protocol, its records and settings is spelled in JSON: one table
 //! per type, read and written by [`json`](super::json). The spelling is the one serde's derive
-//! gave these types (their `Serialize`/`Deserialize`, kept under the `serde` feature, spell them
-//! alike; tests/shared_wire.rs checks both ways, byte for byte).
+//! gave these types when earlier versions wrote them with serde_json (records and messages
+//! outlive deploys). The messages and the coordinator's records have no serde impls: this is
+//! their one codec. The settings and the core's types they carry ([`SharedSpec`],
+//! [`BreakerConfig`], [`Snapshot`]…) keep their `Serialize`/`Deserialize` under the `serde`
+//! feature, for users who configure and persist them with serde, and spell them alike.
+//! tests/shared_wire.rs checks that every type reads back what this writes, that what it writes is
+//! JSON with the field names below, that it reads the same document however serde_json lays it
+//! out, and, for the types that keep serde, that both spell them alike, byte for byte.
 //!
 //! A field's mode says how it is read and written:
 //! - `req`: must be there; always written.

@@ -22,7 +22,7 @@ use super::layout::{body as rb, http, plan as rp, step, verb as vb};
 use super::{state_code, ts};
 
 use crate::shared::json;
-use crate::shared::protocol::{ErrorReply, Exchange};
+use crate::shared::protocol::{ErrorReply, Exchange, ExchangeOp};
 use crate::shared::{Coordinator, OnMismatch, SharedSpec, Step};
 
 #[wasm_bindgen]
@@ -43,7 +43,11 @@ fn error_json(code: &str, message: &str) -> String {
 #[wasm_bindgen]
 pub fn check_spec(spec: &str) -> String {
     match json::from_str::<SharedSpec>(spec) {
-        Ok(s) => s.validate().err().unwrap_or_default(),
+        Ok(s) => s
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default(),
         Err(e) => format!("invalid settings: {e}"),
     }
 }
@@ -401,6 +405,7 @@ impl WasmCoordinator {
 
     // `/acquire` (true) or `/report`: the reply JSON, or `{"error":"bad_request",…}`.
     pub fn exchange(&mut self, now: f64, req: &str, acquire: bool) -> String {
+        let op = ExchangeOp::acquire_if(acquire);
         self.step = Step::default();
         self.status = 400;
         let req = match json::from_str::<Exchange>(req) {
@@ -411,7 +416,7 @@ impl WasmCoordinator {
             self.status = 503;
             return error_json("unavailable", why);
         }
-        match self.inner.exchange(ts(now), &req, acquire) {
+        match self.inner.exchange(ts(now), &req, op) {
             Ok((reply, step)) => {
                 self.step = step;
                 self.status = 200;

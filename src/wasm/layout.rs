@@ -123,7 +123,7 @@ layouts! {
     }
     /// A refusal as one number, in every module: `-(retry_after_ms × SCALE + reason)`, from the
     /// main module's `acquire` and `peek`, a bulkhead's `enter` and the lease client's `admit`
-    /// and `on_acquire_reply`. The core's retry-after is at least 1 ms, so a refusal is at most
+    /// and `on_answer`. The core's retry-after is at least 1 ms, so a refusal is at most
     /// `-SCALE`, below every other negative answer. A handle that names no breaker is answered
     /// `NO_BREAKER` (isolated, with no wait).
     reject / "Reject": i64 {
@@ -135,14 +135,22 @@ layouts! {
         SCALE = 8,
         NO_BREAKER = -ISOLATED,
     }
-    /// What the lease client's `admit` and `on_acquire_reply` answer besides a ticket (≥ 0) and a
-    /// refusal (`reject`, at most `-reject::SCALE`), as negatives: `-ACQUIRE` ask the
-    /// coordinator, `-REFRESH` renew the lease first, `-RETRY` try again (an answer was
-    /// unreadable).
+    /// What the lease client's `admit`, `admit_again` and `on_answer` answer besides a ticket
+    /// (≥ 0) and a refusal (`reject`, at most `-reject::SCALE`), as negatives: `-ACQUIRE` ask
+    /// the coordinator, `-REFRESH` renew the lease first; after an answer, `-AGAIN` decide the
+    /// waiting call again (`admit_again`), `-REPORT` send a report now, `-IDLE` nothing.
     decision / "Decision": i32 {
         ACQUIRE = 1,
         REFRESH = 2,
-        RETRY = 3,
+        AGAIN = 3,
+        REPORT = 4,
+        IDLE = 5,
+    }
+    /// Which request the lease client's `on_answer` is fed the answer to (`shared::Op`).
+    op / "Op": u32 {
+        ACQUIRE = 0,
+        BACKGROUND_ACQUIRE = 1,
+        REPORT = 2,
     }
     /// What a breaker's concurrency limit answers: ids below `MARK` (2^31). `enter`: a slot id,
     /// `MARK + ticket` (wait for it), or a refusal (`reject`). `leave` and `poll_queue`: the
@@ -188,6 +196,14 @@ layouts! {
         AUTOMATIC = 0,
         ISOLATED = 1,
         DISABLED = 2,
+    }
+    /// The kind of a snapshot's counter, the trip rule's memory (`Counter`'s variants), written
+    /// before the counter's numbers.
+    counter_kind / "CounterKind": u32 {
+        CONSECUTIVE = 0,     // [failures]
+        FAILURE_TIMES = 1,   // [head, n, times × n]
+        CALLS = 2,           // [head, failures, slow, n, ring × n]
+        BUCKETS = 3,         // [n, (index, calls, failures, slow) × n]
     }
     /// A transition as one number: `FIRST + from × STRIDE + to` (`state` codes), or `NONE`.
     transition / "Transition": u32 {

@@ -66,8 +66,8 @@ use crate::{
 #[cfg(feature = "wasm-adaptive")]
 use layout::bulkhead as bh;
 use layout::{
-    budget as bg, cfg, jitter, mode, outcome as oc, permit, refusal, reject, retry as rt, sentinel,
-    state, transition as tr, trip, window_kind,
+    budget as bg, cfg, counter_kind, jitter, mode, outcome as oc, permit, refusal, reject,
+    retry as rt, sentinel, state, transition as tr, trip, window_kind,
 };
 
 const GEN_BITS: u32 = 20;
@@ -454,9 +454,9 @@ fn mode_num(m: Mode) -> u32 {
 //
 // [version, state, mode, generation, last_now, opened_at, open_until, failed_probe_rounds,
 //  half_open_successes, next_probe_id, rng_hi, rng_lo, 8 × stats, probes n, (id, expires_at) × n,
-//  counter tag, counter…, throttle…] where the counter is
-//  0: [failures] · 1: [head, n, times × n] · 2: [head, failures, slow, n, ring × n] ·
-//  3: [n, (index, calls, failures, slow) × n]
+//  counter kind, counter…, throttle…] where the counter, by its [`layout::counter_kind`], is
+//  CONSECUTIVE: [failures] · FAILURE_TIMES: [head, n, times × n] ·
+//  CALLS: [head, failures, slow, n, ring × n] · BUCKETS: [n, (index, calls, failures, slow) × n]
 // and the throttle, only when it has counted something (so that a breaker without one writes
 // what builds before it read), is [throttled, (index, requests, accepts) × 12].
 
@@ -513,10 +513,28 @@ fn encode_snapshot(s: &Snapshot, v: &mut Out<'_>) {
         v.put(p.id as f64);
         v.put(p.expires_at as f64);
     }
-    match &s.counter {
-        Counter::Consecutive { failures } => v.all(&[0.0, *failures as f64]),
+    encode_counter(&s.counter, v);
+    // A module without the throttle (the main one) has nothing to write here.
+    if cfg!(feature = "throttle") && (st.throttled != 0 || !s.throttle.is_empty()) {
+        v.put(st.throttled as f64);
+        for b in &s.throttle.buckets {
+            v.all(&[b.index as f64, b.requests as f64, b.accepts as f64]);
+        }
+    }
+}
+
+// A [`layout::counter_kind`], then that counter's numbers.
+fn encode_counter(c: &Counter, v: &mut Out<'_>) {
+    match c {
+        Counter::Consecutive { failures } => {
+            v.all(&[counter_kind::CONSECUTIVE as f64, *failures as f64])
+        }
         Counter::FailureTimes { times, head } => {
-            v.all(&[1.0, *head as f64, times.len() as f64]);
+            v.all(&[
+                counter_kind::FAILURE_TIMES as f64,
+                *head as f64,
+                times.len() as f64,
+            ]);
             for &t in times {
                 v.put(t as f64);
             }
@@ -528,7 +546,7 @@ fn encode_snapshot(s: &Snapshot, v: &mut Out<'_>) {
             slow,
         } => {
             v.all(&[
-                2.0,
+                counter_kind::CALLS as f64,
                 *head as f64,
                 *failures as f64,
                 *slow as f64,
@@ -539,7 +557,7 @@ fn encode_snapshot(s: &Snapshot, v: &mut Out<'_>) {
             }
         }
         Counter::Buckets { buckets } => {
-            v.all(&[3.0, buckets.len() as f64]);
+            v.all(&[counter_kind::BUCKETS as f64, buckets.len() as f64]);
             for b in buckets {
                 v.all(&[
                     b.index as f64,
@@ -548,13 +566,6 @@ fn encode_snapshot(s: &Snapshot, v: &mut Out<'_>) {
                     b.slow as f64,
                 ]);
             }
-        }
-    }
-    // A module without the throttle (the main one) has nothing to write here.
-    if cfg!(feature = "throttle") && (st.throttled != 0 || !s.throttle.is_empty()) {
-        v.put(st.throttled as f64);
-        for b in &s.throttle.buckets {
-            v.all(&[b.index as f64, b.requests as f64, b.accepts as f64]);
         }
     }
 }
@@ -582,6 +593,102 @@ impl Reader<'_> {
         let n = usize::try_from(self.u64()?).ok()?;
         (n.checked_mul(per)? <= self.0.len()).then_some(n)
     }
+    // A length, then that many items of `per` numbers, each read by `item`.
+    fn list<T>(&mut self, per: usize, item: impl Fn(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+        let n = self.len(per)?;
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(item(self)?);
+        }
+        Some(items)
+    }
+}
+
+// The parts of a snapshot after its header, in the order [`encode_snapshot`] writes them.
+impl Reader<'_> {
+    // The 8 counts; `throttled`, written after the counter, is the throttle's.
+    fn stats(&mut self) -> Option<Stats> {
+        Some(Stats {
+            admitted: self.u64()?,
+            rejected: self.u64()?,
+            successes: self.u64()?,
+            failures: self.u64()?,
+            ignored: self.u64()?,
+            stale: self.u64()?,
+            slow: self.u64()?,
+            opened: self.u64()?,
+            throttled: 0,
+        })
+    }
+
+    fn probes(&mut self) -> Option<Vec<ProbeLease>> {
+        self.list(2, |r| {
+            Some(ProbeLease {
+                id: r.u32()?,
+                expires_at: r.u64()?,
+            })
+        })
+    }
+
+    // A [`layout::counter_kind`], then that counter's numbers.
+    fn counter(&mut self) -> Option<Counter> {
+        Some(match self.u32()? {
+            counter_kind::CONSECUTIVE => Counter::Consecutive {
+                failures: self.u32()?,
+            },
+            counter_kind::FAILURE_TIMES => {
+                let head = self.u32()?;
+                let times = self.list(1, Self::u64)?;
+                Counter::FailureTimes { times, head }
+            }
+            counter_kind::CALLS => {
+                let head = self.u32()?;
+                let failures = self.u32()?;
+                let slow = self.u32()?;
+                let ring = self.list(1, Self::u8)?;
+                Counter::Calls {
+                    ring,
+                    head,
+                    failures,
+                    slow,
+                }
+            }
+            counter_kind::BUCKETS => Counter::Buckets {
+                buckets: self.list(4, |r| {
+                    Some(Bucket {
+                        index: r.u64()?,
+                        calls: r.u32()?,
+                        failures: r.u32()?,
+                        slow: r.u32()?,
+                    })
+                })?,
+            },
+            _ => return None,
+        })
+    }
+
+    // The throttle's part, if the data goes on: its `throttled` count and its window.
+    fn throttle(&mut self) -> Option<(u64, ThrottleWindow)> {
+        let mut window = ThrottleWindow::default();
+        if self.0.len() == 0 {
+            return Some((0, window));
+        }
+        let throttled = self.u64()?;
+        if cfg!(feature = "throttle") {
+            for b in &mut window.buckets {
+                *b = ThrottleBucket {
+                    index: self.u64()?,
+                    requests: self.u32()?,
+                    accepts: self.u32()?,
+                };
+            }
+        } else {
+            // Written by a breaker with a throttle, restored into one without (the main module
+            // has none): its window is dropped, as `Breaker::restore` drops it.
+            self.0.by_ref().for_each(drop);
+        }
+        Some((throttled, window))
+    }
 }
 
 fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
@@ -607,85 +714,10 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
     let half_open_successes = r.u32()?;
     let next_probe_id = r.u32()?;
     let rng = ((r.u32()? as u64) << 32) | r.u32()? as u64;
-    let stats = Stats {
-        admitted: r.u64()?,
-        rejected: r.u64()?,
-        successes: r.u64()?,
-        failures: r.u64()?,
-        ignored: r.u64()?,
-        stale: r.u64()?,
-        slow: r.u64()?,
-        opened: r.u64()?,
-        throttled: 0,
-    };
-    let n = r.len(2)?;
-    let mut probes = Vec::with_capacity(n);
-    for _ in 0..n {
-        probes.push(ProbeLease {
-            id: r.u32()?,
-            expires_at: r.u64()?,
-        });
-    }
-    let counter = match r.u32()? {
-        0 => Counter::Consecutive { failures: r.u32()? },
-        1 => {
-            let head = r.u32()?;
-            let n = r.len(1)?;
-            let mut times = Vec::with_capacity(n);
-            for _ in 0..n {
-                times.push(r.u64()?);
-            }
-            Counter::FailureTimes { times, head }
-        }
-        2 => {
-            let head = r.u32()?;
-            let failures = r.u32()?;
-            let slow = r.u32()?;
-            let n = r.len(1)?;
-            let mut ring = Vec::with_capacity(n);
-            for _ in 0..n {
-                ring.push(r.u8()?);
-            }
-            Counter::Calls {
-                ring,
-                head,
-                failures,
-                slow,
-            }
-        }
-        3 => {
-            let n = r.len(4)?;
-            let mut buckets = Vec::with_capacity(n);
-            for _ in 0..n {
-                buckets.push(Bucket {
-                    index: r.u64()?,
-                    calls: r.u32()?,
-                    failures: r.u32()?,
-                    slow: r.u32()?,
-                });
-            }
-            Counter::Buckets { buckets }
-        }
-        _ => return None,
-    };
-    let mut stats = stats;
-    let mut throttle = ThrottleWindow::default();
-    if r.0.len() > 0 {
-        stats.throttled = r.u64()?;
-        if cfg!(feature = "throttle") {
-            for b in &mut throttle.buckets {
-                *b = ThrottleBucket {
-                    index: r.u64()?,
-                    requests: r.u32()?,
-                    accepts: r.u32()?,
-                };
-            }
-        } else {
-            // Written by a breaker with a throttle, restored into one without (the main module
-            // has none): its window is dropped, as `Breaker::restore` drops it.
-            r.0.by_ref().for_each(drop);
-        }
-    }
+    let stats = r.stats()?;
+    let probes = r.probes()?;
+    let counter = r.counter()?;
+    let (throttled, throttle) = r.throttle()?;
     if r.0.next().is_some() {
         return None;
     }
@@ -703,7 +735,7 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
         next_probe_id,
         counter,
         rng,
-        stats,
+        stats: Stats { throttled, ..stats },
         throttle,
     })
 }

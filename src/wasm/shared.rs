@@ -8,10 +8,11 @@
 // coordinator's code.
 //
 // Encodings (owned by js/src/shared/*.ts, named in src/wasm/layout.rs):
-// - Decision (`admit`, `on_acquire_reply`): a ticket handle ≥ 0 (admit), `layout::decision`'s
-//   negatives: acquire, refresh, try again (an answer was unreadable: the client now counts the
-//   coordinator unreachable), or a refusal, encoded as the main module's (`layout::reject`, at
-//   most `-reject::SCALE`, below the decisions).
+// - Decision (`admit`, `admit_again`, `on_answer`): a ticket handle ≥ 0 (admit),
+//   `layout::decision`'s negatives (acquire, refresh; after an answer: decide again, send a
+//   report, nothing), or a refusal, encoded as the main module's (`layout::reject`, at most
+//   `-reject::SCALE`, below the decisions).
+// - `layout::op` codes: which request an answer is for.
 // - `layout::outcome` codes; `layout::state` codes, `sentinel::NONE` unknown.
 // - Tickets live in a ring of `TICKETS` slots inside the client: a handle whose slot was reused
 //   (more than `TICKETS` calls started since) reports as an outcome without a ticket.
@@ -23,14 +24,15 @@ use alloc::vec::Vec;
 
 use wasm_bindgen::prelude::*;
 
-use super::layout::{decision, lease_info, lease_opts};
+use super::layout::{decision, lease_info, lease_opts, op};
 use super::{outcome, state_code, ts};
 
 use crate::breaker::{RejectReason, State};
 use crate::shared::json;
-use crate::shared::protocol::ExchangeReply;
+use crate::shared::protocol::{ClientId, ExchangeReply};
 use crate::shared::{
-    Background, ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, SharedSpec, Ticket,
+    Answer, Background, ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Next, Op,
+    SharedSpec, Ticket,
 };
 
 const TICKETS: usize = 4_096;
@@ -72,6 +74,18 @@ pub fn spec_json(cfg: &[f64], lease_ms: f64) -> String {
         return format!("!spec|{e}");
     }
     json::to_string(&spec)
+}
+
+// Whether `name` is a breaker name (the core's one rule, `crate::name::validate_name`).
+#[wasm_bindgen]
+pub fn is_breaker_name(name: &str) -> bool {
+    crate::name::validate_name(name).is_ok()
+}
+
+// Whether `id` is a client identifier (the protocol's `ClientId`).
+#[wasm_bindgen]
+pub fn is_client_id(id: &str) -> bool {
+    ClientId::new(id).is_some()
 }
 
 #[wasm_bindgen]
@@ -140,16 +154,48 @@ impl WasmLeaseClient {
         }
     }
 
-    // Feeds the answer to a background `/acquire`; returns whether a report is due, or false
-    // when the answer was unreadable (the client then counts the coordinator unreachable).
-    pub fn on_background_reply(&mut self, now: f64, reply: &str) -> bool {
-        match json::from_str::<ExchangeReply>(reply) {
-            Ok(r) => self.inner.on_background_reply(lt(now), &r),
-            Err(e) => {
-                self.inner
-                    .on_unreachable(lt(now), false, format!("unreadable answer: {e}"));
-                false
-            }
+    // `admit` for a call that has waited on `round` requests already: refused as open from the
+    // core's `ADMIT_ROUNDS` on.
+    pub fn admit_again(&mut self, now: f64, round: u32) -> f64 {
+        let d = self.inner.admit_again(lt(now), round);
+        self.decision(d)
+    }
+
+    // Feeds the coordinator's answer to the request `op` (a `layout::op` code): `status` 200
+    // with the protocol's JSON in `text`, a 4xx with what went wrong in `text`, or anything else
+    // (0: no answer) with why in `text`. Answers a ticket or a refusal (as `admit`) for the call
+    // an acquire held, or `-decision::AGAIN`, `-decision::REPORT`, `-decision::IDLE`.
+    pub fn on_answer(&mut self, now: f64, op: u32, status: u16, text: &str) -> f64 {
+        let op = match op {
+            op::ACQUIRE => Op::Acquire,
+            op::BACKGROUND_ACQUIRE => Op::BackgroundAcquire,
+            _ => Op::Report,
+        };
+        let reply;
+        let unreadable;
+        let answer = match status {
+            200 => match json::from_str::<ExchangeReply>(text) {
+                Ok(r) => {
+                    reply = r;
+                    Answer::Reply(&reply)
+                }
+                Err(e) => {
+                    unreadable = format!("unreadable answer: {e}");
+                    Answer::Unreachable(&unreadable)
+                }
+            },
+            400..=499 => Answer::Refused {
+                status,
+                reason: text,
+            },
+            _ => Answer::Unreachable(text),
+        };
+        match self.inner.on_answer(lt(now), op, answer) {
+            Next::Admit(t) => self.decision(Decision::Admit(t)),
+            Next::Reject(r) => self.decision(Decision::Reject(r)),
+            Next::Again => -decision::AGAIN as f64,
+            Next::Report => -decision::REPORT as f64,
+            Next::Idle => -decision::IDLE as f64,
         }
     }
 
@@ -168,20 +214,6 @@ impl WasmLeaseClient {
 
     pub fn acquire_request(&mut self) -> String {
         json::to_string(&self.inner.acquire_request())
-    }
-
-    pub fn on_acquire_reply(&mut self, now: f64, reply: &str) -> f64 {
-        match json::from_str::<ExchangeReply>(reply) {
-            Ok(r) => {
-                let d = self.inner.on_acquire_reply(lt(now), &r);
-                self.decision(d)
-            }
-            Err(e) => {
-                self.inner
-                    .on_unreachable(lt(now), false, format!("unreadable answer: {e}"));
-                -decision::RETRY as f64
-            }
-        }
     }
 
     // Returns whether a report is due.
@@ -213,38 +245,9 @@ impl WasmLeaseClient {
         Some(json::to_string(&req))
     }
 
-    // False when the answer was unreadable (the client then counts the coordinator unreachable).
-    pub fn on_flush_reply(&mut self, now: f64, reply: &str) -> bool {
-        match json::from_str::<ExchangeReply>(reply) {
-            Ok(r) => {
-                self.inner.on_flush_reply(lt(now), &r);
-                true
-            }
-            Err(e) => {
-                self.inner
-                    .on_unreachable(lt(now), true, format!("unreadable answer: {e}"));
-                false
-            }
-        }
-    }
-
-    // The coordinator answered the report with a 4xx `status`.
-    pub fn on_flush_refused(&mut self, now: f64, status: u16, reason: &str) {
-        self.inner.on_flush_refused(lt(now), status, reason);
-    }
-
-    // The coordinator answered an acquire with a 4xx `status`.
-    pub fn on_acquire_refused(&mut self, now: f64, status: u16, reason: &str) {
-        self.inner.on_acquire_refused(lt(now), status, reason);
-    }
-
     // The host gave up on the requests it had in flight (no answer will be fed back).
     pub fn abandon(&mut self, now: f64) {
         self.inner.abandon(lt(now));
-    }
-
-    pub fn on_unreachable(&mut self, now: f64, was_flush: bool, reason: &str) {
-        self.inner.on_unreachable(lt(now), was_flush, reason.into());
     }
 
     // The next event as JSON: `{"type":"state","from":…,"to":…}`, `{"type":"local","reason":…}` (with

@@ -33,10 +33,12 @@ use core::future::Future;
 use worker::wasm_bindgen::JsValue;
 use worker::{Headers, Method, ObjectNamespace, Request, RequestInit};
 
-use super::lease::{ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Ticket};
+use super::lease::{
+    Answer, ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Next, Op, Ticket,
+};
 use super::protocol::{Exchange, ExchangeReply};
-use super::routes::object_url;
-use crate::breaker::{Outcome, RejectReason, Rejected, State};
+use super::url::object_url;
+use crate::breaker::{Outcome, Rejected, State};
 use crate::host::facade::{BuildError, Error};
 use crate::name::validate_name;
 
@@ -186,8 +188,11 @@ impl SharedBreaker {
     /// Asks for admission: locally on a lease, from the object in HALF_OPEN or when the lease ran
     /// out, from the local breaker when the object cannot be reached.
     pub async fn admit(&self, ns: &ObjectNamespace) -> Result<Ticket, Rejected> {
-        for _ in 0..4 {
-            let decision = self.inner.lease.borrow_mut().admit(now());
+        // The core bounds the rounds: past `ADMIT_ROUNDS` it refuses rather than ask again.
+        let mut round = 0;
+        loop {
+            let decision = self.inner.lease.borrow_mut().admit_again(now(), round);
+            round += 1;
             match decision {
                 Decision::Admit(t) => {
                     self.emit();
@@ -197,45 +202,11 @@ impl SharedBreaker {
                     self.emit();
                     return Err(r);
                 }
-                Decision::Acquire => {
-                    // A report due before asking (a dropped call's, sent again): first, so
-                    // that the object has this isolate's probe permit back.
-                    let due = self.inner.lease.borrow().flush_due(now());
-                    if due {
-                        self.flush_inner(ns, false).await;
-                    }
-                    let req = self.inner.lease.borrow_mut().acquire_request();
-                    match self.exchange(ns, "acquire", &req).await {
-                        Ok(reply) => {
-                            let d = self
-                                .inner
-                                .lease
-                                .borrow_mut()
-                                .on_acquire_reply(now(), &reply);
-                            self.emit();
-                            match d {
-                                Decision::Admit(t) => return Ok(t),
-                                Decision::Reject(r) => return Err(r),
-                                Decision::Acquire | Decision::Refresh => {}
-                            }
-                        }
-                        Err(SendError::Refused(status, reason)) => {
-                            self.inner.lease.borrow_mut().on_acquire_refused(
-                                now(),
-                                status,
-                                &reason,
-                            );
-                            self.emit();
-                        }
-                        Err(SendError::Unreachable(reason)) => {
-                            self.inner
-                                .lease
-                                .borrow_mut()
-                                .on_unreachable(now(), false, reason);
-                            self.emit();
-                        }
-                    }
-                }
+                Decision::Acquire => match self.acquire(ns).await {
+                    Next::Admit(t) => return Ok(t),
+                    Next::Reject(r) => return Err(r),
+                    Next::Again | Next::Report | Next::Idle => {}
+                },
                 Decision::Refresh => {
                     if self.inner.lease.borrow().in_flight() {
                         self.wait_in_flight().await;
@@ -245,10 +216,21 @@ impl SharedBreaker {
                 }
             }
         }
-        Err(Rejected {
-            reason: RejectReason::Open,
-            retry_after_ms: 1,
-        })
+    }
+
+    /// Sends an `/acquire` for a call that waits on it, and feeds the answer back.
+    async fn acquire(&self, ns: &ObjectNamespace) -> Next {
+        // A report due before asking (a dropped call's, sent again): first, so that the object
+        // has this isolate's probe permit back.
+        let due = self.inner.lease.borrow().flush_due(now());
+        if due {
+            self.flush_inner(ns, false).await;
+        }
+        let req = self.inner.lease.borrow_mut().acquire_request();
+        let sent = self.exchange(ns, "acquire", &req).await;
+        let next = self.feed(Op::Acquire, &sent);
+        self.emit();
+        next
     }
 
     /// Reports how an admitted call ended; sends a report at once if one is due (a failure, a
@@ -306,40 +288,35 @@ impl SharedBreaker {
     }
 
     async fn flush_inner(&self, ns: &ObjectNamespace, force: bool) {
+        // A failure recorded while a report was in flight is sent right after it, as many times
+        // as the core's `REPORT_ROUNDS` allow.
         let mut force = force;
-        // A failure recorded while a report was in flight is sent right after it.
-        for _ in 0..2 {
+        loop {
             let req = self.inner.lease.borrow_mut().begin_flush(force);
             let Some(req) = req else {
                 return;
             };
-            match self.exchange(ns, "report", &req).await {
-                Ok(reply) => {
-                    self.inner.lease.borrow_mut().on_flush_reply(now(), &reply);
-                    self.emit();
-                }
-                Err(SendError::Refused(status, reason)) => {
-                    self.inner
-                        .lease
-                        .borrow_mut()
-                        .on_flush_refused(now(), status, &reason);
-                    self.emit();
-                    return;
-                }
-                Err(SendError::Unreachable(reason)) => {
-                    self.inner
-                        .lease
-                        .borrow_mut()
-                        .on_unreachable(now(), true, reason);
-                    self.emit();
-                    return;
-                }
-            }
-            if !self.inner.lease.borrow().flush_due(now()) {
+            let sent = self.exchange(ns, "report", &req).await;
+            let next = self.feed(Op::Report, &sent);
+            self.emit();
+            if next != Next::Report {
                 return;
             }
             force = false;
         }
+    }
+
+    /// Feeds what came back for `op` to the lease client.
+    fn feed(&self, op: Op, sent: &Result<ExchangeReply, SendError>) -> Next {
+        let answer = match sent {
+            Ok(reply) => Answer::Reply(reply),
+            Err(SendError::Refused(status, reason)) => Answer::Refused {
+                status: *status,
+                reason,
+            },
+            Err(SendError::Unreachable(reason)) => Answer::Unreachable(reason),
+        };
+        self.inner.lease.borrow_mut().on_answer(now(), op, answer)
     }
 
     /// Another call of this isolate has a report in flight: wait for its answer (bounded by the

@@ -15,7 +15,7 @@ use worker::{console_error, console_log, durable_object, Env, Method, Request, R
 
 use super::config::SharedSpec;
 use super::coordinator::{Coordinator, OnMismatch, Step, STORAGE_KEY};
-use super::protocol::Exchange;
+use super::protocol::{Exchange, ExchangeOp};
 use super::routes::{answer_response, error_response, json_response, load_breakers, read_body};
 use crate::clock::Timestamp;
 use crate::shared::admin::Verb;
@@ -178,12 +178,16 @@ impl BreakerObject {
         };
         let (body, step) = match (&parsed.op, &parsed.exchange) {
             (Op::Acquire | Op::Report, Some(x)) => {
+                let op = match parsed.op {
+                    Op::Acquire => ExchangeOp::Acquire,
+                    _ => ExchangeOp::Report,
+                };
                 if let Some(why) = coordinator.unavailable() {
                     // A newer version's record (a rollback): left as it is; clients keep
                     // their local breakers until an operator resets it.
                     return Err(error_response(503, "unavailable", why));
                 }
-                match coordinator.exchange(now, x, matches!(parsed.op, Op::Acquire)) {
+                match coordinator.exchange(now, x, op) {
                     Ok((reply, step)) => (json::to_string(&reply), step),
                     Err(e) => return Err(error_response(e.status(), e.code(), &e.to_string())),
                 }
@@ -280,11 +284,12 @@ impl BreakerObject {
             return Ok(());
         }
         let mut coordinator = match &stored {
-            Ok(text) => Coordinator::load_json(name, spec, text.as_deref(), OnMismatch::Install)?,
+            Ok(text) => Coordinator::load_json(name, spec, text.as_deref(), OnMismatch::Install),
             Err(e) => {
-                Coordinator::unreadable(name, spec, format!("stored record is not readable: {e}"))?
+                Coordinator::unreadable(name, spec, format!("stored record is not readable: {e}"))
             }
-        };
+        }
+        .map_err(|e| e.to_string())?;
         if let Ok(text) = stored {
             *self.stored.borrow_mut() = text;
         }

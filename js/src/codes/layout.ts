@@ -126,7 +126,16 @@ export const enum Reject {
 export const enum Decision {
   Acquire = 1,
   Refresh = 2,
-  Retry = 3,
+  Again = 3,
+  Report = 4,
+  Idle = 5,
+}
+
+/** Which request the lease client's `on_answer` is fed the answer to. */
+export const enum Op {
+  Acquire = 0,
+  BackgroundAcquire = 1,
+  Report = 2,
 }
 
 /** A breaker's concurrency limit's answers: ids below `Mark`; `Mark + ticket` queued or timed out. */
@@ -175,6 +184,17 @@ export const enum Mode {
   Automatic = 0,
   Isolated = 1,
   Disabled = 2,
+}
+
+/**
+ * The kind of a snapshot's counter (the trip rule's memory), written before its numbers. Only the
+ * core reads them: `toJSON()` and `restore()` pass a snapshot's numbers through as they are.
+ */
+export const enum CounterKind {
+  Consecutive = 0,
+  FailureTimes = 1,
+  Calls = 2,
+  Buckets = 3,
 }
 
 /** A transition as one number: `First + from × Stride + to` (`State` codes), or `None`. */

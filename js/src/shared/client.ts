@@ -49,7 +49,7 @@ export function breakerConfig(o: CircuitBreakerOptions, where: string): Float64A
   return build(o, where);
 }
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
-import { Decision, LeaseInfo, LeaseOpts, Reject } from '../codes/layout.js';
+import { Decision, LeaseInfo, LeaseOpts, Op, Reject } from '../codes/layout.js';
 
 export type { CallOutcome, Unsubscribe };
 
@@ -362,10 +362,9 @@ export type SharedEvent =
       reason: string;
     };
 
-const NAME_RE = /^[A-Za-z0-9\-_.:/]{1,128}$/;
-/** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /). */
+/** Whether `name` is a breaker name (1 to 128 of ASCII letters, digits and - _ . : /): the core's rule. */
 export function isBreakerName(name: unknown): name is string {
-  return typeof name === 'string' && NAME_RE.test(name);
+  return typeof name === 'string' && sharedGlue().is_breaker_name(name);
 }
 
 /** A shared breaker's name, or a `TypeError` saying what a name is. */
@@ -388,12 +387,6 @@ export interface SharedBreakerInternalOptions extends SharedBreakerOptions {
   [RAW_TRANSPORT]?: RawTransport | undefined;
 }
 
-const CLIENT_RE = /^[A-Za-z0-9\-_]{1,64}$/;
-/**
- * The most rounds `#admit` takes (renew the lease, ask the coordinator, ask the core again)
- * before it refuses the call as open, so that answers that never settle cannot hold a call.
- */
-const ADMIT_ROUNDS = 6;
 const NO_CONTEXT: { signal?: AbortSignal } = Object.freeze({});
 /** Tickets of `isHealthy()` kept for `recordSuccess/Failure`: the core's ring (src/wasm/shared.rs `TICKETS`). */
 const MAX_TICKETS = 4096;
@@ -632,7 +625,7 @@ export class SharedCircuitBreaker {
     }
     this.#waitUntil = o.waitUntil;
     const id = o.clientId;
-    if (id !== undefined && (typeof id !== 'string' || !CLIENT_RE.test(id))) {
+    if (id !== undefined && (typeof id !== 'string' || !sharedGlue().is_client_id(id))) {
       throw new TypeError(`breakwater: invalid option "clientId": ${JSON.stringify(id)} (expected 1 to 64 of A-Za-z0-9-_)`);
     }
     this.#id = id;
@@ -926,8 +919,9 @@ export class SharedCircuitBreaker {
   // ----- admission -----
 
   async #admit(): Promise<number> {
-    for (let i = 0; i < ADMIT_ROUNDS; i++) {
-      const d = this.#core.admit(this.#now());
+    // The core bounds the rounds: past its `ADMIT_ROUNDS`, `admit_again` refuses.
+    for (let round = 0; ; round++) {
+      const d = this.#core.admit_again(this.#now(), round);
       this.#drain();
       if (d >= 0) return d;
       if (d <= -Reject.Scale) throw this.#rejection(d);
@@ -936,20 +930,24 @@ export class SharedCircuitBreaker {
         await (this.#inFlight ?? this.#flush(true));
         continue;
       }
-      const answer = await this.#exchange('acquire', this.#core.acquire_request());
-      const now = this.#now();
-      if (answer.kind !== 'ok') {
-        if (answer.kind === 'refused') this.#core.on_acquire_refused(now, answer.status, answer.reason);
-        else this.#core.on_unreachable(now, false, answer.reason);
-        this.#drain();
-        continue;
-      }
-      const r = this.#core.on_acquire_reply(now, answer.text);
-      this.#drain();
+      const r = await this.#ask(Op.Acquire);
       if (r >= 0) return r;
       if (r <= -Reject.Scale) throw this.#rejection(r);
     }
-    throw new CircuitOpenError(this.name, this.state, 'open', 1);
+  }
+
+  /** Sends an `/acquire` and feeds its answer to the core; what `on_answer` answers. */
+  async #ask(op: Op): Promise<number> {
+    const answer = await this.#exchange('acquire', this.#core.acquire_request());
+    const next = this.#feed(op, answer);
+    this.#drain();
+    return next;
+  }
+
+  #feed(op: Op, answer: Answer): number {
+    const now = this.#now();
+    if (answer.kind === 'ok') return this.#core.on_answer(now, op, 200, answer.text);
+    return this.#core.on_answer(now, op, answer.kind === 'refused' ? answer.status : 0, answer.reason);
   }
 
   #rejection(code: number): CircuitOpenError {
@@ -1016,14 +1014,7 @@ export class SharedCircuitBreaker {
   }
 
   async #acquireInBackground(): Promise<void> {
-    const answer = await this.#exchange('acquire', this.#core.acquire_request());
-    const now = this.#now();
-    let due = false;
-    if (answer.kind === 'ok') due = this.#core.on_background_reply(now, answer.text);
-    else if (answer.kind === 'refused') this.#core.on_acquire_refused(now, answer.status, answer.reason);
-    else this.#core.on_unreachable(now, false, answer.reason);
-    this.#drain();
-    if (due) await this.#flush(false);
+    if ((await this.#ask(Op.BackgroundAcquire)) === -Decision.Report) await this.#flush(false);
   }
 
   /** A request started in the background: handed to `waitUntil`, and awaited by `flush()`. */
@@ -1033,20 +1024,16 @@ export class SharedCircuitBreaker {
     this.#waitUntil?.(tracked);
   }
 
-  /** One report at a time; a failure recorded meanwhile is sent right after. */
+  /** One report at a time; a failure recorded meanwhile is sent right after, as the core's `REPORT_ROUNDS` allow. */
   #flush(force: boolean): Promise<void> {
     if (this.#inFlight) return this.#inFlight;
     const body = this.#core.begin_flush(force);
     if (body === undefined) return Promise.resolve();
     const run = (async () => {
-      const answer = await this.#exchange('report', body);
-      const now = this.#now();
-      if (answer.kind === 'ok') this.#core.on_flush_reply(now, answer.text);
-      else if (answer.kind === 'refused') this.#core.on_flush_refused(now, answer.status, answer.reason);
-      else this.#core.on_unreachable(now, true, answer.reason);
+      const next = this.#feed(Op.Report, await this.#exchange('report', body));
       this.#inFlight = null;
       this.#drain();
-      if (this.#core.flush_due(this.#now())) await this.#flush(false);
+      if (next === -Decision.Report) await this.#flush(false);
     })();
     this.#inFlight = run;
     return run;

@@ -18,30 +18,31 @@
 // agree, and clients made before the switch go on in their own module.
 /** The core's lease client. Encodings: see src/wasm/shared.rs. */
 export interface WasmLeaseClient {
-  /** A ticket handle (≥ 0), `-Decision.Acquire`, `-Decision.Refresh`, `-Decision.Retry`, or a refusal (`Reject`, ≤ `-Reject.Scale`). */
+  /** A ticket handle (≥ 0), `-Decision.Acquire`, `-Decision.Refresh`, or a refusal (`Reject`, ≤ `-Reject.Scale`). */
   admit(now: number): number;
+  /** As `admit`, for a call that has waited on `round` requests: refused as open past the core's `ADMIT_ROUNDS`. */
+  admit_again(now: number, round: number): number;
   /** As `admit`, for a caller that cannot wait: a ticket handle or a refusal, never a request. */
   admit_now(now: number): number;
   /** What `admit_now` left to send in the background, once: 0, `Decision.Acquire` or `Decision.Refresh`. */
   take_background(): number;
-  /** Feeds a background acquire's answer; whether a report is due (false: unreadable). */
-  on_background_reply(now: number, reply: string): boolean;
   /** The state this process acts on (a `State` code). */
   state(now: number): number;
   /** 0 when a call would be admitted (or ask), else the refusal as `admit` encodes it. */
   peek(now: number): number;
   acquire_request(): string;
-  on_acquire_reply(now: number, reply: string): number;
+  /**
+   * Feeds the answer to the request `op` (an `Op`): `status` 200 with the protocol's JSON, a 4xx
+   * with what went wrong, or 0 when nothing usable came back (why in `text`). A ticket or a
+   * refusal for the call an acquire held, or `-Decision.Again`, `-Decision.Report`, `-Decision.Idle`.
+   */
+  on_answer(now: number, op: number, status: number, text: string): number;
   /** Whether a report is due. */
   record(now: number, ticket: number, outcome: number): boolean;
   record_untracked(now: number, outcome: number): boolean;
   flush_due(now: number): boolean;
   begin_flush(force: boolean): string | undefined;
-  on_flush_reply(now: number, reply: string): boolean;
-  on_flush_refused(now: number, status: number, reason: string): void;
-  on_acquire_refused(now: number, status: number, reason: string): void;
   abandon(now: number): void;
-  on_unreachable(now: number, wasFlush: boolean, reason: string): void;
   next_event(): string | undefined;
   /** Laid out as `LeaseInfo` (js/src/codes/layout.ts). */
   info(now: number): Float64Array;
@@ -105,6 +106,10 @@ export interface SharedGlue {
   check_lease(opts: Float64Array, fallback: Float64Array): string;
   /** The settings JSON, or "!field|expected". */
   spec_json(cfg: Float64Array, leaseMs: number): string;
+  /** Whether `name` is a breaker name (the core's rule). */
+  is_breaker_name(name: string): boolean;
+  /** Whether `id` is a client identifier (the protocol's rule). */
+  is_client_id(id: string): boolean;
 }
 
 /** The coordinator's module (breakwater/coordinator, for breakwater/store and breakwater/cloudflare); its glue is a `SharedGlue` too. */
