@@ -26,6 +26,7 @@ import { pathToFileURL } from 'node:url';
 import { circuitBreaker, bulkhead, handleAll, CircuitState, ConsecutiveBreaker, SamplingBreaker, CountBreaker } from 'cockatiel';
 import Opossum from 'opossum';
 import { printTable } from './report.mjs';
+import { anthropic } from '../../js/src/cli/formats.mjs';
 
 const GROUPS = ['execute', 'sync', 'metrics', 'stream', 'options', 'hedge'];
 const only = process.env.BENCH_ONLY
@@ -330,7 +331,8 @@ if (only.has('hedge')) {
 
 // 4. Streams: what breaker.stream adds per chunk, reading a whole answer of CHUNKS chunks, against
 //    reading the same stream bare. Object chunks (the AI SDK's parts), and an Anthropic-shaped
-//    event stream as bytes (the guard reads every event for error events).
+//    event stream as bytes (the guard reads every event for error events): CHUNKS text deltas,
+//    in the shape of `breakwater fake-llm` (js/src/cli/formats.mjs).
 const CHUNKS = 200;
 if (only.has('stream')) {
   const streamer = watchBreakwater('stream', new CircuitBreaker('stream', { failureThreshold: 5, resetTimeout: 30_000 }));
@@ -341,9 +343,7 @@ if (only.has('stream')) {
         c.close();
       },
     });
-  const event = new TextEncoder().encode(
-    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"token "}}\n\n',
-  );
+  const event = new TextEncoder().encode(anthropic.stream({ model: 'claude-bench', text: 'token '.repeat(CHUNKS) }).delta('token '));
   const sseResponse = () =>
     new Response(
       new ReadableStream({

@@ -8,14 +8,15 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { CircuitBreaker, FallbackChain } from 'breakwater';
 import { hedge, throttle } from 'breakwater/adaptive';
+import { anthropic } from '../../js/src/cli/formats.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * An upstream: `/hang` accepts the request and never answers (an LLM whose first token takes
  * tens of seconds); `/fast` answers JSON; `/sse-hang` sends its headers, then nothing;
- * `/sse` streams two Anthropic-format events. It records when a request's connection closed
- * before an answer was sent.
+ * `/sse` streams an Anthropic Messages answer, "Hi" (its frames: js/src/cli/formats.mjs), the
+ * end 10 ms after the word. It records when a request's connection closed before an answer was sent.
  */
 async function upstream() {
   const closed = [];
@@ -32,14 +33,16 @@ async function upstream() {
       res.writeHead(status, { 'content-type': type });
       res.end(body);
     };
+    // `{"ok":true}`: any JSON answer (what the tests compare the value with), not a provider's.
     if (req.url === '/fast') setTimeout(() => end(200, 'application/json', '{"ok":true}'), 5);
     else if (req.url === '/sse-hang') res.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders();
     else if (req.url === '/sse') {
+      const events = anthropic.stream({ id: 'msg_test', model: 'claude-test', text: 'Hi', inputTokens: 3 });
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write('event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n');
+      res.write(events.head() + events.delta('Hi'));
       setTimeout(() => {
         answered = true;
-        res.end('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+        res.end(events.tail());
       }, 10);
     }
     // /hang: nothing, until the client goes away.

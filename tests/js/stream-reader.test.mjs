@@ -19,10 +19,13 @@ import {
   responsesReasoningSummaryPauses,
   ANTHROPIC_TEXT_DELTAS,
 } from '../fixtures/llm/index.mjs';
+import { openai } from '../../js/src/cli/formats.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const sse = (data) => `data: ${JSON.stringify(data)}\n\n`;
-const delta = (text) => sse({ choices: [{ index: 0, delta: { content: text } }] });
+// OpenAI Chat Completions chunks, in the shapes of `breakwater fake-llm` (js/src/cli/formats.mjs):
+// a delta per piece of text, and the tail (the finish_reason chunk, then `data: [DONE]`).
+const chat = openai.stream({ id: 'chatcmpl-test', created: 1_700_000_000, model: 'gpt-test' });
+const delta = chat.delta;
 
 /** An upstream on 127.0.0.1 whose handler is set per test; counts the bytes it wrote. */
 let server, url, handler, written;
@@ -44,7 +47,7 @@ test('a reader 10x slower than the model is not a stalled model', async () => {
       res.write(delta(`w${i} `));
       await sleep(20);
     }
-    res.end(sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) + 'data: [DONE]\n\n');
+    res.end(chat.tail());
   };
   const breaker = new CircuitBreaker('slow-reader');
   const stream = await breaker.stream(({ signal }) => fetch(url, { signal }), { idleTimeoutMs: 100 });

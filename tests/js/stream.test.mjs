@@ -17,12 +17,17 @@ import {
 } from 'breakwater';
 import { MemoryStore, StoreCircuitBreaker } from 'breakwater/store';
 import { manualClock } from './helpers.mjs';
+import { anthropic, openai, sseFrame } from '../../js/src/cli/formats.mjs';
 
-const sse = (event, data) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-const delta = (text) => sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
-const START = sse('message_start', { type: 'message_start', message: { id: 'm', content: [] } }) + sse('ping', { type: 'ping' });
-const STOP = sse('message_stop', { type: 'message_stop' });
-const OVERLOADED = sse('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+// The frames are those of `breakwater fake-llm` (js/src/cli/formats.mjs): START before the first
+// delta (message_start, content_block_start, ping), STOP after the last, OVERLOADED the in-stream
+// overloaded_error, EMPTY a whole answer with no content block.
+const events = anthropic.stream({ id: 'msg_test', model: 'claude-test', text: 'Hello world', inputTokens: 3 });
+const delta = events.delta;
+const START = events.head();
+const STOP = events.tail();
+const OVERLOADED = events.error();
+const EMPTY = events.empty();
 
 // Each request takes the next cue: { status?, headers?, parts: [string | { wait: ms } | 'CUT' | 'STALL'] }.
 let server;
@@ -66,6 +71,7 @@ const text = async (stream) => {
   for await (const c of stream) out += typeof c === 'string' ? c : dec.decode(c, { stream: true });
   return out;
 };
+// `data: [contingency]` is what the tests' onInterrupted appends (the app's words, not a provider's frame).
 const deltas = (raw) =>
   [...raw.matchAll(/"text":"([^"]*)"/g)].map((m) => m[1]).join('') + (raw.includes('[contingency]') ? '[contingency]' : '');
 const call = ({ signal }) => fetch(url, { method: 'POST', body: '{}', signal });
@@ -135,10 +141,10 @@ test("an overloaded_error event inside a 200 before the first delta rejects (529
 });
 
 test("OpenAI's error object in a data line counts like its code (429), after content too", async () => {
-  const chunk = (content) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
-  const role = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] })}\n\n`;
-  const err = `data: ${JSON.stringify({ error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } })}\n\n`;
-  cues.push({ parts: [role, err] }, { parts: [role, chunk('Hi'), err] });
+  const chat = openai.stream({ id: 'chatcmpl-test', created: 1_700_000_000, model: 'gpt-test' });
+  // A chunk with a top-level `error`, as chat.error() sends it, with the 429's body.
+  const err = sseFrame(undefined, openai.error(429, 'Rate limit reached'));
+  cues.push({ parts: [chat.head(), err] }, { parts: [chat.head(), chat.delta('Hi'), err] });
   const b = new CircuitBreaker('s-openai', { failureThreshold: 10 });
   const e = await b.stream(call).catch((x) => x);
   assert.ok(e instanceof StreamError);
@@ -151,7 +157,7 @@ test("OpenAI's error object in a data line counts like its code (429), after con
 });
 
 test('a stream that ends with no content is a failure (the empty answer)', async () => {
-  cues.push({ parts: [START, STOP] });
+  cues.push({ parts: [EMPTY] });
   const b = new CircuitBreaker('s-empty');
   const e = await b.stream(call).catch((x) => x);
   assert.ok(e instanceof StreamError);
@@ -215,7 +221,7 @@ test('a signal aborted by a time-out (AbortSignal.timeout, an SDK chunk timeout)
 });
 
 test('an error status rejects with its status and Retry-After; an OPEN breaker rejects without calling', async () => {
-  cues.push({ status: 529, type: 'application/json', headers: { 'retry-after': '7' }, parts: ['{"type":"error"}'] });
+  cues.push({ status: 529, type: 'application/json', headers: { 'retry-after': '7' }, parts: [JSON.stringify(anthropic.error(529))] });
   const b = new CircuitBreaker('s-status', { failureThreshold: 1, resetTimeout: 60_000 });
   const e = await b.stream(call).catch((x) => x);
   assert.equal(e.status, 529);
@@ -346,7 +352,7 @@ test('FallbackChain: every tier OPEN → CircuitOpenError with the soonest retry
   const b = new CircuitBreaker('c-open-b', { failureThreshold: 1, resetTimeout: 10_000, clock });
   const chain = new FallbackChain(
     [
-      { breaker: a, call: () => new Response('overloaded', { status: 529 }) },
+      { breaker: a, call: () => Response.json(anthropic.error(529), { status: 529 }) },
       { breaker: b, call: boom(503) },
     ],
     { name: 'models' },
@@ -409,6 +415,7 @@ test('x-should-retry overrides the status; Gemini retryDelay and AI SDK response
 });
 
 test('event streams are read across any chunking: CRLF split between chunks, comments, one field per line', async () => {
+  // Re-encoded on purpose: a comment and CRLF line ends, which SSE allows and formats.mjs never writes.
   const body = ': keep-alive\r\n\r\n' + START.replaceAll('\n', '\r\n') + delta('Hi').replaceAll('\n', '\r\n') + OVERLOADED.replaceAll('\n', '\r\n');
   // Every byte in its own chunk, so CR and LF arrive apart.
   cues.push({ parts: [...body].flatMap((c) => [c, { wait: 0 }]) });

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
+import { anthropic } from '../../js/src/cli/formats.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 let upstream;
@@ -20,7 +21,7 @@ before(async () => {
   upstream = http.createServer((req, res) => {
     hits++;
     res.writeHead(529, { 'content-type': 'application/json' });
-    res.end('{"type":"error","error":{"type":"overloaded_error"}}');
+    res.end(JSON.stringify(anthropic.error(529))); // an overloaded_error, as js/src/cli/formats.mjs spells it
   });
   await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
 });
