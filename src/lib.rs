@@ -77,9 +77,9 @@ pub mod worker;
 pub use breaker::{
     throttle_probability, Admission, Breaker, BreakerConfig, Bucket, Counter, FastPath, Mode,
     Outcome, Permit, PermitKind, ProbeLease, Quiet, RejectReason, Rejected, State, Stats, Throttle,
-    ThrottleBucket, ThrottleWindow, Transition, TripRule, Window, CLOCK_STEP_MS, MAX_DURATION_MS,
-    MAX_HALF_OPEN_PROBES, MAX_HALF_OPEN_SUCCESSES, MAX_WINDOW_CALLS, THROTTLE_BUCKETS,
-    TIME_WINDOW_BUCKETS,
+    ThrottleBucket, ThrottleWindow, Transition, TripRule, Window, CLOCK_STEP_MS, MAX_COUNT,
+    MAX_DURATION_MS, MAX_HALF_OPEN_PROBES, MAX_HALF_OPEN_SUCCESSES, MAX_WINDOW_CALLS,
+    THROTTLE_BUCKETS, TIME_WINDOW_BUCKETS,
 };
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
@@ -105,7 +105,8 @@ pub use name::{validate_name, InvalidName, MAX_NAME_LEN};
 pub use retry::{
     parse_http_date, parse_retry_after, parse_retry_after_ms, AttemptFailure, Class, Classifier,
     Code, Ending, GiveUpReason, Jitter, ResponseVerdict, RetryBudget, RetryDecision, RetryPolicy,
-    RetryState, Signal, StatusSet, Verdict,
+    RetryState, Signal, StatusSet, Verdict, MAX_ATTEMPTS, MAX_BUDGET_TTL_MS, MAX_RETRY_PERCENT,
+    MIN_BUDGET_TTL_MS,
 };
 pub use rng::{Random, SplitMix64, UnitFn};
 pub use snapshot::{RestoreError, Snapshot, SNAPSHOT_VERSION};

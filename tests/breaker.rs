@@ -584,6 +584,17 @@ fn every_invalid_configuration_names_its_field() {
             base.with_open_backoff(f64::NAN, 300_000),
             "open_backoff_factor",
         ),
+        (
+            base.with_open_backoff(f64::INFINITY, 300_000),
+            "open_backoff_factor",
+        ),
+        (
+            base.with_throttle(breakwater::Throttle {
+                multiplier: f64::INFINITY,
+                ..breakwater::Throttle::new()
+            }),
+            "throttle.multiplier",
+        ),
         (base.with_open_backoff(2.0, 1_000), "max_open_duration_ms"),
         (base.with_open_duration_ms(u64::MAX), "open_duration_ms"),
         (base.with_half_open_max_probes(0), "half_open_max_probes"),

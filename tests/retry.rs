@@ -331,9 +331,13 @@ fn invalid_retry_and_budget_settings_name_the_field() {
     let base = RetryPolicy::new();
     let cases = [
         (base.with_max_attempts(0), "max_attempts"),
-        (base.with_max_attempts(10_001), "max_attempts"),
+        (
+            base.with_max_attempts(breakwater::MAX_ATTEMPTS + 1),
+            "max_attempts",
+        ),
         (base.with_factor(0.9), "factor"),
         (base.with_factor(f64::NAN), "factor"),
+        (base.with_factor(f64::INFINITY), "factor"),
         (base.with_base_delay_ms(u64::MAX), "base_delay_ms"),
         (base.with_max_delay_ms(10), "max_delay_ms"),
         (base.with_deadline_ms(Some(u64::MAX)), "deadline_ms"),

@@ -10,6 +10,9 @@ pub const MAX_HALF_OPEN_PROBES: u32 = 1_024;
 /// would stay HALF_OPEN long after its upstream healed (with one probe at a time, as many
 /// round trips to the upstream as the threshold); 100 keeps recovery within 100 probe calls.
 pub const MAX_HALF_OPEN_SUCCESSES: u32 = 100;
+/// The largest count a configuration takes where no memory is sized by it (a consecutive-failures
+/// threshold, a rate rule's minimum of calls, the throttle's minimum of requests): `u32::MAX`.
+pub const MAX_COUNT: u32 = u32::MAX;
 /// How many buckets a time-based rate window is divided into.
 pub const TIME_WINDOW_BUCKETS: usize = 10;
 
@@ -28,7 +31,8 @@ pub const THROTTLE_BUCKETS: usize = 12;
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct Throttle {
     /// `K`: how many requests per accepted one the upstream is allowed before calls are shed.
-    /// Lower sheds earlier. At least 1 (below, a healthy upstream would be throttled). Default 2.
+    /// Lower sheds earlier. At least 1, finite (below 1, a healthy upstream would be throttled).
+    /// Default 2.
     pub multiplier: f64,
     /// The window's span, counted in [`THROTTLE_BUCKETS`] buckets of `max(window_ms / 12, 1)` ms.
     /// Default 120 000 (two minutes).
@@ -79,7 +83,11 @@ impl Throttle {
             ));
         }
         validate_span("throttle.window_ms", self.window_ms)?;
-        validate_count("throttle.minimum_requests", self.minimum_requests, u32::MAX)?;
+        validate_count(
+            "throttle.minimum_requests",
+            self.minimum_requests,
+            MAX_COUNT,
+        )?;
         let max = self.max_rejection_probability;
         if !(max.is_finite() && max > 0.0 && max <= 1.0) {
             return Err(ConfigError::new(
@@ -234,7 +242,8 @@ pub struct BreakerConfig {
     /// at the same moment. In `[0, 1)`. Default: 0.
     pub open_jitter: f64,
     /// Each half-open round that fails multiplies the next open period by this factor (before
-    /// jitter), up to `max_open_duration_ms`. At least 1; 1 means a fixed period. Default: 1.
+    /// jitter), up to `max_open_duration_ms`. At least 1, finite; 1 means a fixed period.
+    /// Default: 1.
     pub open_backoff_factor: f64,
     /// The longest open period the backoff may reach. At least `open_duration_ms`.
     /// Default: 300 000 ms.
@@ -482,7 +491,7 @@ fn validate_window(window: &Window) -> Result<(), ConfigError> {
 fn validate_trip(trip: &TripRule) -> Result<(), ConfigError> {
     match *trip {
         TripRule::ConsecutiveFailures { threshold } => {
-            validate_count("trip.threshold", threshold, u32::MAX)
+            validate_count("trip.threshold", threshold, MAX_COUNT)
         }
         TripRule::FailuresInWindow {
             threshold,
@@ -497,7 +506,7 @@ fn validate_trip(trip: &TripRule) -> Result<(), ConfigError> {
             window,
         } => {
             validate_percent("trip.threshold_percent", threshold_percent)?;
-            validate_count("trip.minimum_calls", minimum_calls, u32::MAX)?;
+            validate_count("trip.minimum_calls", minimum_calls, MAX_COUNT)?;
             validate_window(&window)
         }
         TripRule::SlowCallRate {
@@ -508,7 +517,7 @@ fn validate_trip(trip: &TripRule) -> Result<(), ConfigError> {
         } => {
             validate_percent("trip.threshold_percent", threshold_percent)?;
             validate_span("trip.slow_call_ms", slow_call_ms)?;
-            validate_count("trip.minimum_calls", minimum_calls, u32::MAX)?;
+            validate_count("trip.minimum_calls", minimum_calls, MAX_COUNT)?;
             validate_window(&window)
         }
     }

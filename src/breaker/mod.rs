@@ -25,7 +25,7 @@ mod throttle;
 pub(crate) mod window;
 
 pub use config::{
-    BreakerConfig, FastPath, Throttle, TripRule, Window, CLOCK_STEP_MS, MAX_DURATION_MS,
+    BreakerConfig, FastPath, Throttle, TripRule, Window, CLOCK_STEP_MS, MAX_COUNT, MAX_DURATION_MS,
     MAX_HALF_OPEN_PROBES, MAX_HALF_OPEN_SUCCESSES, MAX_WINDOW_CALLS, THROTTLE_BUCKETS,
     TIME_WINDOW_BUCKETS,
 };

@@ -30,19 +30,26 @@ pub struct RetryBudget {
     last_now: u64,
 }
 
+/// The shortest window a [`RetryBudget`] counts calls over, in milliseconds.
+pub const MIN_BUDGET_TTL_MS: u64 = 1_000;
+/// The longest window a [`RetryBudget`] counts calls over, in milliseconds.
+pub const MAX_BUDGET_TTL_MS: u64 = 60_000;
+/// The largest share of calls a [`RetryBudget`] lets be retries, in percent.
+pub const MAX_RETRY_PERCENT: f64 = 1_000.0;
+
 impl RetryBudget {
     /// A budget letting retries be `retry_percent` % of the calls of the last `ttl_ms`
     /// (1 000..=60 000 ms), plus `min_per_sec` retries per second of the window.
     /// tower's defaults are `RetryBudget::new(10_000, 10, 20.0)`.
     pub fn new(ttl_ms: u64, min_per_sec: u32, retry_percent: f64) -> Result<Self, ConfigError> {
-        if !(1_000..=60_000).contains(&ttl_ms) {
+        if !(MIN_BUDGET_TTL_MS..=MAX_BUDGET_TTL_MS).contains(&ttl_ms) {
             return Err(ConfigError::new(
                 "budget.ttl_ms",
                 ttl_ms as f64,
                 "an integer in 1000..=60000",
             ));
         }
-        if !(retry_percent.is_finite() && (0.0..=1_000.0).contains(&retry_percent)) {
+        if !(0.0..=MAX_RETRY_PERCENT).contains(&retry_percent) {
             return Err(ConfigError::new(
                 "budget.retry_percent",
                 retry_percent,

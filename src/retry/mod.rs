@@ -14,7 +14,10 @@ mod classify;
 mod ending;
 mod retry_after;
 
-pub use budget::RetryBudget;
+pub use budget::{RetryBudget, MAX_BUDGET_TTL_MS, MAX_RETRY_PERCENT, MIN_BUDGET_TTL_MS};
+
+/// The most attempts a [`RetryPolicy`] makes (`max_attempts`), the first included.
+pub const MAX_ATTEMPTS: u32 = 10_000;
 pub use classify::{Class, Classifier, ResponseVerdict, Signal, StatusSet, Verdict};
 pub use ending::{Code, Ending};
 pub use retry_after::{parse_http_date, parse_retry_after, parse_retry_after_ms};
@@ -51,11 +54,11 @@ pub enum Jitter {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct RetryPolicy {
-    /// Attempts in all, the first one included, in `1..=10000`. Default: 4.
+    /// Attempts in all, the first one included, in 1..=[`MAX_ATTEMPTS`]. Default: 4.
     pub max_attempts: u32,
     /// Delay before the first retry (before jitter). Default: 1 000 ms.
     pub base_delay_ms: u64,
-    /// Growth per retry, at least 1. Default: 2.
+    /// Growth per retry, at least 1, finite. Default: 2.
     pub factor: f64,
     /// No delay exceeds this (Retry-After aside). At least `base_delay_ms`. Default: 16 000 ms.
     pub max_delay_ms: u64,
@@ -195,7 +198,7 @@ impl RetryPolicy {
 
     /// Checks every field; the first one out of range is named in the error.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.max_attempts == 0 || self.max_attempts > 10_000 {
+        if self.max_attempts == 0 || self.max_attempts > MAX_ATTEMPTS {
             return Err(ConfigError::new(
                 "max_attempts",
                 self.max_attempts as f64,

@@ -471,4 +471,23 @@ layouts! {
         MISMATCH = 4,        // a snapshot taken under another trip rule or window
         CORRUPT = 5,         // a snapshot with values no breaker produces
     }
+    /// The core's limits on the options the TypeScript layer checks before they reach it, so
+    /// that an option out of range is refused by its own name (the main module's refusals carry
+    /// no words): the numbers are these, never written again there. Bounds, not codes: two may
+    /// be equal.
+    limit / "Limit": f64 {
+        MAX_DURATION_MS = crate::breaker::MAX_DURATION_MS as f64,
+        MAX_COUNT = crate::breaker::MAX_COUNT as f64,
+        MAX_WINDOW_CALLS = crate::breaker::MAX_WINDOW_CALLS as f64,
+        MAX_HALF_OPEN_PROBES = crate::breaker::MAX_HALF_OPEN_PROBES as f64,
+        MAX_HALF_OPEN_SUCCESSES = crate::breaker::MAX_HALF_OPEN_SUCCESSES as f64,
+        MAX_ATTEMPTS = crate::retry::MAX_ATTEMPTS as f64,
+        MIN_BUDGET_TTL_MS = crate::retry::MIN_BUDGET_TTL_MS as f64,
+        MAX_BUDGET_TTL_MS = crate::retry::MAX_BUDGET_TTL_MS as f64,
+        MAX_RETRY_PERCENT = crate::retry::MAX_RETRY_PERCENT,
+        MAX_BULKHEAD = crate::bulkhead::MAX_BULKHEAD as f64,
+        MAX_LEASE_MS = crate::shared::MAX_LEASE_MS as f64,
+        MAX_BATCH = crate::shared::protocol::MAX_OUTCOMES_PER_BATCH as f64,
+        RESEND_WINDOW_MS = crate::shared::protocol::RESEND_WINDOW_MS as f64,
+    }
 }

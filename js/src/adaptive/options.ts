@@ -4,7 +4,7 @@
 // for the limit, its JavaScript). Not in the main entry, which only reads these values.
 import { checkKeys, create, fail, finalizer, memory, num, obj, type AdaptiveValue, type Exports, type HedgeValue } from 'breakwater/internal';
 import type { HedgeOption, HedgeStats, LimitOption, ThrottleOption } from 'breakwater';
-import { Cfg, Hedge, HedgeOp, HedgeStats as Stat } from '../codes/layout.js';
+import { Cfg, Hedge, HedgeOp, HedgeStats as Stat, Limit } from '../codes/layout.js';
 import { Slots } from '../breakers/slots.js';
 
 /**
@@ -66,11 +66,10 @@ function loaded(): Exports {
 export function throttle(options: AdaptiveThrottle = {}): ThrottleOption {
   const t = obj('throttle options', options) ?? {};
   checkKeys('throttle options', t, ['multiplier', 'windowMs', 'minimumRequests', 'maxRejectionProbability']);
-  const multiplier = num('adaptiveThrottle.multiplier', t.multiplier, 2, 1, 1e6, false);
+  const multiplier = num('adaptiveThrottle.multiplier', t.multiplier, 2, 1, Number.MAX_VALUE, false);
   const windowMs = num('adaptiveThrottle.windowMs', t.windowMs, 120_000, 1);
-  const minimum = num('adaptiveThrottle.minimumRequests', t.minimumRequests, 20, 1, 2 ** 32 - 1);
-  const max = num('adaptiveThrottle.maxRejectionProbability', t.maxRejectionProbability, 0.8, 0, 1, false);
-  if (max === 0) fail('adaptiveThrottle.maxRejectionProbability', 0, 'a probability in (0, 1]');
+  const minimum = num('adaptiveThrottle.minimumRequests', t.minimumRequests, 20, 1, Limit.MaxCount);
+  const max = num('adaptiveThrottle.maxRejectionProbability', t.maxRejectionProbability, 0.8, 0, 1, false, '(');
   const value: AdaptiveValue = {
     kind: 'throttle',
     x: loaded(),
@@ -92,9 +91,9 @@ export function throttle(options: AdaptiveThrottle = {}): ThrottleOption {
 export function limit(options: ConcurrencyLimit): LimitOption {
   const l = obj('limit options', options) ?? fail('limit options', options, 'an object { maxConcurrent, maxQueued?, queueTimeoutMs? }');
   checkKeys('limit options', l, ['maxConcurrent', 'maxQueued', 'queueTimeoutMs']);
-  if (l.maxConcurrent === undefined) fail('concurrency.maxConcurrent', undefined, 'an integer in [1, 100000]');
-  const maxConcurrent = num('concurrency.maxConcurrent', l.maxConcurrent, 0, 1, 100_000);
-  const maxQueued = num('concurrency.maxQueued', l.maxQueued, 0, 0, 100_000);
+  if (l.maxConcurrent === undefined) fail('concurrency.maxConcurrent', undefined, `an integer in [1, ${Limit.MaxBulkhead}]`);
+  const maxConcurrent = num('concurrency.maxConcurrent', l.maxConcurrent, 0, 1, Limit.MaxBulkhead);
+  const maxQueued = num('concurrency.maxQueued', l.maxQueued, 0, 0, Limit.MaxBulkhead);
   if (l.queueTimeoutMs !== undefined && maxQueued === 0) {
     throw new TypeError('breakwater: option "concurrency.queueTimeoutMs" needs "concurrency.maxQueued" (nothing waits without it)');
   }

@@ -1,5 +1,5 @@
 import { create, memory, read, readAt, wasm, type Exports } from '../glue.js';
-import { Cfg, Control, Fast, Info, Permit, Queue, Reject, Sentinel, Transition, Trip, WindowKind } from '../codes/layout.js';
+import { Cfg, Control, Fast, Info, Limit, Permit, Queue, Reject, Sentinel, Transition, Trip, WindowKind } from '../codes/layout.js';
 import type { Slots } from './slots.js';
 import { CircuitOpenError, isTimeoutError } from '../helpers/errors.js';
 import { Emitter, type Unsubscribe } from '../helpers/events.js';
@@ -420,8 +420,7 @@ function config(o: Record<string, unknown>, where: string): Float64Array {
     const r = obj(key, rate) as unknown as Record<string, unknown>;
     checkKeys(`${key} of ${where}`, r, slow ? ['threshold', 'minimumCalls', 'windowCalls', 'windowMs', 'slowCallMs'] : ['threshold', 'minimumCalls', 'windowCalls', 'windowMs']);
     if (r.threshold === undefined) fail(`${key}.threshold`, undefined, 'a percentage in (0, 100]');
-    const threshold = num(`${key}.threshold`, r.threshold, 50, 0, 100, false);
-    if (threshold === 0) fail(`${key}.threshold`, 0, 'a percentage in (0, 100]');
+    const threshold = num(`${key}.threshold`, r.threshold, 50, 0, 100, false, '(');
     if (r.windowCalls !== undefined && r.windowMs !== undefined) {
       throw new TypeError(`breakwater: give ${key}.windowCalls or ${key}.windowMs, not both (in ${where})`);
     }
@@ -431,29 +430,29 @@ function config(o: Record<string, unknown>, where: string): Float64Array {
       if (r.slowCallMs === undefined) fail(`${key}.slowCallMs`, undefined, 'an integer >= 1');
       cfg[Cfg.WindowMs] = num(`${key}.slowCallMs`, r.slowCallMs, 0, 1);
     }
-    cfg[Cfg.MinimumCalls] = num(`${key}.minimumCalls`, r.minimumCalls, 10, 1, 2 ** 32 - 1);
+    cfg[Cfg.MinimumCalls] = num(`${key}.minimumCalls`, r.minimumCalls, 10, 1, Limit.MaxCount);
     if (r.windowMs !== undefined) {
       cfg[Cfg.WindowKind] = WindowKind.Millis;
       cfg[Cfg.WindowSize] = num(`${key}.windowMs`, r.windowMs, 0, 1);
     } else {
-      cfg[Cfg.WindowSize] = num(`${key}.windowCalls`, r.windowCalls, 100, 1, 100_000);
+      cfg[Cfg.WindowSize] = num(`${key}.windowCalls`, r.windowCalls, 100, 1, Limit.MaxWindowCalls);
     }
   } else if (o.monitoringWindow !== undefined) {
     cfg[Cfg.Trip] = Trip.FailuresInWindow;
-    cfg[Cfg.Threshold] = num('failureThreshold', o.failureThreshold, 5, 1, 100_000);
+    cfg[Cfg.Threshold] = num('failureThreshold', o.failureThreshold, 5, 1, Limit.MaxWindowCalls);
     cfg[Cfg.WindowMs] = num('monitoringWindow', o.monitoringWindow, 0, 1);
   } else {
-    cfg[Cfg.Threshold] = num('failureThreshold', o.failureThreshold, 5, 1, 2 ** 32 - 1);
+    cfg[Cfg.Threshold] = num('failureThreshold', o.failureThreshold, 5, 1, Limit.MaxCount);
   }
   fn('clock', o.clock);
   fn('isFailure', o.isFailure);
   const reset = num('resetTimeout', o.resetTimeout, 30_000, 0);
   cfg[Cfg.OpenDuration] = reset;
-  cfg[Cfg.OpenJitter] = num('openJitter', o.openJitter, 0, 0, 0.999999, false);
-  cfg[Cfg.OpenBackoff] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, 1e6, false);
+  cfg[Cfg.OpenJitter] = num('openJitter', o.openJitter, 0, 0, 1, false, ')');
+  cfg[Cfg.OpenBackoff] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, Number.MAX_VALUE, false);
   cfg[Cfg.MaxOpenDuration] = num('maxResetTimeoutMs', o.maxResetTimeoutMs, Math.max(300_000, reset), reset);
-  cfg[Cfg.Probes] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, 1024);
-  cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, 100);
+  cfg[Cfg.Probes] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, Limit.MaxHalfOpenProbes);
+  cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, Limit.MaxHalfOpenSuccesses);
   cfg[Cfg.ProbeTimeout] = num('probeTimeoutMs', o.probeTimeoutMs, 30_000, 1);
   // breakwater/adaptive's options: values that bring their own code and module.
   adaptiveValue(o, 'adaptiveThrottle', 'throttle', cfg);

@@ -1,5 +1,5 @@
 import { create, wasm } from '../glue.js';
-import { Budget, BudgetOp, GiveUp, Jitter as JitterCode, Retry } from '../codes/layout.js';
+import { Budget, BudgetOp, GiveUp, Jitter as JitterCode, Limit, Retry } from '../codes/layout.js';
 import { checkKeys, fail, fn as optFn, num, obj } from '../helpers/options.js';
 import { classifyWith, isAbort, isResponse, retryAfterOf, type Verdict } from '../classify.js';
 import { guardCall } from '../guards/call.js';
@@ -167,9 +167,9 @@ function policy(o: RetryOptions): Float64Array {
   const s = o.retryableStatuses;
   if (s !== undefined && !Array.isArray(s)) fail('retryableStatuses', s, 'an array of HTTP status codes');
   const cfg = new Float64Array(Retry.Len + (s?.length ?? 0));
-  cfg[Retry.MaxAttempts] = num('maxAttempts', o.maxAttempts, 4, 1, 10_000);
+  cfg[Retry.MaxAttempts] = num('maxAttempts', o.maxAttempts, 4, 1, Limit.MaxAttempts);
   const base = (cfg[Retry.BaseDelay] = num('baseDelayMs', o.baseDelayMs, 1000, 0));
-  cfg[Retry.Factor] = num('factor', o.factor, 2, 1, 1e6, false);
+  cfg[Retry.Factor] = num('factor', o.factor, 2, 1, Number.MAX_VALUE, false);
   cfg[Retry.MaxDelay] = num('maxDelayMs', o.maxDelayMs, Math.max(16_000, base), base);
   cfg[Retry.Deadline] = o.deadlineMs === undefined ? -1 : num('deadlineMs', o.deadlineMs, 0, 0);
   const j = o.jitter ?? 'full';
@@ -405,9 +405,9 @@ export class RetryBudget {
   constructor(options: RetryBudgetOptions & { clock?: () => number } = {}) {
     const o = obj('options', options) ?? {};
     checkKeys('RetryBudget options', o, ['ttlMs', 'minPerSec', 'retryPercent', 'clock']);
-    const ttl = num('ttlMs', o.ttlMs, 10_000, 1_000, 60_000);
-    const min = num('minPerSec', o.minPerSec, 10, 0, 2 ** 32 - 1);
-    const pct = num('retryPercent', o.retryPercent, 20, 0, 1000, false);
+    const ttl = num('ttlMs', o.ttlMs, 10_000, Limit.MinBudgetTtlMs, Limit.MaxBudgetTtlMs);
+    const min = num('minPerSec', o.minPerSec, 10, 0, Limit.MaxCount);
+    const pct = num('retryPercent', o.retryPercent, 20, 0, Limit.MaxRetryPercent, false);
     this.#clock = optFn<() => number>('clock', o.clock) ?? Date.now;
     const cfg = new Float64Array(Budget.Len);
     cfg[Budget.Ttl] = ttl;

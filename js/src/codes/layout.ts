@@ -474,3 +474,23 @@ export const enum Refusal {
   Mismatch = 4,
   Corrupt = 5,
 }
+
+/**
+ * The core's limits on options this layer checks before they reach it (src/wasm/layout.rs): a
+ * number out of range is refused by the option's own name, with the core's bound.
+ */
+export const enum Limit {
+  MaxDurationMs = 4503599627370496,
+  MaxCount = 4294967295,
+  MaxWindowCalls = 100000,
+  MaxHalfOpenProbes = 1024,
+  MaxHalfOpenSuccesses = 100,
+  MaxAttempts = 10000,
+  MinBudgetTtlMs = 1000,
+  MaxBudgetTtlMs = 60000,
+  MaxRetryPercent = 1000,
+  MaxBulkhead = 100000,
+  MaxLeaseMs = 3600000,
+  MaxBatch = 62500,
+  ResendWindowMs = 300000,
+}

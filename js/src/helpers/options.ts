@@ -1,3 +1,4 @@
+import { Limit } from '../codes/layout.js';
 import { describe } from './events.js';
 
 /** Throws a TypeError for any key of `options` that is not in `known` (catches typos). */
@@ -44,10 +45,13 @@ export function fail(option: string, value: unknown, expected: string, type = fa
   throw typeof value === 'number' && !type ? new RangeError(msg) : new TypeError(msg);
 }
 
-/** The longest duration an option takes (the core's `MAX_DURATION_MS`): a timestamp plus it stays below 2^53. */
-const MAX_DURATION = 2 ** 52;
+/** The longest duration an option takes: the core's `MAX_DURATION_MS` (a timestamp plus it stays below 2^53). */
+const MAX_DURATION: number = Limit.MaxDurationMs;
 
-/** A finite number in [min, max] (default: a duration's maximum), integer if asked; `undefined` gives `dflt`. */
+/**
+ * A finite number within [min, max] (default: the longest duration), integer if asked;
+ * `undefined` gives `dflt`. `open` leaves an end out: `'('` for (min, max], `')'` for [min, max).
+ */
 export function num(
   option: string,
   value: unknown,
@@ -55,11 +59,14 @@ export function num(
   min: number,
   max = MAX_DURATION,
   integer = true,
+  open?: '(' | ')',
 ): number {
   if (value === undefined) return dflt;
-  const expected = `${integer ? 'an integer' : 'a number'} in [${min}, ${max === MAX_DURATION ? '2^52' : max}]`;
+  const range = `${open === '(' ? open : '['}${min}, ${max === MAX_DURATION ? '2^52' : max}${open === ')' ? open : ']'}`;
+  const expected = `${integer ? 'an integer' : 'a number'} in ${range}`;
   if (typeof value !== 'number') fail(option, value, expected);
-  if (!Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+  const end = open === '(' ? value === min : open && value === max;
+  if (!Number.isFinite(value) || value < min || value > max || end || (integer && !Number.isInteger(value))) {
     fail(option, value, expected);
   }
   return value;
