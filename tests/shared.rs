@@ -1384,3 +1384,48 @@ fn reports_go_back_to_back_at_most_report_rounds_times() {
         .expect("the waiting failure goes with the next report");
     assert_eq!(req.batches.len(), 1);
 }
+
+#[test]
+fn refused_settings_name_their_field_and_value_apart_from_the_words() {
+    let shared = |config: BreakerConfig| SharedSpec::new(config).validate().unwrap_err();
+    let cases = [
+        (
+            shared(
+                BreakerConfig::new()
+                    .with_open_duration_ms(7_200_000)
+                    .with_open_backoff(1.0, 7_200_000),
+            ),
+            Some("open_duration_ms"),
+            "7200000 (a shared breaker accepts at most 3600000 ms, one hour)",
+        ),
+        (
+            shared(BreakerConfig::new().with_trip(TripRule::FailuresInWindow {
+                threshold: 5,
+                window_ms: 400 * 24 * 3_600_000,
+            })),
+            Some("trip.window_ms"),
+            "34560000000 (a shared breaker accepts at most 31536000000 ms, one year)",
+        ),
+        (
+            shared(BreakerConfig::new().with_open_jitter(2.0)),
+            Some("open_jitter"),
+            "2 (expected a fraction in [0, 1))",
+        ),
+        (
+            SharedSpec::new(BreakerConfig::new())
+                .with_lease_ms(0)
+                .validate()
+                .unwrap_err(),
+            None,
+            "0 (expected an integer in 1..=3600000)",
+        ),
+    ];
+    for (error, field, refusal) in cases {
+        assert_eq!(error.breaker_field(), field, "{error}");
+        assert_eq!(error.refusal().to_string(), refusal);
+        // The words say the same, with the field as the settings spell it.
+        let words = error.to_string();
+        assert!(words.ends_with(refusal), "{words}");
+        assert!(words.contains(field.unwrap_or("`lease_ms`")), "{words}");
+    }
+}

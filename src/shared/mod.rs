@@ -39,4 +39,4 @@ pub use protocol::{
     BadRequest, Batch, ClientId, Counts, Exchange, ExchangeError, ExchangeReply, Lease,
     ProbeReport, Refusal, StateView, WireOutcome,
 };
-pub use spec::{SharedSpec, SpecError, DEFAULT_LEASE_MS, MAX_LEASE_MS};
+pub use spec::{SharedSpec, SpecError, SpecRefusal, DEFAULT_LEASE_MS, MAX_LEASE_MS};

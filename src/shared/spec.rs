@@ -84,52 +84,90 @@ pub enum SpecError {
     /// A window of more calls than [`MAX_SHARED_WINDOW_CALLS`] (its memory is stored at every
     /// report).
     WindowCalls {
-        /// `threshold` or `window.calls`, under `breaker.trip`.
+        /// `trip.threshold` or `trip.window.calls`, under `breaker`.
         field: &'static str,
         /// The calls asked for.
         calls: u32,
     },
     /// An open period or probe time-out over [`MAX_SHARED_OPEN_MS`].
     OpenMs {
-        /// The field, from `breaker.`.
+        /// The field, under `breaker` (`open_duration_ms`).
         field: &'static str,
         /// The milliseconds asked for.
         ms: u64,
     },
     /// A time window over [`MAX_SHARED_DURATION_MS`].
-    WindowMs(u64),
+    WindowMs {
+        /// `trip.window_ms` or `trip.window.millis`, under `breaker`.
+        field: &'static str,
+        /// The milliseconds asked for.
+        ms: u64,
+    },
+}
+
+impl SpecError {
+    /// The setting it is about, as the settings spell it under `breaker` (`open_duration_ms`,
+    /// `trip.threshold`), or `None` for `lease_ms`. With [`refusal`](Self::refusal), what a host
+    /// that names settings its own way (the npm package's options) words the error from, instead
+    /// of reading these words.
+    pub fn breaker_field(&self) -> Option<&'static str> {
+        match self {
+            SpecError::Breaker(e) => Some(e.field),
+            SpecError::LeaseMs(_) => None,
+            SpecError::SlowCallRule => Some("trip"),
+            SpecError::WindowCalls { field, .. }
+            | SpecError::OpenMs { field, .. }
+            | SpecError::WindowMs { field, .. } => Some(field),
+        }
+    }
+
+    /// The value given and why it was refused: `7200000 (a shared breaker accepts at most …)`.
+    pub fn refusal(&self) -> SpecRefusal<'_> {
+        SpecRefusal(self)
+    }
+}
+
+/// [`SpecError::refusal`]: the value given and, in parentheses, why it was refused.
+pub struct SpecRefusal<'a>(&'a SpecError);
+
+impl core::fmt::Display for SpecRefusal<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self.0 {
+            SpecError::Breaker(e) => write!(
+                f,
+                "{} (expected {})",
+                crate::float::Plain(e.value),
+                e.expected
+            ),
+            SpecError::LeaseMs(ms) => write!(f, "{ms} (expected an integer in 1..={MAX_LEASE_MS})"),
+            SpecError::SlowCallRule => f.write_str(
+                "slow_call_rate (a shared breaker receives outcomes as counts without durations, \
+                 so a slow-call rule could never trip; use failure_rate, consecutive_failures or \
+                 failures_in_window)",
+            ),
+            SpecError::WindowCalls { calls, .. } => write!(
+                f,
+                "{calls} (a shared breaker accepts at most {MAX_SHARED_WINDOW_CALLS}: its memory \
+                 is stored at every report)"
+            ),
+            SpecError::OpenMs { ms, .. } => write!(
+                f,
+                "{ms} (a shared breaker accepts at most {MAX_SHARED_OPEN_MS} ms, one hour)"
+            ),
+            SpecError::WindowMs { ms, .. } => write!(
+                f,
+                "{ms} (a shared breaker accepts at most {MAX_SHARED_DURATION_MS} ms, one year)"
+            ),
+        }
+    }
 }
 
 impl core::fmt::Display for SpecError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            SpecError::Breaker(e) => write!(f, "`breaker`: {e}"),
-            SpecError::LeaseMs(ms) => {
-                write!(
-                    f,
-                    "invalid `lease_ms`: {ms} (expected an integer in 1..={MAX_LEASE_MS})"
-                )
-            }
-            SpecError::SlowCallRule => f.write_str(
-                "invalid `breaker.trip`: slow_call_rate (a shared breaker receives outcomes as \
-                 counts without durations, so a slow-call rule could never trip; use \
-                 failure_rate, consecutive_failures or failures_in_window)",
-            ),
-            SpecError::WindowCalls { field, calls } => write!(
-                f,
-                "invalid `breaker.trip.{field}`: {calls} (a shared breaker accepts at most \
-                 {MAX_SHARED_WINDOW_CALLS}: its memory is stored at every report)"
-            ),
-            SpecError::OpenMs { field, ms } => write!(
-                f,
-                "invalid `{field}`: {ms} (a shared breaker accepts at most {MAX_SHARED_OPEN_MS} \
-                 ms, one hour)"
-            ),
-            SpecError::WindowMs(ms) => write!(
-                f,
-                "invalid `breaker.trip.window`: {ms} (a shared breaker accepts at most \
-                 {MAX_SHARED_DURATION_MS} ms, one year)"
-            ),
+        match (self, self.breaker_field()) {
+            (SpecError::Breaker(e), _) => write!(f, "`breaker`: {e}"),
+            (_, Some(field)) => write!(f, "invalid `breaker.{field}`: {}", self.refusal()),
+            (_, None) => write!(f, "invalid `lease_ms`: {}", self.refusal()),
         }
     }
 }
@@ -163,35 +201,35 @@ impl SharedSpec {
             return Err(SpecError::SlowCallRule);
         }
         let memory = match c.trip {
-            TripRule::FailuresInWindow { threshold, .. } => Some(("threshold", threshold)),
+            TripRule::FailuresInWindow { threshold, .. } => Some(("trip.threshold", threshold)),
             TripRule::FailureRate {
                 window: Window::Calls(n),
                 ..
-            } => Some(("window.calls", n)),
+            } => Some(("trip.window.calls", n)),
             _ => None,
         };
         if let Some((field, calls)) = memory.filter(|&(_, n)| n > MAX_SHARED_WINDOW_CALLS) {
             return Err(SpecError::WindowCalls { field, calls });
         }
         for (field, ms) in [
-            ("breaker.open_duration_ms", c.open_duration_ms),
-            ("breaker.max_open_duration_ms", c.max_open_duration_ms),
-            ("breaker.probe_timeout_ms", c.probe_timeout_ms),
+            ("open_duration_ms", c.open_duration_ms),
+            ("max_open_duration_ms", c.max_open_duration_ms),
+            ("probe_timeout_ms", c.probe_timeout_ms),
         ] {
             if ms > MAX_SHARED_OPEN_MS {
                 return Err(SpecError::OpenMs { field, ms });
             }
         }
-        let window_ms = match c.trip {
-            TripRule::FailuresInWindow { window_ms, .. } => window_ms,
+        let window = match c.trip {
+            TripRule::FailuresInWindow { window_ms, .. } => Some(("trip.window_ms", window_ms)),
             TripRule::FailureRate {
                 window: Window::Millis(ms),
                 ..
-            } => ms,
-            _ => 0,
+            } => Some(("trip.window.millis", ms)),
+            _ => None,
         };
-        if window_ms > MAX_SHARED_DURATION_MS {
-            return Err(SpecError::WindowMs(window_ms));
+        if let Some((field, ms)) = window.filter(|&(_, ms)| ms > MAX_SHARED_DURATION_MS) {
+            return Err(SpecError::WindowMs { field, ms });
         }
         Ok(())
     }

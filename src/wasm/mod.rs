@@ -136,14 +136,6 @@ fn at(cfg: &[f64], i: usize) -> f64 {
     cfg.get(i).copied().unwrap_or(f64::NAN)
 }
 
-// A configuration problem: the field (as the core spells it) and what it expects. Only the
-// shared breaker's boundary words it; the main one answers `refusal::CONFIG`.
-type Fault = (&'static str, &'static str);
-
-fn fault(e: ConfigError) -> Fault {
-    (e.field, e.expected)
-}
-
 fn refusal_code(e: RestoreError) -> usize {
     match e {
         RestoreError::Config(_) => refusal::CONFIG,
@@ -155,7 +147,9 @@ fn refusal_code(e: RestoreError) -> usize {
 
 // Reads a breaker configuration laid out as [`layout::cfg`].
 #[inline(never)]
-fn breaker_config(c: &[f64]) -> Result<BreakerConfig, Fault> {
+// A problem is a [`ConfigError`]: only the shared breaker's boundary words it
+// ([`shared::refusal_text`]); the main one answers `refusal::CONFIG`.
+fn breaker_config(c: &[f64]) -> Result<BreakerConfig, ConfigError> {
     let window = if at(c, cfg::WINDOW_KIND) == window_kind::MILLIS as f64 {
         Window::Millis(int(at(c, cfg::WINDOW_SIZE)))
     } else {
@@ -182,7 +176,13 @@ fn breaker_config(c: &[f64]) -> Result<BreakerConfig, Fault> {
             minimum_calls,
             window,
         },
-        _ => return Err(("trip", "a known trip rule")),
+        _ => {
+            return Err(ConfigError::new(
+                "trip",
+                at(c, cfg::TRIP),
+                "a known trip rule",
+            ))
+        }
     };
     let config = BreakerConfig::new()
         .with_trip(trip)
@@ -196,7 +196,11 @@ fn breaker_config(c: &[f64]) -> Result<BreakerConfig, Fault> {
     let multiplier = at(c, cfg::THROTTLE_MULTIPLIER);
     let config = if multiplier > 0.0 {
         if !cfg!(feature = "throttle") {
-            return Err(("throttle", "a build with the throttle"));
+            return Err(ConfigError::new(
+                "throttle",
+                multiplier,
+                "a build with the throttle",
+            ));
         }
         config.with_throttle(Throttle {
             multiplier,
@@ -207,7 +211,7 @@ fn breaker_config(c: &[f64]) -> Result<BreakerConfig, Fault> {
     } else {
         config
     };
-    config.validate().map_err(fault)?;
+    config.validate()?;
     Ok(config)
 }
 
@@ -743,7 +747,7 @@ fn decode_snapshot(data: &[f64]) -> Option<Snapshot> {
 // ----- retry -----
 
 // Reads a retry policy laid out as [`layout::retry`] (the statuses after it are the classifier's).
-fn retry_policy(c: &[f64]) -> Result<RetryPolicy, Fault> {
+fn retry_policy(c: &[f64]) -> Result<RetryPolicy, ConfigError> {
     let deadline = at(c, rt::DEADLINE);
     let jitter = match at(c, rt::JITTER) as u32 {
         jitter::NONE => Jitter::None,
@@ -761,7 +765,7 @@ fn retry_policy(c: &[f64]) -> Result<RetryPolicy, Fault> {
         jitter,
         max_retry_after_ms: int(at(c, rt::MAX_RETRY_AFTER)),
     };
-    policy.validate().map_err(fault)?;
+    policy.validate()?;
     Ok(policy)
 }
 

@@ -32,7 +32,7 @@ use crate::shared::json;
 use crate::shared::protocol::{ClientId, ExchangeReply};
 use crate::shared::{
     Answer, Background, ClientEvent, Decision, LeaseClient, LeaseOptions, LocalTime, Next, Op,
-    SharedSpec, Ticket,
+    SharedSpec, SpecError, Ticket,
 };
 
 const TICKETS: usize = 4_096;
@@ -41,9 +41,20 @@ fn lt(now: f64) -> LocalTime {
     LocalTime::from_f64_millis(now)
 }
 
+// A refused setting as the TypeScript layer words it: `"field|refusal"`, the field as the core
+// spells it under `section` (`max_batch`, `local.open_jitter`, `breaker.trip.threshold`,
+// `lease_ms`) and the value with why (`SpecError::refusal`). The layer names the option.
+fn refused(section: &str, e: &SpecError) -> String {
+    match e.breaker_field() {
+        Some(field) => format!("{section}{field}|{}", e.refusal()),
+        None => format!("lease_ms|{}", e.refusal()),
+    }
+}
+
 fn lease_options(opts: &[f64], fallback: &[f64]) -> Result<LeaseOptions, String> {
     let at = |i: usize| opts.get(i).copied().unwrap_or(f64::NAN);
-    let config = super::breaker_config(fallback).map_err(|(f, e)| format!("fallback.{f}|{e}"))?;
+    let config =
+        super::breaker_config(fallback).map_err(|e| refused("local.", &SpecError::Breaker(e)))?;
     let o = LeaseOptions::new()
         .with_max_batch(super::int32(at(lease_opts::MAX_BATCH)))
         .with_fail_closed(at(lease_opts::FAIL_CLOSED) != 0.0)
@@ -51,29 +62,29 @@ fn lease_options(opts: &[f64], fallback: &[f64]) -> Result<LeaseOptions, String>
         .with_request_deadline_ms(super::int(at(lease_opts::REQUEST_DEADLINE)))
         .with_local(config);
     o.validate()
-        .map_err(|e| format!("{}|{}", e.field, e.expected))?;
+        .map_err(|e| refused("", &SpecError::Breaker(e)))?;
     Ok(o)
 }
 
-// "" when `opts` (laid out as `lease_opts`) and the local breaker's
-// `fallback` configuration are valid, else `"field|expected"`.
+// "" when `opts` (laid out as `lease_opts`) and the local breaker's configuration `fallback` are
+// valid, else the first refused setting (`refused`).
 #[wasm_bindgen]
 pub fn check_lease(opts: &[f64], fallback: &[f64]) -> String {
     lease_options(opts, fallback).err().unwrap_or_default()
 }
 
 // The settings JSON (`{"breaker": …, "lease_ms": …}`) for a breaker configuration array (the
-// main boundary's layout) and a lease, or `"!field|expected"`.
+// main boundary's layout) and a lease, or `"!"` and the first refused setting (`refused`).
 #[wasm_bindgen]
 pub fn spec_json(cfg: &[f64], lease_ms: f64) -> String {
-    let spec = match super::breaker_config(cfg) {
-        Ok(c) => SharedSpec::new(c).with_lease_ms(super::int(lease_ms)),
-        Err((f, e)) => return format!("!{f}|{e}"),
-    };
-    if let Err(e) = spec.validate() {
-        return format!("!spec|{e}");
+    let spec = super::breaker_config(cfg)
+        .map(|c| SharedSpec::new(c).with_lease_ms(super::int(lease_ms)))
+        .map_err(SpecError::Breaker)
+        .and_then(|spec| spec.validate().map(|()| spec));
+    match spec {
+        Ok(spec) => json::to_string(&spec),
+        Err(e) => format!("!{}", refused("breaker.", &e)),
     }
-    json::to_string(&spec)
 }
 
 // Whether `name` is a breaker name (the core's one rule, `crate::name::validate_name`).

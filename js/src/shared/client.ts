@@ -24,6 +24,7 @@ import {
   Emitter,
   guardCall,
   guardStream,
+  num,
   outcomeCode,
   streamWithRetry,
   checkStreamDefaults,
@@ -49,7 +50,7 @@ export function breakerConfig(o: CircuitBreakerOptions, where: string): Float64A
   return build(o, where);
 }
 import { sharedGlue, type WasmLeaseClient } from './glue.js';
-import { Decision, LeaseInfo, LeaseOpts, Op, Reject } from '../codes/layout.js';
+import { Decision, LeaseInfo, LeaseOpts, Limit, Op, Reject } from '../codes/layout.js';
 
 export type { CallOutcome, Unsubscribe };
 
@@ -391,13 +392,6 @@ const NO_CONTEXT: { signal?: AbortSignal } = Object.freeze({});
 /** Tickets of `isHealthy()` kept for `recordSuccess/Failure`: the core's ring (src/wasm/shared.rs `TICKETS`). */
 const MAX_TICKETS = 4096;
 
-function positive(v: unknown, field: string, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) {
-    throw new RangeError(`breakwater: invalid option "${field}": ${String(v)} (expected an integer in [1, ${max}])`);
-  }
-  return v;
-}
 
 /**
  * The settings JSON the core reads (`SharedSpec`) for a breaker's options and lease, or a
@@ -407,20 +401,31 @@ export function settingsJson(breaker: SharedBreakerRule | undefined, leaseMs: un
   const b = { ...(breaker ?? {}) };
   refuse(b, ['clock', 'random'], `${where}.breaker`, 'the coordinator runs the breaker on its own clock and draws (give this client\'s clock as the top-level `clock`)');
   refuse(b, ['slowCallRate'], `${where}.breaker`, 'outcomes reach the coordinator as counts, without durations, so a slow-call rule could never trip');
-  const json = sharedGlue().spec_json(breakerConfig(b, `${where}.breaker`), positive(leaseMs, 'leaseMs', 1000, 3_600_000));
-  if (json.startsWith('!')) {
-    const [field, why = ''] = json.slice(1).split('|');
-    // The core names its own fields (`breaker.open_duration_ms`): say the option's name.
-    const named = /^invalid `breaker\.([a-z_]+)`: (.*)$/s.exec(why);
-    const option = named ? OPTION_OF_FIELD[named[1]!] : undefined;
-    if (named && option) throw new RangeError(`breakwater: invalid option "${option}" in ${where}.breaker: ${named[2]}`);
-    throw new RangeError(`breakwater: invalid ${field === 'spec' ? `${where}.breaker` : field}: ${why}`);
-  }
+  const json = sharedGlue().spec_json(breakerConfig(b, `${where}.breaker`), num('leaseMs', leaseMs, 1000, 1, Limit.MaxLeaseMs));
+  if (json.startsWith('!')) throw refused(json.slice(1), where);
   return json;
 }
 
-/** The option of each field of the core's settings that a shared breaker may refuse (src/shared/spec.rs). */
+/**
+ * The core's refusal of a setting (`"field|value (why)"`, src/wasm/shared.rs) as a RangeError
+ * naming the option it came from: the core spells its fields its own way (`breaker.open_duration_ms`).
+ */
+function refused(answer: string, where: string): RangeError {
+  const bar = answer.indexOf('|');
+  const field = answer.slice(0, bar);
+  const section = /^(breaker|local)\./.exec(field)?.[1];
+  const own = section === undefined ? field : field.slice(section.length + 1);
+  const option = OPTION_OF_FIELD[own] ?? own;
+  const at = section === undefined ? where : `${where}.${section}`;
+  return new RangeError(`breakwater: invalid option "${option}" in ${at}: ${answer.slice(bar + 1)}`);
+}
+
+/** The option of each field of the core's settings that a shared breaker may refuse (src/shared/spec.rs, src/breaker/config.rs). */
 const OPTION_OF_FIELD: Record<string, string> = {
+  lease_ms: 'leaseMs',
+  max_batch: 'maxBatch',
+  retry_unreachable_ms: 'retryUnreachableMs',
+  request_deadline_ms: 'requestTimeoutMs',
   open_duration_ms: 'resetTimeout',
   max_open_duration_ms: 'maxResetTimeoutMs',
   probe_timeout_ms: 'probeTimeoutMs',
@@ -428,6 +433,12 @@ const OPTION_OF_FIELD: Record<string, string> = {
   half_open_success_threshold: 'halfOpenSuccessThreshold',
   open_jitter: 'openJitter',
   open_backoff_factor: 'openBackoffFactor',
+  'trip.threshold': 'failureThreshold',
+  'trip.window_ms': 'monitoringWindow',
+  'trip.threshold_percent': 'failureRate.threshold',
+  'trip.minimum_calls': 'failureRate.minimumCalls',
+  'trip.window.calls': 'failureRate.windowCalls',
+  'trip.window.millis': 'failureRate.windowMs',
 };
 
 /** Options a shared breaker's settings or its local breaker cannot honour: refused by name, never ignored. */
@@ -610,7 +621,7 @@ export class SharedCircuitBreaker {
     }
     this.name = name;
     this.#send = send;
-    this.#timeoutMs = positive(o.requestTimeoutMs, 'requestTimeoutMs', 5000, 300_000);
+    this.#timeoutMs = num('requestTimeoutMs', o.requestTimeoutMs, 5000, 1, Limit.ResendWindowMs);
     this.#now = o.clock ?? Date.now;
     if (typeof this.#now !== 'function') throw new TypeError('breakwater: invalid option "clock" (expected a function)');
     const isFailure = o.breaker?.isFailure;
@@ -630,17 +641,14 @@ export class SharedCircuitBreaker {
     }
     this.#id = id;
     const lease = new Float64Array(LeaseOpts.Len);
-    lease[LeaseOpts.MaxBatch] = positive(o.maxBatch, 'maxBatch', 1000, 62_500);
+    lease[LeaseOpts.MaxBatch] = num('maxBatch', o.maxBatch, 1000, 1, Limit.MaxBatch);
     lease[LeaseOpts.FailClosed] = o.failClosed === true ? 1 : 0;
-    lease[LeaseOpts.RetryUnreachable] = positive(o.retryUnreachableMs, 'retryUnreachableMs', 1000, 300_000);
+    lease[LeaseOpts.RetryUnreachable] = num('retryUnreachableMs', o.retryUnreachableMs, 1000, 1, Limit.ResendWindowMs);
     lease[LeaseOpts.RequestDeadline] = this.#timeoutMs;
     const local = localConfig(o.local ?? ownSettings(o.breaker), this.#now, 'SharedCircuitBreaker options');
     const g = sharedGlue();
     const invalid = g.check_lease(lease, local);
-    if (invalid !== '') {
-      const [field, expected] = invalid.split('|');
-      throw new RangeError(`breakwater: invalid ${field} (expected ${expected})`);
-    }
+    if (invalid !== '') throw refused(invalid, 'SharedCircuitBreaker options');
     // Made on first use: Workers refuse random values at global scope, where a module-level
     // breaker is constructed (its client id and session are drawn at random).
     this.#make = () => g.WasmLeaseClient.create(this.clientId, randomSession(), lease, local);

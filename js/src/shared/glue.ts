@@ -102,9 +102,9 @@ export interface SharedGlue {
   WasmLeaseClient: {
     create(id: string, session: number, opts: Float64Array, fallback: Float64Array): WasmLeaseClient | undefined;
   };
-  /** "" or "field|expected". */
+  /** "" or the first refused setting: "field|value (why)", the field as the core spells it (`local.open_jitter`, `max_batch`). */
   check_lease(opts: Float64Array, fallback: Float64Array): string;
-  /** The settings JSON, or "!field|expected". */
+  /** The settings JSON, or "!" and the first refused setting: "field|value (why)" (`breaker.open_duration_ms`, `lease_ms`). */
   spec_json(cfg: Float64Array, leaseMs: number): string;
   /** Whether `name` is a breaker name (the core's rule). */
   is_breaker_name(name: string): boolean;
