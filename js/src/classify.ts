@@ -1,6 +1,7 @@
 import { memory, wasm } from './glue.js';
 import { Classify, Outcome, Text } from './codes/layout.js';
 import { isCircuitOpenError, isObj, isTimeoutError } from './helpers/errors.js';
+import { MAX_DURATION } from './helpers/options.js';
 
 /** How an outcome counts for a breaker (the core's `Outcome` codes). */
 export const SUCCESS = Outcome.Success;
@@ -98,7 +99,6 @@ function header(headers: unknown, name: string): string | undefined {
   return undefined;
 }
 
-const MAX_MS = 2 ** 52;
 const DECIMAL = /^(\d+)(?:\.(\d+))?$/;
 // RFC 9110 HTTP-date: IMF-fixdate, the obsolete RFC 850 form, and asctime.
 const HTTP_DATE =
@@ -112,16 +112,16 @@ const HTTP_DATE =
 export function parseRetryAfter(value: string, now: number): number {
   const v = value.trim();
   const m = DECIMAL.exec(v);
-  if (m) return Math.min(Number(m[1]) * 1000 + Math.ceil(Number((m[2] ?? '').padEnd(6, '0').slice(0, 6)) / 1000), MAX_MS);
+  if (m) return Math.min(Number(m[1]) * 1000 + Math.ceil(Number((m[2] ?? '').padEnd(6, '0').slice(0, 6)) / 1000), MAX_DURATION);
   if (!HTTP_DATE.test(v)) return -1;
   const at = Date.parse(v);
-  return at >= 0 ? Math.min(Math.max(at - now, 0), MAX_MS) : -1;
+  return at >= 0 ? Math.min(Math.max(at - now, 0), MAX_DURATION) : -1;
 }
 
 /** `retry-after-ms` (OpenAI, Anthropic): ms, possibly fractional, rounded up; or -1. */
 export function parseRetryAfterMs(value: string): number {
   const m = DECIMAL.exec(value.trim());
-  return m ? Math.min(Number(m[1]) + (/[1-9]/.test(m[2] ?? '') ? 1 : 0), MAX_MS) : -1;
+  return m ? Math.min(Number(m[1]) + (/[1-9]/.test(m[2] ?? '') ? 1 : 0), MAX_DURATION) : -1;
 }
 
 /**
@@ -175,7 +175,7 @@ function retryDelayOf(err: object): number {
       }
     }
     const m = text !== undefined && text.length < 65_536 ? RETRY_DELAY.exec(text) : null;
-    if (m) return Math.min(Math.ceil(Number(m[1]) * 1000), MAX_MS);
+    if (m) return Math.min(Math.ceil(Number(m[1]) * 1000), MAX_DURATION);
   }
   return -1;
 }

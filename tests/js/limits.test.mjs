@@ -51,7 +51,7 @@ test('a retry policy is bounded by the core: maxAttempts and factor at the edge 
   const once = async () => 'ok';
   assert.equal(await withRetry(once, { maxAttempts: 10_000, factor: 1e300 }), 'ok');
   await assert.rejects(withRetry(once, { maxAttempts: 10_001 }), /invalid option "maxAttempts": 10001 \(expected an integer in \[1, 10000\]\)/);
-  await assert.rejects(withRetry(once, { factor: Infinity }), /invalid option "factor": Infinity \(expected a number in \[1, 1\.7976931348623157e\+308\]\)/);
+  await assert.rejects(withRetry(once, { factor: Infinity }), /invalid option "factor": Infinity \(expected a number in \[1, Infinity\)\)/);
 });
 
 // The shared breaker's own limits are the core's too (src/shared/spec.rs): refused by the

@@ -66,7 +66,7 @@ function loaded(): Exports {
 export function throttle(options: AdaptiveThrottle = {}): ThrottleOption {
   const t = obj('throttle options', options) ?? {};
   checkKeys('throttle options', t, ['multiplier', 'windowMs', 'minimumRequests', 'maxRejectionProbability']);
-  const multiplier = num('adaptiveThrottle.multiplier', t.multiplier, 2, 1, Number.MAX_VALUE, false);
+  const multiplier = num('adaptiveThrottle.multiplier', t.multiplier, 2, 1, Infinity, false, ')');
   const windowMs = num('adaptiveThrottle.windowMs', t.windowMs, 120_000, 1);
   const minimum = num('adaptiveThrottle.minimumRequests', t.minimumRequests, 20, 1, Limit.MaxCount);
   const max = num('adaptiveThrottle.maxRejectionProbability', t.maxRejectionProbability, 0.8, 0, 1, false, '(');

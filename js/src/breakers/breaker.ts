@@ -449,7 +449,7 @@ function config(o: Record<string, unknown>, where: string): Float64Array {
   const reset = num('resetTimeout', o.resetTimeout, 30_000, 0);
   cfg[Cfg.OpenDuration] = reset;
   cfg[Cfg.OpenJitter] = num('openJitter', o.openJitter, 0, 0, 1, false, ')');
-  cfg[Cfg.OpenBackoff] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, Number.MAX_VALUE, false);
+  cfg[Cfg.OpenBackoff] = num('openBackoffFactor', o.openBackoffFactor, 1, 1, Infinity, false, ')');
   cfg[Cfg.MaxOpenDuration] = num('maxResetTimeoutMs', o.maxResetTimeoutMs, Math.max(300_000, reset), reset);
   cfg[Cfg.Probes] = num('halfOpenMaxProbes', o.halfOpenMaxProbes, 1, 1, Limit.MaxHalfOpenProbes);
   cfg[Cfg.ProbeSuccesses] = num('halfOpenSuccessThreshold', o.halfOpenSuccessThreshold, 1, 1, Limit.MaxHalfOpenSuccesses);

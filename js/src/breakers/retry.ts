@@ -169,7 +169,7 @@ function policy(o: RetryOptions): Float64Array {
   const cfg = new Float64Array(Retry.Len + (s?.length ?? 0));
   cfg[Retry.MaxAttempts] = num('maxAttempts', o.maxAttempts, 4, 1, Limit.MaxAttempts);
   const base = (cfg[Retry.BaseDelay] = num('baseDelayMs', o.baseDelayMs, 1000, 0));
-  cfg[Retry.Factor] = num('factor', o.factor, 2, 1, Number.MAX_VALUE, false);
+  cfg[Retry.Factor] = num('factor', o.factor, 2, 1, Infinity, false, ')');
   cfg[Retry.MaxDelay] = num('maxDelayMs', o.maxDelayMs, Math.max(16_000, base), base);
   cfg[Retry.Deadline] = o.deadlineMs === undefined ? -1 : num('deadlineMs', o.deadlineMs, 0, 0);
   const j = o.jitter ?? 'full';

@@ -46,7 +46,7 @@ export function fail(option: string, value: unknown, expected: string, type = fa
 }
 
 /** The longest duration an option takes: the core's `MAX_DURATION_MS` (a timestamp plus it stays below 2^53). */
-const MAX_DURATION: number = Limit.MaxDurationMs;
+export const MAX_DURATION: number = Limit.MaxDurationMs;
 
 /**
  * A finite number within [min, max] (default: the longest duration), integer if asked;
@@ -63,11 +63,17 @@ export function num(
 ): number {
   if (value === undefined) return dflt;
   const range = `${open === '(' ? open : '['}${min}, ${max === MAX_DURATION ? '2^52' : max}${open === ')' ? open : ']'}`;
-  const expected = `${integer ? 'an integer' : 'a number'} in ${range}`;
-  if (typeof value !== 'number') fail(option, value, expected);
-  const end = open === '(' ? value === min : open && value === max;
-  if (!Number.isFinite(value) || value < min || value > max || end || (integer && !Number.isInteger(value))) {
-    fail(option, value, expected);
+  // The end left out, if any, is refused as the outside is.
+  const end = open === '(' ? min : open && max;
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value < min ||
+    value > max ||
+    value === end ||
+    (integer && !Number.isInteger(value))
+  ) {
+    fail(option, value, `${integer ? 'an integer' : 'a number'} in ${range}`);
   }
   return value;
 }
