@@ -10,7 +10,9 @@
 //
 // Encodings (owned by js/src/hosts/store.ts and js/src/hosts/cloudflare.ts, named in src/wasm/layout.rs):
 // `layout::state` codes, `layout::verb` methods, transitions laid out as `layout::step`; the
-// protocol's JSON passed as strings in both directions.
+// protocol's JSON passed as strings in both directions. Text answers, as src/wasm/shared.rs's:
+// `""` for none, `undefined` for an input that cannot be read, and `"!"` before the words of a
+// refusal meant for a person (`breakers`: which breaker, field and value of `BREAKERS`).
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -349,19 +351,17 @@ pub fn storage_key() -> String {
 }
 
 // The objects' `/metrics` in the Prometheus text format, from their `/state` views (a JSON
-// array); `"!why"` when the views are unreadable.
+// array); `undefined` when the views are unreadable.
 #[wasm_bindgen]
-pub fn views_prometheus(views: &str) -> String {
+pub fn views_prometheus(views: &str) -> Option<String> {
     crate::shared::metrics::render_views_json(views)
-        .unwrap_or_else(|| String::from("!unreadable views"))
 }
 
 // The status page (`crate::shared::status`) for the `/state` views (a JSON array) at `now` (ms
-// since the epoch); `"!why"` when the views are unreadable.
+// since the epoch); `undefined` when the views are unreadable.
 #[wasm_bindgen]
-pub fn status_page(views: &str, now: f64) -> String {
+pub fn status_page(views: &str, now: f64) -> Option<String> {
     crate::shared::status::render_json(views, ts(now).0)
-        .unwrap_or_else(|| String::from("!unreadable views"))
 }
 
 // The status page's response headers, `name: value` a line.

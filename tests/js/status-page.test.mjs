@@ -75,3 +75,18 @@ test('instances that differ only in their throttle are told apart (the fingerpri
   assert.equal(after.optionsMismatch, undefined);
   assert.match(after.settings, /; sheds load when calls exceed 2 × successes over 2 min \(from 10 calls, at most 80 %\)$/);
 });
+
+// The core answers `undefined` for views it cannot read (src/wasm/coordinator.rs): the page and
+// the Prometheus text are then a 502, never a page built from nothing.
+test('views the core cannot read are a 502, not a page: the page and /metrics alike', async () => {
+  const { coordinatorGlue, statusResponse } = await import('breakwater/coordinator');
+  const g = coordinatorGlue();
+  for (const views of ['not json', '{"a":1}', '[{"name":1}]']) {
+    assert.equal(g.status_page(views, Date.now()), undefined, views);
+    assert.equal(g.views_prometheus(views), undefined, views);
+    assert.equal(statusResponse(views, Date.now()).status, 502, views);
+  }
+  // An empty fleet still has a page.
+  assert.equal(statusResponse('[]', Date.now()).status, 200);
+  assert.equal(typeof g.views_prometheus('[]'), 'string');
+});

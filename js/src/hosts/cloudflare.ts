@@ -425,7 +425,7 @@ export async function breakerRoutes(request: Request, env: object, options: Brea
     if (kind === Plan.Status) return statusResponse(text, Date.now());
     if (prometheus) {
       const prom = g.views_prometheus(text);
-      if (prom.startsWith('!')) return refusal(Http.BadGateway);
+      if (prom === undefined) return refusal(Http.BadGateway);
       return new Response(prom, { headers: { 'content-type': 'text/plain; version=0.0.4' } });
     }
     return json(200, text);

@@ -41,7 +41,7 @@ export const verbOf = (method: string): Verb => (method === 'GET' ? Verb.Get : m
 export function statusResponse(views: string, now: number): Response {
   const g = coordinatorGlue();
   const page = g.status_page(views, now);
-  if (page.startsWith('!')) return refusal(Http.BadGateway);
+  if (page === undefined) return refusal(Http.BadGateway);
   const headers = new Headers();
   for (const line of g.status_headers().split('\n')) {
     const at = line.indexOf(': ');

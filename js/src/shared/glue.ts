@@ -150,9 +150,10 @@ export interface CoordinatorGlue extends SharedGlue {
   storage_key(): string;
   /** The settings JSON a stored record runs under, or "" when it holds none readable. */
   stored_spec(record: string): string;
-  /** The objects' views (a JSON array) in the Prometheus text format, or "!why". */
-  views_prometheus(views: string): string;
-  status_page(views: string, now: number): string;
+  /** The objects' views (a JSON array) in the Prometheus text format; `undefined` when unreadable. */
+  views_prometheus(views: string): string | undefined;
+  /** The status page for the objects' views at `now`; `undefined` when unreadable. */
+  status_page(views: string, now: number): string | undefined;
   status_headers(): string;
 }
 
