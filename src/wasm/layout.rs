@@ -473,7 +473,8 @@ layouts! {
     }
     /// The core's limits on the options the TypeScript layer checks before they reach it, so
     /// that an option out of range is refused by its own name (the main module's refusals carry
-    /// no words): the numbers are these, never written again there. Bounds, not codes: two may
+    /// no words), and the size of the lease client's ticket ring, which `isHealthy()` keeps in
+    /// step with: the numbers are these, never written again there. Bounds, not codes: two may
     /// be equal.
     limit / "Limit": f64 {
         MAX_DURATION_MS = crate::breaker::MAX_DURATION_MS as f64,
@@ -489,5 +490,7 @@ layouts! {
         MAX_LEASE_MS = crate::shared::MAX_LEASE_MS as f64,
         MAX_BATCH = crate::shared::protocol::MAX_OUTCOMES_PER_BATCH as f64,
         RESEND_WINDOW_MS = crate::shared::protocol::RESEND_WINDOW_MS as f64,
+        DEDUP_WINDOW_MS = crate::shared::protocol::DEDUP_WINDOW_MS as f64, // a store key's shortest life
+        TICKETS = 4_096.0, // the lease client's ring of tickets (src/wasm/shared.rs)
     }
 }

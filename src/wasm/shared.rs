@@ -24,7 +24,7 @@ use alloc::vec::Vec;
 
 use wasm_bindgen::prelude::*;
 
-use super::layout::{decision, lease_info, lease_opts, op};
+use super::layout::{decision, lease_info, lease_opts, limit, op};
 use super::{outcome, state_code, ts};
 
 use crate::breaker::{RejectReason, State};
@@ -35,7 +35,7 @@ use crate::shared::{
     SharedSpec, SpecError, Ticket,
 };
 
-const TICKETS: usize = 4_096;
+const TICKETS: usize = limit::TICKETS as usize;
 
 fn lt(now: f64) -> LocalTime {
     LocalTime::from_f64_millis(now)

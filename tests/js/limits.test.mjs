@@ -84,3 +84,12 @@ test('a shared breaker refuses what its coordinator cannot hold by the option na
     assert.doesNotThrow(() => shared(options), JSON.stringify(options));
   }
 });
+
+test("a store's keys live at least the coordinator's dedup window: keyTtlMs is bounded by the core", async () => {
+  const { MemoryStore, StoreCircuitBreaker } = await import('breakwater/store');
+  const store = new MemoryStore();
+  assert.doesNotThrow(() => new StoreCircuitBreaker('ttl-edge', { store, keyTtlMs: 900_000 }));
+  assert.throws(() => new StoreCircuitBreaker('ttl-past', { store, keyTtlMs: 899_999 }), /invalid option "keyTtlMs": 899999 \(expected an integer in \[900000, 2\^52\]\)/);
+  assert.throws(() => new StoreCircuitBreaker('cas', { store, maxCasAttempts: 0 }), /invalid option "maxCasAttempts": 0 \(expected an integer in \[1, 2\^52\]\)/);
+  assert.throws(() => new StoreCircuitBreaker('lease', { store, leaseMs: 3_600_001 }), /invalid option "leaseMs": 3600001 \(expected an integer in \[1, 3600000\]\)/);
+});

@@ -477,7 +477,8 @@ export const enum Refusal {
 
 /**
  * The core's limits on options this layer checks before they reach it (src/wasm/layout.rs): a
- * number out of range is refused by the option's own name, with the core's bound.
+ * number out of range is refused by the option's own name, with the core's bound. `Tickets`: the
+ * lease client's ticket ring, which `isHealthy()` keeps in step with.
  */
 export const enum Limit {
   MaxDurationMs = 4503599627370496,
@@ -493,4 +494,6 @@ export const enum Limit {
   MaxLeaseMs = 3600000,
   MaxBatch = 62500,
   ResendWindowMs = 300000,
+  DedupWindowMs = 900000,
+  Tickets = 4096,
 }

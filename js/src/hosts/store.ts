@@ -53,8 +53,8 @@ import {
   type SharedBreakerInternalOptions,
   type SharedBreakerOptions,
 } from 'breakwater/shared/internal';
-import { checkKeys, withTimeout } from 'breakwater/internal';
-import { Http, Plan } from '../codes/layout.js';
+import { checkKeys, num, withTimeout } from 'breakwater/internal';
+import { Http, Limit, Plan } from '../codes/layout.js';
 
 
 // ----- the store -----
@@ -543,8 +543,6 @@ export interface StoreBreakerOptions extends Omit<SharedBreakerOptions, 'shared'
   storeTimeoutMs?: number | undefined;
 }
 
-/** The shortest `keyTtlMs`: the coordinator's dedup window (src/shared/protocol.rs `DEDUP_WINDOW_MS`, 15 min). */
-const MIN_KEY_TTL_MS = 15 * 60_000;
 
 /** `StoreCircuitBreaker`'s hidden method for `statusPage`: the core's view as JSON. */
 const STATE = Symbol('breakwater.state');
@@ -579,16 +577,9 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
     if (typeof prefix !== 'string' || !PREFIX_RE.test(prefix)) {
       throw new TypeError('breakwater: `prefix` must be 0 to 64 of ASCII letters, digits and - _ . : / { }');
     }
-    const int = (v: unknown, field: string, dflt: number, min: number): number => {
-      if (v === undefined) return dflt;
-      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-        throw new RangeError(`breakwater: invalid option "${field}": ${String(v)} (expected an integer >= ${min})`);
-      }
-      return v;
-    };
     const clock = o.clock ?? Date.now;
     const breaker = { ...(o.breaker ?? {}) };
-    const specJson = settingsJson(breaker, int(o.leaseMs, 'leaseMs', 1000, 1), 'StoreCircuitBreaker options');
+    const specJson = settingsJson(breaker, o.leaseMs, 'StoreCircuitBreaker options');
     // The local breaker's options, named as this constructor's (the shared one checks them again).
     if (o.local !== undefined) localConfig(o.local, clock, 'StoreCircuitBreaker options');
     const t = new StoreTransport({
@@ -598,9 +589,9 @@ export class StoreCircuitBreaker extends SharedCircuitBreaker {
       spec: specJson,
       // A record forgets its clients' sessions when it expires: no sooner than a session may
       // still send a batch again (the coordinator's dedup window), or resends would count twice.
-      ttlMs: int(o.keyTtlMs, 'keyTtlMs', 7 * 24 * 3600 * 1000, MIN_KEY_TTL_MS),
-      maxAttempts: int(o.maxCasAttempts, 'maxCasAttempts', 32, 1),
-      timeoutMs: int(o.storeTimeoutMs, 'storeTimeoutMs', 1000, 1),
+      ttlMs: num('keyTtlMs', o.keyTtlMs, 7 * 24 * 3600 * 1000, Limit.DedupWindowMs),
+      maxAttempts: num('maxCasAttempts', o.maxCasAttempts, 32, 1),
+      timeoutMs: num('storeTimeoutMs', o.storeTimeoutMs, 1000, 1),
       clock,
     });
     const { store: _s, prefix: _p, leaseMs: _l, keyTtlMs: _k, maxCasAttempts: _m, storeTimeoutMs: _st, ...rest } = o;

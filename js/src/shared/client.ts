@@ -389,8 +389,6 @@ export interface SharedBreakerInternalOptions extends SharedBreakerOptions {
 }
 
 const NO_CONTEXT: { signal?: AbortSignal } = Object.freeze({});
-/** Tickets of `isHealthy()` kept for `recordSuccess/Failure`: the core's ring (src/wasm/shared.rs `TICKETS`). */
-const MAX_TICKETS = 4096;
 
 
 /**
@@ -866,7 +864,7 @@ export class SharedCircuitBreaker {
     if (d < 0) return false;
     // Calls let through and never reported are forgotten beyond the core's own ticket ring
     // (a report without a ticket counts under the current lease).
-    if (this.#tickets.length >= MAX_TICKETS) this.#tickets.shift();
+    if (this.#tickets.length >= Limit.Tickets) this.#tickets.shift();
     this.#tickets.push(d);
     return true;
   }
