@@ -128,6 +128,7 @@ impl SpecError {
 }
 
 /// [`SpecError::refusal`]: the value given and, in parentheses, why it was refused.
+#[derive(Clone, Copy, Debug)]
 pub struct SpecRefusal<'a>(&'a SpecError);
 
 impl core::fmt::Display for SpecRefusal<'_> {
