@@ -189,11 +189,13 @@ test('Redis killed mid-run: every process keeps serving on its local breaker, th
   await until(async () => (await w.all({ cmd: 'stats' })).every((s) => s.successes >= 20 && s.storeCalls > 0));
 
   await own.kill('SIGKILL');
+  let seen = '';
   await until(async () => {
     const s = await w.all({ cmd: 'stats' });
     const fell = new Set(w.events.filter((e) => e.type === 'local').map((e) => e.worker));
+    seen = `fell back: ${[...fell].sort().join(' ')}; served in fallback: ${s.map((x) => x.servedInFallback).join(' ')}`;
     return fell.size === N && s.every((x) => x.servedInFallback >= 20);
-  });
+  }, () => `every process on its local breaker (${seen})`);
   const during = await w.all({ cmd: 'stats' });
   assert.ok(during.every((s) => s.decidingLocally || s.servedInFallback >= 20));
 
@@ -204,8 +206,9 @@ test('Redis killed mid-run: every process keeps serving on its local breaker, th
   await until(async () => {
     const back = new Set(w.events.slice(mark).filter((e) => e.type === 'recovered').map((e) => e.worker));
     const s = await w.all({ cmd: 'stats' });
+    seen = `recovered: ${[...back].sort().join(' ')}; deciding locally: ${s.map((x) => +x.decidingLocally).join(' ')}; successes since: ${s.map((x, i) => x.successes - atRestart[i].successes).join(' ')}; events since: ${w.events.slice(mark).map((e) => `${e.worker}:${e.type}`).slice(-24).join(' ')}`;
     return back.size === N && s.every((x, i) => !x.decidingLocally && x.successes >= atRestart[i].successes + 20);
-  });
+  }, () => `every process back on the shared breaker (${seen})`);
   const end = await w.all({ cmd: 'loopStop' });
   const flushed = await w.all({ cmd: 'flush' });
   assert.deepEqual(flushed.map((s) => s.unacknowledged), Array(N).fill(0));

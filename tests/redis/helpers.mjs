@@ -22,12 +22,19 @@ export async function freePort() {
   return port;
 }
 
-/** Polls `check` until it returns a truthy value (no deadline of its own: node:test's timeout bounds it). */
-export async function until(check, what, everyMs = 20) {
+/**
+ * Polls `check` until it returns a truthy value, for at most `timeoutMs`: then it fails, naming
+ * `what` (a string, or a function saying what it saw), where a test timing out would say nothing.
+ */
+export async function until(check, what, everyMs = 20, timeoutMs = 60_000) {
+  const describe = () => (typeof what === 'function' ? what() : what ?? 'a condition');
+  const deadline = Date.now() + timeoutMs;
   for (let n = 0; ; n++) {
-    if (process.env.BW_DEBUG && n % 100 === 99) console.error('[until] still waiting', what ?? '');
+    if (process.env.BW_DEBUG && n % 100 === 99) console.error('[until] still waiting', describe());
     const v = await check();
     if (v) return v;
+    // A test that waits forever says nothing: fail with what was awaited, and what was seen.
+    if (Date.now() > deadline) throw new Error(`gave up after ${timeoutMs} ms waiting for ${describe()}`);
     await sleep(everyMs);
   }
 }
@@ -132,12 +139,35 @@ export async function startWorkers(n, init) {
       if (m.error) p.reject(new Error(`worker ${i}: ${m.error}`));
       else p.resolve(m.result);
     });
+    // A process that dies fails what was asked of it, rather than leave the test waiting.
+    child.on('exit', (code, signal) => {
+      for (const [id, p] of pending) {
+        if (p.worker !== i) continue;
+        pending.delete(id);
+        p.reject(new Error(`worker ${i} exited (${signal ?? code}) before answering ${p.cmd}`));
+      }
+    });
     procs.push(child);
   }
+  // Every command answers within ASK_MS, or fails naming the process and the command.
+  const ASK_MS = 30_000;
   const ask = (i, msg) =>
     new Promise((resolve, reject) => {
       const id = nextId++;
-      pending.set(id, { resolve, reject });
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error(`worker ${i} did not answer ${msg.cmd} within ${ASK_MS} ms`));
+      }, ASK_MS);
+      const done = (f) => (v) => {
+        clearTimeout(timer);
+        f(v);
+      };
+      pending.set(id, { worker: i, cmd: msg.cmd, resolve: done(resolve), reject: done(reject) });
+      if (procs[i].exitCode !== null || procs[i].signalCode !== null) {
+        pending.delete(id);
+        done(reject)(new Error(`worker ${i} has exited; cannot ask ${msg.cmd}`));
+        return;
+      }
       procs[i].send({ ...msg, id });
     });
   const all = (msg) => Promise.all(procs.map((_, i) => ask(i, typeof msg === 'function' ? msg(i) : msg)));
