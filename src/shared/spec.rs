@@ -201,13 +201,24 @@ impl SharedSpec {
         if let TripRule::SlowCallRate { .. } = c.trip {
             return Err(SpecError::SlowCallRule);
         }
-        let memory = match c.trip {
-            TripRule::FailuresInWindow { threshold, .. } => Some(("trip.threshold", threshold)),
+        // What the trip rule keeps: calls (its memory, stored at every report) and a span.
+        let (memory, window) = match c.trip {
+            TripRule::FailuresInWindow {
+                threshold,
+                window_ms,
+            } => (
+                Some(("trip.threshold", threshold)),
+                Some(("trip.window_ms", window_ms)),
+            ),
             TripRule::FailureRate {
                 window: Window::Calls(n),
                 ..
-            } => Some(("trip.window.calls", n)),
-            _ => None,
+            } => (Some(("trip.window.calls", n)), None),
+            TripRule::FailureRate {
+                window: Window::Millis(ms),
+                ..
+            } => (None, Some(("trip.window.millis", ms))),
+            _ => (None, None),
         };
         if let Some((field, calls)) = memory.filter(|&(_, n)| n > MAX_SHARED_WINDOW_CALLS) {
             return Err(SpecError::WindowCalls { field, calls });
@@ -221,14 +232,6 @@ impl SharedSpec {
                 return Err(SpecError::OpenMs { field, ms });
             }
         }
-        let window = match c.trip {
-            TripRule::FailuresInWindow { window_ms, .. } => Some(("trip.window_ms", window_ms)),
-            TripRule::FailureRate {
-                window: Window::Millis(ms),
-                ..
-            } => Some(("trip.window.millis", ms)),
-            _ => None,
-        };
         if let Some((field, ms)) = window.filter(|&(_, ms)| ms > MAX_SHARED_DURATION_MS) {
             return Err(SpecError::WindowMs { field, ms });
         }
